@@ -1,0 +1,440 @@
+//! The xDS bootstrap (gRFC A27, with A47 authorities and A71 server lists):
+//! which servers to talk to, as whom, and how to name listener resources.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use envoy_types::pb::envoy::config::core::v3 as core;
+use serde_json::{Map, Value};
+
+/// The server feature that makes deletions of cached resources be ignored (gRFC A53).
+pub const IGNORE_RESOURCE_DELETION: &str = "ignore_resource_deletion";
+/// gRFC A88: with data-error handling on, restores the pre-A88 deletion behaviour.
+pub const FAIL_ON_DATA_ERRORS: &str = "fail_on_data_errors";
+/// gRFC A88: the does-not-exist timer becomes a transient error (30 s).
+pub const RESOURCE_TIMER_IS_TRANSIENT_ERROR: &str = "resource_timer_is_transient_error";
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bootstrap {
+    /// Top-level servers, highest priority first.
+    pub xds_servers: Vec<XdsServerConfig>,
+    pub node: Option<NodeConfig>,
+    pub authorities: BTreeMap<String, AuthorityConfig>,
+    /// `client_default_listener_resource_name_template`, default `%s`.
+    pub client_default_listener_resource_name_template: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct XdsServerConfig {
+    pub server_uri: String,
+    /// The first channel credentials type we support (only `insecure`).
+    pub channel_creds: String,
+    pub server_features: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct AuthorityConfig {
+    /// Default `xdstp://<authority>/envoy.config.listener.v3.Listener/%s`.
+    pub client_listener_resource_name_template: Option<String>,
+    /// Empty means: use the top-level servers.
+    pub xds_servers: Vec<XdsServerConfig>,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct NodeConfig {
+    pub id: String,
+    pub cluster: String,
+    pub locality: Option<(String, String, String)>,
+    pub metadata: Option<Map<String, Value>>,
+}
+
+impl XdsServerConfig {
+    pub fn has_feature(&self, feature: &str) -> bool {
+        self.server_features.iter().any(|f| f == feature)
+    }
+
+    pub fn ignore_resource_deletion(&self) -> bool {
+        self.has_feature(IGNORE_RESOURCE_DELETION)
+    }
+}
+
+/// Every problem found in a bootstrap document, gRPC style:
+/// `errors validating bootstrap: [field:xds_servers[0].server_uri error:...]`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct BootstrapError {
+    pub errors: Vec<(String, String)>,
+}
+
+impl fmt::Display for BootstrapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("errors validating bootstrap: [")?;
+        for (i, (field, message)) in self.errors.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            if field.is_empty() {
+                write!(f, "{message}")?;
+            } else {
+                write!(f, "field:{field} error:{message}")?;
+            }
+        }
+        f.write_str("]")
+    }
+}
+
+impl Bootstrap {
+    /// Parses a bootstrap JSON document.
+    pub fn from_json(text: &str) -> Result<Bootstrap, BootstrapError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| BootstrapError {
+            errors: vec![(String::new(), format!("JSON parse error: {e}"))],
+        })?;
+        let mut errors = Vec::new();
+        let bootstrap = parse(&value, &mut errors);
+        if errors.is_empty() {
+            Ok(bootstrap)
+        } else {
+            Err(BootstrapError { errors })
+        }
+    }
+
+    /// The servers of `authority` (empty = old-style names), in priority order.
+    pub fn servers_for_authority(&self, authority: Option<&str>) -> &[XdsServerConfig] {
+        match authority.and_then(|a| self.authorities.get(a)) {
+            Some(a) if !a.xds_servers.is_empty() => &a.xds_servers,
+            _ => &self.xds_servers,
+        }
+    }
+
+    /// The node, as sent in the first DiscoveryRequest of a stream.
+    pub fn node_proto(&self, user_agent_name: &str, user_agent_version: &str) -> core::Node {
+        let mut node = core::Node {
+            user_agent_name: user_agent_name.to_string(),
+            user_agent_version_type: Some(core::node::UserAgentVersionType::UserAgentVersion(
+                user_agent_version.to_string(),
+            )),
+            client_features: vec!["xds.config.resource-in-sotw".to_string()],
+            ..Default::default()
+        };
+        if let Some(n) = &self.node {
+            node.id = n.id.clone();
+            node.cluster = n.cluster.clone();
+            node.locality = n
+                .locality
+                .as_ref()
+                .map(|(region, zone, sub_zone)| core::Locality {
+                    region: region.clone(),
+                    zone: zone.clone(),
+                    sub_zone: sub_zone.clone(),
+                });
+            node.metadata = n.metadata.as_ref().map(json_to_struct);
+        }
+        node
+    }
+
+    pub fn node_id(&self) -> &str {
+        self.node.as_ref().map(|n| n.id.as_str()).unwrap_or("")
+    }
+}
+
+type Errors = Vec<(String, String)>;
+
+fn parse(value: &Value, errors: &mut Errors) -> Bootstrap {
+    let mut bootstrap = Bootstrap {
+        xds_servers: Vec::new(),
+        node: None,
+        authorities: BTreeMap::new(),
+        client_default_listener_resource_name_template: "%s".to_string(),
+    };
+    let Some(obj) = value.as_object() else {
+        errors.push((String::new(), "is not a JSON object".to_string()));
+        return bootstrap;
+    };
+    match obj.get("xds_servers") {
+        Some(v) => bootstrap.xds_servers = parse_servers(v, "xds_servers", errors),
+        None => errors.push(("xds_servers".into(), "field not present".into())),
+    }
+    if bootstrap.xds_servers.is_empty() && obj.get("xds_servers").is_some_and(Value::is_array) {
+        errors.push(("xds_servers".into(), "must be non-empty".into()));
+    }
+    if let Some(v) = obj.get("node") {
+        bootstrap.node = parse_node(v, errors);
+    }
+    if let Some(v) = obj.get("client_default_listener_resource_name_template") {
+        match v.as_str() {
+            Some(s) => bootstrap.client_default_listener_resource_name_template = s.to_string(),
+            None => errors.push((
+                "client_default_listener_resource_name_template".into(),
+                "is not a string".into(),
+            )),
+        }
+    }
+    if let Some(v) = obj.get("authorities") {
+        match v.as_object() {
+            Some(map) => {
+                for (name, a) in map {
+                    let field = format!("authorities[\"{name}\"]");
+                    let Some(a) = a.as_object() else {
+                        errors.push((field, "is not an object".into()));
+                        continue;
+                    };
+                    let mut authority = AuthorityConfig::default();
+                    if let Some(t) = a.get("client_listener_resource_name_template") {
+                        match t.as_str() {
+                            Some(s) if s.starts_with("xdstp://") || s.is_empty() => {
+                                authority.client_listener_resource_name_template =
+                                    Some(s.to_string())
+                            }
+                            Some(_) => errors.push((
+                                format!("{field}.client_listener_resource_name_template"),
+                                "must start with \"xdstp://\"".into(),
+                            )),
+                            None => errors.push((
+                                format!("{field}.client_listener_resource_name_template"),
+                                "is not a string".into(),
+                            )),
+                        }
+                    }
+                    if let Some(s) = a.get("xds_servers") {
+                        authority.xds_servers =
+                            parse_servers(s, &format!("{field}.xds_servers"), errors);
+                    }
+                    bootstrap.authorities.insert(name.clone(), authority);
+                }
+            }
+            None => errors.push(("authorities".into(), "is not an object".into())),
+        }
+    }
+    bootstrap
+}
+
+fn parse_servers(value: &Value, field: &str, errors: &mut Errors) -> Vec<XdsServerConfig> {
+    let Some(list) = value.as_array() else {
+        errors.push((field.to_string(), "is not an array".into()));
+        return Vec::new();
+    };
+    let mut servers = Vec::new();
+    for (i, s) in list.iter().enumerate() {
+        let field = format!("{field}[{i}]");
+        let Some(s) = s.as_object() else {
+            errors.push((field, "is not an object".into()));
+            continue;
+        };
+        let server_uri = match s.get("server_uri").map(Value::as_str) {
+            Some(Some(uri)) if !uri.is_empty() => uri.to_string(),
+            Some(Some(_)) => {
+                errors.push((format!("{field}.server_uri"), "must be non-empty".into()));
+                String::new()
+            }
+            Some(None) => {
+                errors.push((format!("{field}.server_uri"), "is not a string".into()));
+                String::new()
+            }
+            None => {
+                errors.push((format!("{field}.server_uri"), "field not present".into()));
+                String::new()
+            }
+        };
+        let channel_creds = match s.get("channel_creds") {
+            None => {
+                errors.push((format!("{field}.channel_creds"), "field not present".into()));
+                String::new()
+            }
+            Some(Value::Array(creds)) => {
+                let mut chosen = None;
+                for (j, c) in creds.iter().enumerate() {
+                    match c.get("type").and_then(Value::as_str) {
+                        Some(t) => {
+                            if chosen.is_none() && t == "insecure" {
+                                chosen = Some(t.to_string());
+                            }
+                        }
+                        None => errors.push((
+                            format!("{field}.channel_creds[{j}].type"),
+                            "field not present".into(),
+                        )),
+                    }
+                }
+                chosen.unwrap_or_else(|| {
+                    errors.push((
+                        format!("{field}.channel_creds"),
+                        "no known creds type found".into(),
+                    ));
+                    String::new()
+                })
+            }
+            Some(_) => {
+                errors.push((format!("{field}.channel_creds"), "is not an array".into()));
+                String::new()
+            }
+        };
+        let mut server_features = Vec::new();
+        match s.get("server_features") {
+            None => {}
+            Some(Value::Array(features)) => {
+                for (j, f) in features.iter().enumerate() {
+                    match f.as_str() {
+                        Some(f) => server_features.push(f.to_string()),
+                        None => errors.push((
+                            format!("{field}.server_features[{j}]"),
+                            "is not a string".into(),
+                        )),
+                    }
+                }
+            }
+            Some(_) => errors.push((format!("{field}.server_features"), "is not an array".into())),
+        }
+        servers.push(XdsServerConfig {
+            server_uri,
+            channel_creds,
+            server_features,
+        });
+    }
+    servers
+}
+
+fn parse_node(value: &Value, errors: &mut Errors) -> Option<NodeConfig> {
+    let Some(obj) = value.as_object() else {
+        errors.push(("node".into(), "is not an object".into()));
+        return None;
+    };
+    let mut node = NodeConfig::default();
+    let string_field = |key: &str, errors: &mut Errors| -> String {
+        match obj.get(key) {
+            None => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(_) => {
+                errors.push((format!("node.{key}"), "is not a string".into()));
+                String::new()
+            }
+        }
+    };
+    node.id = string_field("id", errors);
+    node.cluster = string_field("cluster", errors);
+    if let Some(l) = obj.get("locality") {
+        match l.as_object() {
+            Some(l) => {
+                let get = |k: &str| l.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                node.locality = Some((get("region"), get("zone"), get("sub_zone")));
+            }
+            None => errors.push(("node.locality".into(), "is not an object".into())),
+        }
+    }
+    if let Some(m) = obj.get("metadata") {
+        match m.as_object() {
+            Some(m) => node.metadata = Some(m.clone()),
+            None => errors.push(("node.metadata".into(), "is not an object".into())),
+        }
+    }
+    Some(node)
+}
+
+fn json_to_struct(map: &Map<String, Value>) -> envoy_types::pb::google::protobuf::Struct {
+    envoy_types::pb::google::protobuf::Struct {
+        fields: map
+            .iter()
+            .map(|(k, v)| (k.clone(), json_to_value(v)))
+            .collect(),
+    }
+}
+
+fn json_to_value(v: &Value) -> envoy_types::pb::google::protobuf::Value {
+    use envoy_types::pb::google::protobuf::{ListValue, NullValue, value::Kind};
+    let kind = match v {
+        Value::Null => Kind::NullValue(NullValue::NullValue as i32),
+        Value::Bool(b) => Kind::BoolValue(*b),
+        Value::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or(0.0)),
+        Value::String(s) => Kind::StringValue(s.clone()),
+        Value::Array(a) => Kind::ListValue(ListValue {
+            values: a.iter().map(json_to_value).collect(),
+        }),
+        Value::Object(o) => Kind::StructValue(json_to_struct(o)),
+    };
+    envoy_types::pb::google::protobuf::Value { kind: Some(kind) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"{"xds_servers":[{"server_uri":"127.0.0.1:5000","channel_creds":[{"type":"insecure"}],"server_features":["xds_v3"]}],"node":{"id":"n1","cluster":"c","locality":{"region":"r1","zone":"z1"}}}"#;
+
+    #[test]
+    fn parses_minimal_grpc_bootstrap() {
+        let b = Bootstrap::from_json(MINIMAL).unwrap();
+        assert_eq!(b.xds_servers.len(), 1);
+        assert_eq!(b.xds_servers[0].server_uri, "127.0.0.1:5000");
+        assert_eq!(b.xds_servers[0].channel_creds, "insecure");
+        assert_eq!(b.node_id(), "n1");
+        assert_eq!(b.client_default_listener_resource_name_template, "%s");
+        let node = b.node_proto("ua", "1");
+        assert_eq!(node.locality.unwrap().zone, "z1");
+        assert_eq!(node.client_features, vec!["xds.config.resource-in-sotw"]);
+    }
+
+    #[test]
+    fn collects_every_error() {
+        let err = Bootstrap::from_json(
+            r#"{"xds_servers":[{"channel_creds":[{"type":"tls"}]},{"server_uri":"a","channel_creds":[{"type":"insecure"}],"server_features":[1]}],"node":[]}"#,
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("field:xds_servers[0].server_uri error:field not present"),
+            "{text}"
+        );
+        assert!(
+            text.contains("field:xds_servers[0].channel_creds error:no known creds type found"),
+            "{text}"
+        );
+        assert!(
+            text.contains("field:xds_servers[1].server_features[0] error:is not a string"),
+            "{text}"
+        );
+        assert!(text.contains("field:node error:is not an object"), "{text}");
+    }
+
+    #[test]
+    fn rejects_non_json_and_missing_servers() {
+        assert!(
+            Bootstrap::from_json("{")
+                .unwrap_err()
+                .to_string()
+                .contains("JSON parse error")
+        );
+        let err = Bootstrap::from_json("{}").unwrap_err();
+        assert_eq!(
+            err.errors,
+            vec![("xds_servers".to_string(), "field not present".to_string())]
+        );
+        let err = Bootstrap::from_json(r#"{"xds_servers":[]}"#).unwrap_err();
+        assert!(err.to_string().contains("must be non-empty"));
+    }
+
+    #[test]
+    fn authorities_fall_back_to_top_level_servers() {
+        let b = Bootstrap::from_json(
+            r#"{"xds_servers":[{"server_uri":"top","channel_creds":[{"type":"insecure"}]}],
+                "authorities":{"a.example":{},"b.example":{"xds_servers":[{"server_uri":"b","channel_creds":[{"type":"insecure"}]}],
+                "client_listener_resource_name_template":"xdstp://b.example/envoy.config.listener.v3.Listener/%s"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            b.servers_for_authority(Some("a.example"))[0].server_uri,
+            "top"
+        );
+        assert_eq!(
+            b.servers_for_authority(Some("b.example"))[0].server_uri,
+            "b"
+        );
+        assert_eq!(b.servers_for_authority(None)[0].server_uri, "top");
+        let err = Bootstrap::from_json(
+            r#"{"xds_servers":[{"server_uri":"top","channel_creds":[{"type":"insecure"}]}],
+                "authorities":{"a":{"client_listener_resource_name_template":"foo/%s"}}}"#,
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("must start with \\\"xdstp://\\\"")
+                || err.to_string().contains("must start with \"xdstp://\"")
+        );
+    }
+}

@@ -1,0 +1,1440 @@
+//! The XdsClient's state machine. One task owns everything — authorities,
+//! xDS channels, ADS calls, the resource cache and every timer — so there
+//! are no locks and, on a current-thread runtime, one order of events.
+//!
+//! Its shape follows gRPC C-core's XdsClient: an authority holds a list of
+//! xDS channels in priority order (the last one is the one in use, gRFC
+//! A71); a channel holds a retryable ADS call; a call holds, per resource
+//! type, the nonce and the subscribed names with their does-not-exist timers.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use envoy_types::pb::envoy::admin::v3::{ClientResourceStatus, UpdateFailureState};
+use envoy_types::pb::envoy::config::core::v3::Node;
+use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
+use envoy_types::pb::envoy::service::status::v3::ClientConfig;
+use envoy_types::pb::envoy::service::status::v3::client_config::GenericXdsConfig;
+use envoy_types::pb::google::protobuf::{Any, Timestamp};
+use envoy_types::pb::google::rpc::Status as RpcStatus;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tonic::Code;
+
+use super::ads_call::{self, CallEvent, CallId, CallMessage};
+use crate::backoff::{Backoff, SplitMix64};
+use crate::bootstrap::{Bootstrap, XdsServerConfig};
+use crate::name::ResourceName;
+use crate::observer::{ClientEvent, ClientObserver, LogLevel};
+use crate::profile::{ClientProfile, RetryAfterGoodStream};
+use crate::resource::{ResourceType, XdsResource, decode_entry};
+use crate::transport::{XdsTransport, XdsTransportFactory};
+use crate::watcher::{ResourceWatcher, WatcherEvent, XdsError, code_name};
+
+/// Identifies one watch, for cancelling it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WatchId(pub u64);
+
+pub(crate) enum Command {
+    Watch {
+        id: WatchId,
+        resource_type: ResourceType,
+        name: String,
+        watcher: Arc<dyn ResourceWatcher>,
+    },
+    Cancel {
+        id: WatchId,
+    },
+    Dump {
+        reply: oneshot::Sender<ClientConfig>,
+    },
+}
+
+/// What does not change while the client runs.
+pub(crate) struct Shared {
+    pub bootstrap: Bootstrap,
+    pub profile: ClientProfile,
+    pub transport: Arc<dyn XdsTransportFactory>,
+    pub observer: Option<Arc<dyn ClientObserver>>,
+    pub client_scope: String,
+    pub node: Node,
+    /// Wall-clock time at `start`, for CSDS timestamps: under virtual time
+    /// they must be deterministic too.
+    pub epoch: SystemTime,
+    pub start: Instant,
+}
+
+/// CSDS's view of a cached resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CacheStatus {
+    Requested,
+    Acked,
+    Nacked,
+    DoesNotExist,
+}
+
+struct ResourceState {
+    watchers: BTreeSet<WatchId>,
+    value: Option<Arc<XdsResource>>,
+    serialized: Vec<u8>,
+    status: CacheStatus,
+    version: String,
+    update_time: Option<Instant>,
+    failed_version: String,
+    failed_details: String,
+    failed_update_time: Option<Instant>,
+    /// A53: a deletion of this resource was ignored and not yet cleared.
+    ignored_deletion: bool,
+}
+
+impl ResourceState {
+    fn new() -> Self {
+        ResourceState {
+            watchers: BTreeSet::new(),
+            value: None,
+            serialized: Vec::new(),
+            status: CacheStatus::Requested,
+            version: String::new(),
+            update_time: None,
+            failed_version: String::new(),
+            failed_details: String::new(),
+            failed_update_time: None,
+            ignored_deletion: false,
+        }
+    }
+}
+
+#[derive(Default)]
+struct AuthorityState {
+    /// Channels in priority order; the last is the one in use.
+    channels: Vec<XdsServerConfig>,
+    resources: BTreeMap<ResourceType, BTreeMap<String, ResourceState>>,
+}
+
+impl AuthorityState {
+    fn has_uncached(&self) -> bool {
+        self.resources
+            .values()
+            .flat_map(|m| m.values())
+            .any(|r| r.status == CacheStatus::Requested)
+    }
+}
+
+struct XdsChannel {
+    transport: XdsTransport,
+    /// None while healthy; the last connectivity error otherwise.
+    status: Option<XdsError>,
+    failures: u64,
+    /// Last accepted version per type; survives stream restarts.
+    versions: BTreeMap<ResourceType, String>,
+    retryable: Option<RetryableCall>,
+}
+
+struct RetryableCall {
+    backoff: Backoff,
+    call: Option<AdsCall>,
+    retry_timer: Option<TimerId>,
+}
+
+struct AdsCall {
+    id: u64,
+    queue: mpsc::UnboundedSender<DiscoveryRequest>,
+    task: JoinHandle<()>,
+    sent_initial: bool,
+    seen_response: bool,
+    connected: bool,
+    /// One request on its way at a time, as C-core: later ones for other
+    /// types wait, and several changes to one type coalesce.
+    send_pending: Option<ResourceType>,
+    buffered: BTreeSet<ResourceType>,
+    /// Types whose request was taken before the connection was ready.
+    unconfirmed: BTreeSet<ResourceType>,
+    types: BTreeMap<ResourceType, TypeState>,
+}
+
+impl Drop for AdsCall {
+    fn drop(&mut self) {
+        // Dropping the call cancels the stream (RST_STREAM CANCEL).
+        self.task.abort();
+    }
+}
+
+impl AdsCall {
+    fn has_subscriptions(&self) -> bool {
+        self.types.values().any(|t| !t.subscribed.is_empty())
+    }
+}
+
+#[derive(Default)]
+struct TypeState {
+    nonce: String,
+    /// The NACK to send with the next request of this type.
+    nack: Option<String>,
+    subscribed: BTreeMap<ResourceName, ResourceTimer>,
+}
+
+#[derive(Default)]
+struct ResourceTimer {
+    /// Included in a request that was built (C-core "send started").
+    subscription_sent: bool,
+    /// Seen in a response, or declared missing: no timer needed any more.
+    seen: bool,
+    timer: Option<TimerId>,
+}
+
+type TimerId = (Instant, u64);
+
+enum TimerKind {
+    DoesNotExist {
+        server: XdsServerConfig,
+        call: u64,
+        resource_type: ResourceType,
+        name: ResourceName,
+    },
+    Retry {
+        server: XdsServerConfig,
+    },
+}
+
+enum Outgoing {
+    Watcher(Arc<dyn ResourceWatcher>, WatcherEvent),
+    Client(ClientEvent),
+}
+
+pub(crate) struct Worker {
+    shared: Arc<Shared>,
+    rng: SplitMix64,
+    authorities: BTreeMap<Option<String>, AuthorityState>,
+    channels: BTreeMap<XdsServerConfig, XdsChannel>,
+    watchers: BTreeMap<WatchId, WatchEntry>,
+    timers: BTreeMap<TimerId, TimerKind>,
+    timer_seq: u64,
+    next_call_id: u64,
+    call_events: mpsc::UnboundedSender<CallMessage>,
+    outbox: Vec<Outgoing>,
+}
+
+struct WatchEntry {
+    resource_type: ResourceType,
+    /// None for a watch that failed at once (bad name, unknown authority).
+    name: Option<ResourceName>,
+    watcher: Arc<dyn ResourceWatcher>,
+}
+
+impl Worker {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        rng_seed: u64,
+        call_events: mpsc::UnboundedSender<CallMessage>,
+    ) -> Worker {
+        Worker {
+            shared,
+            rng: SplitMix64::new(rng_seed),
+            authorities: BTreeMap::new(),
+            channels: BTreeMap::new(),
+            watchers: BTreeMap::new(),
+            timers: BTreeMap::new(),
+            timer_seq: 0,
+            next_call_id: 0,
+            call_events,
+            outbox: Vec::new(),
+        }
+    }
+
+    pub(crate) async fn run(
+        mut self,
+        mut commands: mpsc::UnboundedReceiver<Command>,
+        mut call_messages: mpsc::UnboundedReceiver<CallMessage>,
+    ) {
+        loop {
+            let next_timer = self.timers.keys().next().map(|(at, _)| *at);
+            tokio::select! {
+                biased;
+                command = commands.recv() => match command {
+                    Some(command) => self.handle_command(command),
+                    None => break,
+                },
+                Some(message) = call_messages.recv() => self.handle_call_message(message),
+                _ = sleep_until_opt(next_timer), if next_timer.is_some() => self.fire_timers(),
+            }
+            self.flush();
+        }
+        // Shutting down: dropping the channels cancels every call.
+        self.channels.clear();
+    }
+
+    fn flush(&mut self) {
+        for out in std::mem::take(&mut self.outbox) {
+            match out {
+                Outgoing::Watcher(w, event) => w.on_event(event),
+                Outgoing::Client(event) => {
+                    if let Some(observer) = &self.shared.observer {
+                        observer.on_client_event(event);
+                    }
+                }
+            }
+        }
+    }
+
+    fn emit(&mut self, event: ClientEvent) {
+        self.outbox.push(Outgoing::Client(event));
+    }
+
+    fn log(&mut self, level: LogLevel, message: String) {
+        self.emit(ClientEvent::Log { level, message });
+    }
+
+    /// Queues `event` for the given watchers, in watch order.
+    fn notify(&mut self, watchers: &BTreeSet<WatchId>, event: WatcherEvent) {
+        let event = self.with_node_id(event);
+        for id in watchers {
+            if let Some(entry) = self.watchers.get(id) {
+                self.outbox
+                    .push(Outgoing::Watcher(entry.watcher.clone(), event.clone()));
+            }
+        }
+    }
+
+    /// Error messages name the node, as C-core's `AppendNodeToStatus`.
+    fn with_node_id(&self, event: WatcherEvent) -> WatcherEvent {
+        let node_id = self.shared.bootstrap.node_id();
+        let append = |e: XdsError| XdsError {
+            code: e.code,
+            message: format!("{} (node ID:{node_id})", e.message),
+        };
+        match event {
+            WatcherEvent::ResourceError(e) => WatcherEvent::ResourceError(append(e)),
+            WatcherEvent::AmbientError(e) => WatcherEvent::AmbientError(append(e)),
+            other => other,
+        }
+    }
+
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn add_timer(&mut self, at: Instant, kind: TimerKind) -> TimerId {
+        self.timer_seq += 1;
+        let id = (at, self.timer_seq);
+        self.timers.insert(id, kind);
+        id
+    }
+
+    // ----- commands -------------------------------------------------------
+
+    fn handle_command(&mut self, command: Command) {
+        match command {
+            Command::Watch {
+                id,
+                resource_type,
+                name,
+                watcher,
+            } => self.watch(id, resource_type, &name, watcher),
+            Command::Cancel { id } => self.cancel_watch(id),
+            Command::Dump { reply } => {
+                let _ = reply.send(self.dump());
+            }
+        }
+    }
+
+    fn watch(
+        &mut self,
+        id: WatchId,
+        resource_type: ResourceType,
+        name: &str,
+        watcher: Arc<dyn ResourceWatcher>,
+    ) {
+        let parsed = ResourceName::parse(name, resource_type)
+            .map_err(|e| XdsError::new(Code::InvalidArgument, e.to_string()))
+            .and_then(|parsed| match &parsed.authority {
+                Some(a) if !self.shared.bootstrap.authorities.contains_key(a) => {
+                    Err(XdsError::new(
+                        Code::FailedPrecondition,
+                        format!("authority \"{a}\" not present in bootstrap config"),
+                    ))
+                }
+                _ => Ok(parsed),
+            });
+        let parsed = match parsed {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                self.watchers.insert(
+                    id,
+                    WatchEntry {
+                        resource_type,
+                        name: None,
+                        watcher,
+                    },
+                );
+                return self.notify(&BTreeSet::from([id]), WatcherEvent::ResourceError(error));
+            }
+        };
+        self.watchers.insert(
+            id,
+            WatchEntry {
+                resource_type,
+                name: Some(parsed.clone()),
+                watcher,
+            },
+        );
+        let servers = self
+            .shared
+            .bootstrap
+            .servers_for_authority(parsed.authority.as_deref())
+            .to_vec();
+
+        let authority = self
+            .authorities
+            .entry(parsed.authority.clone())
+            .or_default();
+        let by_type = authority.resources.entry(resource_type).or_default();
+        let first_watcher = !by_type.contains_key(&parsed.key);
+        let state = by_type
+            .entry(parsed.key.clone())
+            .or_insert_with(ResourceState::new);
+        state.watchers.insert(id);
+        let cached_event = if first_watcher {
+            None
+        } else if let Some(value) = &state.value {
+            Some(WatcherEvent::Changed(value.clone()))
+        } else if state.status == CacheStatus::DoesNotExist {
+            Some(WatcherEvent::DoesNotExist)
+        } else if state.status == CacheStatus::Nacked {
+            let message = format!("invalid resource: {}", state.failed_details);
+            Some(WatcherEvent::ResourceError(XdsError::new(
+                Code::InvalidArgument,
+                message,
+            )))
+        } else {
+            None
+        };
+        let notified = cached_event.is_some();
+        if let Some(event) = cached_event {
+            self.notify(&BTreeSet::from([id]), event);
+        }
+        if first_watcher {
+            // Add channels if the authority has none yet, or if the one in
+            // use is failing: a new uncached resource may need fallback.
+            let needs_channel = {
+                let channels = &self.authorities[&parsed.authority].channels;
+                channels
+                    .last()
+                    .is_none_or(|last| self.channel_failing(last))
+            };
+            if needs_channel {
+                let start = self.authorities[&parsed.authority].channels.len();
+                for server in servers.iter().skip(start) {
+                    self.get_or_create_channel(server);
+                    self.authority_mut(&parsed.authority)
+                        .channels
+                        .push(server.clone());
+                    self.report_fallback_if_not_first(&parsed.authority, server);
+                    if !self.channel_failing(server) {
+                        break;
+                    }
+                }
+            }
+            for server in self.authorities[&parsed.authority].channels.clone() {
+                self.channel_subscribe(&server, resource_type, &parsed);
+            }
+        }
+        // A failing channel: tell the new watcher at once.
+        let failing = self.authorities[&parsed.authority]
+            .channels
+            .last()
+            .and_then(|s| self.channels.get(s))
+            .and_then(|c| c.status.clone());
+        if let Some(error) = failing {
+            let event = if notified {
+                WatcherEvent::AmbientError(error)
+            } else {
+                WatcherEvent::ResourceError(error)
+            };
+            self.notify(&BTreeSet::from([id]), event);
+        }
+    }
+
+    fn report_fallback_if_not_first(
+        &mut self,
+        authority: &Option<String>,
+        server: &XdsServerConfig,
+    ) {
+        if self.authorities[authority].channels.len() > 1 {
+            self.emit(ClientEvent::FallbackStarted {
+                authority: authority.clone().unwrap_or_default(),
+                server: server.server_uri.clone(),
+            });
+        }
+    }
+
+    fn cancel_watch(&mut self, id: WatchId) {
+        let Some(entry) = self.watchers.remove(&id) else {
+            return;
+        };
+        let Some(name) = entry.name else { return };
+        let resource_type = entry.resource_type;
+        let Some(authority) = self.authorities.get_mut(&name.authority) else {
+            return;
+        };
+        let Some(by_type) = authority.resources.get_mut(&resource_type) else {
+            return;
+        };
+        let Some(state) = by_type.get_mut(&name.key) else {
+            return;
+        };
+        state.watchers.remove(&id);
+        if !state.watchers.is_empty() {
+            return;
+        }
+        let ignored_deletion = state.ignored_deletion;
+        by_type.remove(&name.key);
+        if by_type.is_empty() {
+            authority.resources.remove(&resource_type);
+        }
+        let channels = authority.channels.clone();
+        if ignored_deletion {
+            let message = format!(
+                "unsubscribing from a resource for which we previously ignored a deletion: type {} name {}",
+                resource_type.type_url(),
+                name.full_name(resource_type)
+            );
+            self.log(LogLevel::Info, message);
+        }
+        for server in &channels {
+            self.channel_unsubscribe(server, resource_type, &name);
+        }
+        let authority = self.authority_mut(&name.authority);
+        if authority.resources.is_empty() {
+            authority.channels.clear();
+            self.authorities.remove(&name.authority);
+            self.release_unused_channels();
+        }
+    }
+
+    fn authority_mut(&mut self, authority: &Option<String>) -> &mut AuthorityState {
+        self.authorities.entry(authority.clone()).or_default()
+    }
+
+    // ----- channels -------------------------------------------------------
+
+    fn channel_failing(&self, server: &XdsServerConfig) -> bool {
+        self.channels
+            .get(server)
+            .is_some_and(|c| c.status.is_some())
+    }
+
+    fn get_or_create_channel(&mut self, server: &XdsServerConfig) {
+        if !self.channels.contains_key(server) {
+            let transport = XdsTransport::new(self.shared.transport.clone(), server);
+            self.channels.insert(
+                server.clone(),
+                XdsChannel {
+                    transport,
+                    status: None,
+                    failures: 0,
+                    versions: BTreeMap::new(),
+                    retryable: None,
+                },
+            );
+        }
+    }
+
+    /// Drops channels no authority uses any more (closing their streams).
+    fn release_unused_channels(&mut self) {
+        let used: BTreeSet<&XdsServerConfig> = self
+            .authorities
+            .values()
+            .flat_map(|a| a.channels.iter())
+            .collect();
+        let unused: Vec<XdsServerConfig> = self
+            .channels
+            .keys()
+            .filter(|s| !used.contains(s))
+            .cloned()
+            .collect();
+        for server in unused {
+            if let Some(mut channel) = self.channels.remove(&server)
+                && let Some(retryable) = channel.retryable.take()
+            {
+                self.drop_retryable(retryable);
+            }
+        }
+    }
+
+    fn drop_retryable(&mut self, mut retryable: RetryableCall) {
+        if let Some(timer) = retryable.retry_timer.take() {
+            self.timers.remove(&timer);
+        }
+        if let Some(call) = retryable.call.take() {
+            self.cancel_call_timers(&call);
+        }
+    }
+
+    fn channel_subscribe(
+        &mut self,
+        server: &XdsServerConfig,
+        resource_type: ResourceType,
+        name: &ResourceName,
+    ) {
+        let Some(channel) = self.channels.get_mut(server) else {
+            return;
+        };
+        match &mut channel.retryable {
+            None => {
+                channel.retryable = Some(RetryableCall {
+                    backoff: Backoff::new(self.shared.profile.backoff),
+                    call: None,
+                    retry_timer: None,
+                });
+                // A new call subscribes everything its authorities watch.
+                self.start_call(server);
+            }
+            // In backoff: the next call will subscribe it.
+            Some(RetryableCall { call: None, .. }) => {}
+            Some(RetryableCall {
+                call: Some(call), ..
+            }) => {
+                let type_state = call.types.entry(resource_type).or_default();
+                if !type_state.subscribed.contains_key(name) {
+                    type_state
+                        .subscribed
+                        .insert(name.clone(), ResourceTimer::default());
+                    self.send_request(server, resource_type);
+                }
+            }
+        }
+    }
+
+    fn channel_unsubscribe(
+        &mut self,
+        server: &XdsServerConfig,
+        resource_type: ResourceType,
+        name: &ResourceName,
+    ) {
+        let Some(call) = self.call_mut(server) else {
+            return;
+        };
+        let timer = call
+            .types
+            .get_mut(&resource_type)
+            .and_then(|t| t.subscribed.remove(name))
+            .and_then(|t| t.timer);
+        // The type entry stays: its nonce is still needed on this stream.
+        let still_subscribed = call.has_subscriptions();
+        if let Some(timer) = timer {
+            self.timers.remove(&timer);
+        }
+        if still_subscribed {
+            self.send_request(server, resource_type);
+        } else if let Some(channel) = self.channels.get_mut(server)
+            && let Some(retryable) = channel.retryable.take()
+        {
+            // The last subscription on this server went: close the stream.
+            self.drop_retryable(retryable);
+        }
+    }
+
+    fn call_mut(&mut self, server: &XdsServerConfig) -> Option<&mut AdsCall> {
+        self.channels
+            .get_mut(server)?
+            .retryable
+            .as_mut()?
+            .call
+            .as_mut()
+    }
+
+    fn start_call(&mut self, server: &XdsServerConfig) {
+        self.next_call_id += 1;
+        let id = self.next_call_id;
+        let Some(channel) = self.channels.get_mut(server) else {
+            return;
+        };
+        let (queue_tx, queue_rx) = mpsc::unbounded_channel();
+        let call_id = CallId {
+            server: server.clone(),
+            id,
+        };
+        let task = tokio::spawn(ads_call::run(
+            channel.transport.channel.clone(),
+            channel.transport.state.clone(),
+            call_id,
+            queue_rx,
+            self.call_events.clone(),
+        ));
+        let mut call = AdsCall {
+            id,
+            queue: queue_tx,
+            task,
+            sent_initial: false,
+            seen_response: false,
+            connected: false,
+            send_pending: None,
+            buffered: BTreeSet::new(),
+            unconfirmed: BTreeSet::new(),
+            types: BTreeMap::new(),
+        };
+        // Subscribe to everything the authorities using this channel watch.
+        for (authority_name, authority) in &self.authorities {
+            if !authority.channels.contains(server) {
+                continue;
+            }
+            for (resource_type, by_type) in &authority.resources {
+                for key in by_type.keys() {
+                    let name = ResourceName {
+                        authority: authority_name.clone(),
+                        key: key.clone(),
+                    };
+                    call.types
+                        .entry(*resource_type)
+                        .or_default()
+                        .subscribed
+                        .insert(name, ResourceTimer::default());
+                }
+            }
+        }
+        let types: Vec<ResourceType> = call.types.keys().copied().collect();
+        let Some(retryable) = self
+            .channels
+            .get_mut(server)
+            .and_then(|c| c.retryable.as_mut())
+        else {
+            return;
+        };
+        retryable.call = Some(call);
+        self.emit(ClientEvent::AdsCallStarted {
+            server: server.server_uri.clone(),
+        });
+        for resource_type in types {
+            self.send_request(server, resource_type);
+        }
+    }
+
+    /// Builds and queues the request for `resource_type`: the subscribed
+    /// names, the last accepted version, the last nonce, a pending NACK, and
+    /// the node if this is the stream's first request.
+    fn send_request(&mut self, server: &XdsServerConfig, resource_type: ResourceType) {
+        let node = self.shared.node.clone();
+        let Some(channel) = self.channels.get_mut(server) else {
+            return;
+        };
+        let version = channel
+            .versions
+            .get(&resource_type)
+            .cloned()
+            .unwrap_or_default();
+        let Some(call) = channel.retryable.as_mut().and_then(|r| r.call.as_mut()) else {
+            return;
+        };
+        if call.send_pending.is_some() {
+            call.buffered.insert(resource_type);
+            return;
+        }
+        let type_state = call.types.entry(resource_type).or_default();
+        let mut resource_names = Vec::with_capacity(type_state.subscribed.len());
+        for (name, timer) in type_state.subscribed.iter_mut() {
+            resource_names.push(name.full_name(resource_type));
+            timer.subscription_sent = true;
+        }
+        let error_detail = type_state.nack.take().map(|message| RpcStatus {
+            // C-core hard-codes INVALID_ARGUMENT for NACKs.
+            code: Code::InvalidArgument as i32,
+            message,
+            details: Vec::new(),
+        });
+        let request = DiscoveryRequest {
+            version_info: version,
+            node: (!call.sent_initial).then_some(node),
+            resource_names,
+            type_url: resource_type.type_url().to_string(),
+            response_nonce: type_state.nonce.clone(),
+            error_detail,
+            ..Default::default()
+        };
+        call.sent_initial = true;
+        call.send_pending = Some(resource_type);
+        // A closed queue means the call is ending; its Finished event follows.
+        let _ = call.queue.send(request);
+    }
+
+    // ----- call events ----------------------------------------------------
+
+    fn handle_call_message(&mut self, message: CallMessage) {
+        let CallMessage { call, event } = message;
+        let current = self
+            .channels
+            .get(&call.server)
+            .and_then(|c| c.retryable.as_ref())
+            .and_then(|r| r.call.as_ref())
+            .is_some_and(|c| c.id == call.id);
+        if !current {
+            return; // An event of a stale call.
+        }
+        let server = call.server;
+        match event {
+            CallEvent::RequestTaken(resource_type) => self.on_request_taken(&server, resource_type),
+            CallEvent::Connected => self.on_connected(&server),
+            CallEvent::Response(response) => self.on_response(&server, response),
+            CallEvent::Finished(status) => self.on_call_finished(&server, status),
+        }
+    }
+
+    fn on_request_taken(&mut self, server: &XdsServerConfig, resource_type: ResourceType) {
+        let Some(call) = self.call_mut(server) else {
+            return;
+        };
+        if call.send_pending == Some(resource_type) {
+            call.send_pending = None;
+        }
+        if call.connected {
+            self.mark_send_complete(server, resource_type);
+        } else {
+            call.unconfirmed.insert(resource_type);
+        }
+        let Some(call) = self.call_mut(server) else {
+            return;
+        };
+        if call.send_pending.is_none()
+            && let Some(next) = call.buffered.pop_first()
+        {
+            self.send_request(server, next);
+        }
+    }
+
+    fn on_connected(&mut self, server: &XdsServerConfig) {
+        let Some(call) = self.call_mut(server) else {
+            return;
+        };
+        call.connected = true;
+        let unconfirmed = std::mem::take(&mut call.unconfirmed);
+        for resource_type in unconfirmed {
+            self.mark_send_complete(server, resource_type);
+        }
+    }
+
+    /// The subscription request of `resource_type` is on a connected stream:
+    /// start the does-not-exist timers that should run (A57).
+    fn mark_send_complete(&mut self, server: &XdsServerConfig, resource_type: ResourceType) {
+        let timeout = self.shared.profile.resource_request_timeout;
+        let now = self.now();
+        let Some(call) = self.call_mut(server) else {
+            return;
+        };
+        let call_id = call.id;
+        let Some(type_state) = call.types.get(&resource_type) else {
+            return;
+        };
+        let candidates: Vec<ResourceName> = type_state
+            .subscribed
+            .iter()
+            .filter(|(_, t)| t.subscription_sent && !t.seen && t.timer.is_none())
+            .map(|(n, _)| n.clone())
+            .collect();
+        let names = candidates
+            .iter()
+            .map(|n| n.full_name(resource_type))
+            .collect();
+        self.emit(ClientEvent::SubscriptionSent {
+            server: server.server_uri.clone(),
+            resource_type,
+            names,
+        });
+        for name in candidates {
+            // Cached resources need no timer: the server may not resend them.
+            let cached = self
+                .resource(&name, resource_type)
+                .is_some_and(|r| r.value.is_some());
+            if cached {
+                continue;
+            }
+            let timer = self.add_timer(
+                now + timeout,
+                TimerKind::DoesNotExist {
+                    server: server.clone(),
+                    call: call_id,
+                    resource_type,
+                    name: name.clone(),
+                },
+            );
+            if let Some(t) = self
+                .call_mut(server)
+                .and_then(|c| c.types.get_mut(&resource_type))
+                .and_then(|t| t.subscribed.get_mut(&name))
+            {
+                t.timer = Some(timer);
+            }
+            self.emit(ClientEvent::ResourceTimerStarted {
+                resource_type,
+                name: name.full_name(resource_type),
+                timeout,
+            });
+        }
+    }
+
+    fn resource(&self, name: &ResourceName, resource_type: ResourceType) -> Option<&ResourceState> {
+        self.authorities
+            .get(&name.authority)?
+            .resources
+            .get(&resource_type)?
+            .get(&name.key)
+    }
+
+    fn resource_mut(
+        &mut self,
+        name: &ResourceName,
+        resource_type: ResourceType,
+    ) -> Option<&mut ResourceState> {
+        self.authorities
+            .get_mut(&name.authority)?
+            .resources
+            .get_mut(&resource_type)?
+            .get_mut(&name.key)
+    }
+
+    fn on_response(&mut self, server: &XdsServerConfig, response: DiscoveryResponse) {
+        let Some(resource_type) = ResourceType::from_type_url(&response.type_url) else {
+            // C-core ignores a response of an unknown type: no ACK, no NACK.
+            let message = format!(
+                "xds server {}: error parsing ADS response (unknown resource type {}) -- ignoring",
+                server.server_uri, response.type_url
+            );
+            return self.log(LogLevel::Error, message);
+        };
+        let now = self.now();
+        let version = response.version_info.clone();
+        let mut errors = Vec::new();
+        let mut valid = 0usize;
+        let mut seen_in_response: BTreeSet<ResourceName> = BTreeSet::new();
+        let mut names_in_response: BTreeSet<String> = BTreeSet::new();
+        let channel_status = self.channels.get(server).and_then(|c| c.status.clone());
+
+        for (index, entry) in response.resources.iter().enumerate() {
+            let decoded = decode_entry(resource_type, entry);
+            let Some(name) = decoded.name.clone() else {
+                if let Err(e) = &decoded.result {
+                    errors.push(format!("resource index {index}: {e}"));
+                }
+                continue;
+            };
+            let prefix = format!("resource index {index}: {name}: ");
+            // Envoy rejects a response naming one resource twice; so do we.
+            if !names_in_response.insert(name.clone()) {
+                errors.push(format!("{prefix}duplicate resource name in response"));
+                continue;
+            }
+            let decode_error = decoded.result.as_ref().err().map(|e| e.to_string());
+            if let Some(e) = &decode_error {
+                errors.push(format!("{prefix}INVALID_ARGUMENT: {e}"));
+            }
+            let Ok(parsed) = ResourceName::parse(&name, resource_type) else {
+                errors.push(format!("{prefix}Cannot parse xDS resource name"));
+                continue;
+            };
+            // Seen on this stream: its does-not-exist timer is moot.
+            let timer = self
+                .call_mut(server)
+                .and_then(|c| c.types.get_mut(&resource_type))
+                .and_then(|t| t.subscribed.get_mut(&parsed))
+                .and_then(|t| {
+                    t.seen = true;
+                    t.timer.take()
+                });
+            if let Some(timer) = timer {
+                self.timers.remove(&timer);
+            }
+            let Some(state) = self.resource_mut(&parsed, resource_type) else {
+                continue; // Not subscribed: ignore it.
+            };
+            if resource_type.all_resources_required_in_sotw() {
+                seen_in_response.insert(parsed.clone());
+            }
+            let mut log = None;
+            if state.ignored_deletion {
+                state.ignored_deletion = false;
+                log = Some(format!(
+                    "xds server {}: server returned new version of resource for which we previously ignored a deletion: type {} name {}",
+                    server.server_uri,
+                    resource_type.type_url(),
+                    name
+                ));
+            }
+            let watchers = state.watchers.clone();
+            let event = match (decoded.result, decode_error) {
+                (Err(_), Some(details)) => {
+                    state.status = CacheStatus::Nacked;
+                    state.failed_version = version.clone();
+                    state.failed_details = details.clone();
+                    state.failed_update_time = Some(now);
+                    let error = XdsError::new(
+                        Code::InvalidArgument,
+                        format!("invalid resource: {details}"),
+                    );
+                    Some(if state.value.is_some() {
+                        WatcherEvent::AmbientError(error)
+                    } else {
+                        WatcherEvent::ResourceError(error)
+                    })
+                }
+                (Ok(value), _) => {
+                    valid += 1;
+                    if state.value.as_deref() == Some(&*value) {
+                        // Identical: nothing to tell, unless an ambient
+                        // connectivity error is now over.
+                        channel_status
+                            .as_ref()
+                            .map(|_| WatcherEvent::AmbientErrorCleared)
+                    } else {
+                        state.value = Some(value.clone());
+                        state.serialized = decoded.serialized;
+                        state.status = CacheStatus::Acked;
+                        state.version = version.clone();
+                        state.update_time = Some(now);
+                        state.failed_version.clear();
+                        state.failed_details.clear();
+                        state.failed_update_time = None;
+                        Some(WatcherEvent::Changed(value))
+                    }
+                }
+                (Err(_), None) => None,
+            };
+            if let Some(message) = log {
+                self.log(LogLevel::Info, message);
+            }
+            if let Some(event) = event {
+                self.notify(&watchers, event);
+            }
+        }
+
+        if let Some(call) = self.call_mut(server) {
+            call.seen_response = true;
+        }
+        self.set_healthy(server);
+        let nack = (!errors.is_empty())
+            .then(|| format!("xDS response validation errors: [{}]", errors.join("; ")));
+        if let Some(type_state) = self
+            .call_mut(server)
+            .map(|c| c.types.entry(resource_type).or_default())
+        {
+            type_state.nonce = response.nonce.clone();
+            type_state.nack = nack.clone();
+        }
+        if let Some(nack) = &nack {
+            let message = format!(
+                "xds server {}: ADS response invalid for resource type {} version {}, will NACK: nonce={} status={}",
+                server.server_uri, response.type_url, version, response.nonce, nack
+            );
+            self.log(LogLevel::Error, message);
+        }
+        if resource_type.all_resources_required_in_sotw() {
+            self.handle_sotw_deletions(server, resource_type, &seen_in_response);
+        }
+        // A NACK carries the last version accepted in full; partly valid
+        // responses keep their valid resources (A46) but not the version.
+        if nack.is_none()
+            && let Some(channel) = self.channels.get_mut(server)
+        {
+            channel.versions.insert(resource_type, version);
+        }
+        let _ = valid;
+        self.send_request(server, resource_type);
+    }
+
+    /// LDS and CDS responses carry every resource: a cached one that is
+    /// missing was deleted. Only resources received before count — one never
+    /// received may simply not have been asked for yet (the timer decides).
+    fn handle_sotw_deletions(
+        &mut self,
+        server: &XdsServerConfig,
+        resource_type: ResourceType,
+        seen: &BTreeSet<ResourceName>,
+    ) {
+        let ignore = server.ignore_resource_deletion();
+        let mut deleted = Vec::new();
+        let mut ignored = Vec::new();
+        for (authority_name, authority) in self.authorities.iter_mut() {
+            if authority.channels.last() != Some(server) {
+                continue;
+            }
+            let Some(by_type) = authority.resources.get_mut(&resource_type) else {
+                continue;
+            };
+            for (key, state) in by_type.iter_mut() {
+                let name = ResourceName {
+                    authority: authority_name.clone(),
+                    key: key.clone(),
+                };
+                if seen.contains(&name) || state.value.is_none() {
+                    continue;
+                }
+                if ignore {
+                    if !state.ignored_deletion {
+                        state.ignored_deletion = true;
+                        ignored.push(name);
+                    }
+                } else {
+                    state.value = None;
+                    state.status = CacheStatus::DoesNotExist;
+                    deleted.push((state.watchers.clone(), name));
+                }
+            }
+        }
+        for name in ignored {
+            let message = format!(
+                "xds server {}: ignoring deletion for resource type {} name {}",
+                server.server_uri,
+                resource_type.type_url(),
+                name.full_name(resource_type)
+            );
+            self.log(LogLevel::Warning, message);
+        }
+        for (watchers, _) in deleted {
+            self.notify(&watchers, WatcherEvent::DoesNotExist);
+        }
+    }
+
+    /// A response arrived: the channel is healthy, and authorities that had
+    /// fallen back to lower-priority servers return to this one (A71).
+    fn set_healthy(&mut self, server: &XdsServerConfig) {
+        let mut fell_forward = Vec::new();
+        if let Some(channel) = self.channels.get_mut(server) {
+            let was_failing = channel.status.take().is_some();
+            if was_failing {
+                let failures = channel.failures;
+                self.emit(ClientEvent::ServerStatus {
+                    server: server.server_uri.clone(),
+                    error: None,
+                    failures,
+                });
+            }
+        }
+        for (name, authority) in self.authorities.iter_mut() {
+            if authority.channels.last() == Some(server) {
+                continue;
+            }
+            if let Some(position) = authority.channels.iter().position(|s| s == server) {
+                authority.channels.truncate(position + 1);
+                fell_forward.push(name.clone().unwrap_or_default());
+            }
+        }
+        if !fell_forward.is_empty() {
+            for authority in fell_forward {
+                self.emit(ClientEvent::FellForward {
+                    authority,
+                    server: server.server_uri.clone(),
+                });
+            }
+            self.release_unused_channels();
+        }
+    }
+
+    fn on_call_finished(&mut self, server: &XdsServerConfig, status: tonic::Status) {
+        let Some(retryable) = self
+            .channels
+            .get_mut(server)
+            .and_then(|c| c.retryable.as_mut())
+        else {
+            return;
+        };
+        let Some(call) = retryable.call.take() else {
+            return;
+        };
+        let seen_response = call.seen_response;
+        let status = XdsError::new(status.code(), status.message().to_string());
+        if seen_response {
+            retryable.backoff.reset();
+        }
+        let delay = if seen_response
+            && self.shared.profile.retry_after_good_stream == RetryAfterGoodStream::Immediately
+        {
+            Duration::ZERO
+        } else {
+            retryable.backoff.next_delay(&mut self.rng)
+        };
+        self.cancel_call_timers(&call);
+        drop(call);
+        let at = self.now() + delay;
+        let timer = self.add_timer(
+            at,
+            TimerKind::Retry {
+                server: server.clone(),
+            },
+        );
+        if let Some(retryable) = self
+            .channels
+            .get_mut(server)
+            .and_then(|c| c.retryable.as_mut())
+        {
+            retryable.retry_timer = Some(timer);
+        }
+        self.emit(ClientEvent::AdsCallFinished {
+            server: server.server_uri.clone(),
+            status: status.clone(),
+            seen_response,
+        });
+        self.emit(ClientEvent::RetryScheduled {
+            server: server.server_uri.clone(),
+            delay,
+        });
+        // A57: a stream that ends before any response is a connectivity
+        // error; after a response it is normal operation (e.g. max age).
+        if !seen_response {
+            let message = format!(
+                "xDS call failed with no responses received; status: {}: {}",
+                code_name(status.code),
+                status.message
+            );
+            self.set_channel_status(server, XdsError::new(Code::Unavailable, message));
+        }
+    }
+
+    fn cancel_call_timers(&mut self, call: &AdsCall) {
+        for type_state in call.types.values() {
+            for timer in type_state.subscribed.values().filter_map(|t| t.timer) {
+                self.timers.remove(&timer);
+            }
+        }
+    }
+
+    /// The channel failed: report it to the watchers of every authority
+    /// using it, unless that authority can fall back to another server.
+    fn set_channel_status(&mut self, server: &XdsServerConfig, error: XdsError) {
+        let error = XdsError::new(
+            error.code,
+            format!(
+                "xDS channel for server {}: {}",
+                server.server_uri, error.message
+            ),
+        );
+        let Some(channel) = self.channels.get_mut(server) else {
+            return;
+        };
+        if channel.status.is_none() {
+            channel.failures += 1;
+        }
+        channel.status = Some(error.clone());
+        let failures = channel.failures;
+        self.emit(ClientEvent::ServerStatus {
+            server: server.server_uri.clone(),
+            error: Some(error.clone()),
+            failures,
+        });
+        let mut cached = BTreeSet::new();
+        let mut uncached = BTreeSet::new();
+        let authority_names: Vec<Option<String>> = self.authorities.keys().cloned().collect();
+        for authority_name in authority_names {
+            let uses_it = self.authorities[&authority_name].channels.last() == Some(server);
+            if !uses_it || self.maybe_fallback(&authority_name) {
+                continue;
+            }
+            for state in self.authorities[&authority_name]
+                .resources
+                .values()
+                .flat_map(|m| m.values())
+            {
+                let target = if state.value.is_some() {
+                    &mut cached
+                } else {
+                    &mut uncached
+                };
+                target.extend(state.watchers.iter().copied());
+            }
+        }
+        if !cached.is_empty() {
+            self.notify(&cached, WatcherEvent::AmbientError(error.clone()));
+        }
+        if !uncached.is_empty() {
+            self.notify(&uncached, WatcherEvent::ResourceError(error));
+        }
+    }
+
+    /// gRFC A71: with an uncached resource wanted, try the next servers of
+    /// the authority. True if a healthy one was added.
+    fn maybe_fallback(&mut self, authority_name: &Option<String>) -> bool {
+        if !self.authorities[authority_name].has_uncached() {
+            return false;
+        }
+        let servers = self
+            .shared
+            .bootstrap
+            .servers_for_authority(authority_name.as_deref())
+            .to_vec();
+        let start = self.authorities[authority_name].channels.len();
+        for server in servers.iter().skip(start) {
+            self.get_or_create_channel(server);
+            self.authority_mut(authority_name)
+                .channels
+                .push(server.clone());
+            self.emit(ClientEvent::FallbackStarted {
+                authority: authority_name.clone().unwrap_or_default(),
+                server: server.server_uri.clone(),
+            });
+            let subscriptions: Vec<(ResourceType, ResourceName)> = self.authorities[authority_name]
+                .resources
+                .iter()
+                .flat_map(|(t, m)| {
+                    m.keys().map(|k| {
+                        (
+                            *t,
+                            ResourceName {
+                                authority: authority_name.clone(),
+                                key: k.clone(),
+                            },
+                        )
+                    })
+                })
+                .collect();
+            for (resource_type, name) in subscriptions {
+                self.channel_subscribe(server, resource_type, &name);
+            }
+            if !self.channel_failing(server) {
+                return true;
+            }
+        }
+        false
+    }
+
+    // ----- timers ---------------------------------------------------------
+
+    fn fire_timers(&mut self) {
+        let now = self.now();
+        while let Some(entry) = self.timers.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let (id, kind) = entry.remove_entry();
+            match kind {
+                TimerKind::Retry { server } => {
+                    let Some(retryable) = self
+                        .channels
+                        .get_mut(&server)
+                        .and_then(|c| c.retryable.as_mut())
+                    else {
+                        continue;
+                    };
+                    if retryable.retry_timer == Some(id) {
+                        retryable.retry_timer = None;
+                        self.start_call(&server);
+                    }
+                }
+                TimerKind::DoesNotExist {
+                    server,
+                    call,
+                    resource_type,
+                    name,
+                } => self.on_does_not_exist_timer(&server, call, resource_type, &name, id),
+            }
+        }
+    }
+
+    fn on_does_not_exist_timer(
+        &mut self,
+        server: &XdsServerConfig,
+        call_id: u64,
+        resource_type: ResourceType,
+        name: &ResourceName,
+        id: TimerId,
+    ) {
+        let Some(call) = self.call_mut(server).filter(|c| c.id == call_id) else {
+            return;
+        };
+        let Some(timer) = call
+            .types
+            .get_mut(&resource_type)
+            .and_then(|t| t.subscribed.get_mut(name))
+        else {
+            return;
+        };
+        if timer.timer != Some(id) {
+            return;
+        }
+        timer.timer = None;
+        timer.seen = true;
+        let Some(state) = self.resource_mut(name, resource_type) else {
+            return;
+        };
+        if state.value.is_some() {
+            return;
+        }
+        state.status = CacheStatus::DoesNotExist;
+        let watchers = state.watchers.clone();
+        let message = format!(
+            "xds server {}: timeout obtaining resource {{type={} name={}}} from xds server",
+            server.server_uri,
+            resource_type.message_name(),
+            name.full_name(resource_type)
+        );
+        self.log(LogLevel::Info, message);
+        self.notify(&watchers, WatcherEvent::DoesNotExist);
+    }
+
+    // ----- CSDS -------------------------------------------------------------
+
+    fn timestamp(&self, at: Instant) -> Timestamp {
+        let since = at.saturating_duration_since(self.shared.start);
+        let wall = self.shared.epoch + since;
+        let d = wall
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp {
+            seconds: d.as_secs() as i64,
+            nanos: d.subsec_nanos() as i32,
+        }
+    }
+
+    fn dump(&self) -> ClientConfig {
+        let mut configs = Vec::new();
+        for (authority, state) in &self.authorities {
+            for (resource_type, by_type) in &state.resources {
+                for (key, r) in by_type {
+                    let name = ResourceName {
+                        authority: authority.clone(),
+                        key: key.clone(),
+                    };
+                    let client_status = match r.status {
+                        CacheStatus::Requested => ClientResourceStatus::Requested,
+                        CacheStatus::Acked => ClientResourceStatus::Acked,
+                        CacheStatus::Nacked => ClientResourceStatus::Nacked,
+                        CacheStatus::DoesNotExist => ClientResourceStatus::DoesNotExist,
+                    };
+                    let mut entry = GenericXdsConfig {
+                        type_url: resource_type.type_url().to_string(),
+                        name: name.full_name(*resource_type),
+                        client_status: client_status as i32,
+                        ..Default::default()
+                    };
+                    if r.value.is_some() {
+                        entry.version_info = r.version.clone();
+                        entry.last_updated = r.update_time.map(|t| self.timestamp(t));
+                        entry.xds_config = Some(Any {
+                            type_url: resource_type.type_url().to_string(),
+                            value: r.serialized.clone(),
+                        });
+                    }
+                    if r.status == CacheStatus::Nacked {
+                        entry.error_state = Some(UpdateFailureState {
+                            last_update_attempt: r.failed_update_time.map(|t| self.timestamp(t)),
+                            details: r.failed_details.clone(),
+                            version_info: r.failed_version.clone(),
+                            failed_configuration: None,
+                        });
+                    }
+                    configs.push(entry);
+                }
+            }
+        }
+        ClientConfig {
+            node: Some(self.shared.node.clone()),
+            generic_xds_configs: configs,
+            client_scope: self.shared.client_scope.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

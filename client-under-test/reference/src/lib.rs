@@ -1,0 +1,30 @@
+//! The reference xDS client of xds-conformance.
+//!
+//! An XdsClient in the shape gRPC gives it (gRFC A27), with the semantics of
+//! A46 (NACK per response, valid resources still used), A57 (failure modes)
+//! and, as profiles, the later gRFCs. It talks real gRPC (tonic) to real ADS
+//! servers through a pluggable transport, so it runs over TCP or over an
+//! in-memory transport on tokio's virtual time.
+//!
+//! It must not know about the harness, scenario files, timelines or fake
+//! servers: it is a library that stands on its own.
+
+pub mod backoff;
+pub mod bootstrap;
+pub mod client;
+pub mod csds;
+pub mod name;
+pub mod observer;
+pub mod profile;
+pub mod resolver;
+pub mod resource;
+pub mod transport;
+pub mod watcher;
+
+pub use bootstrap::{Bootstrap, BootstrapError, XdsServerConfig};
+pub use client::{WatchId, XdsClient, XdsClientConfig};
+pub use observer::{ClientEvent, ClientObserver, LogLevel};
+pub use profile::{ClientProfile, DataErrorHandling, RetryAfterGoodStream};
+pub use resource::{ResourceType, XdsResource};
+pub use transport::{TcpTransport, XdsTransportFactory};
+pub use watcher::{ResourceWatcher, WatcherEvent, XdsError};

@@ -1,0 +1,82 @@
+//! What watchers hear, and the errors they hear about.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::resource::XdsResource;
+
+/// A gRPC status as an xDS watcher sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XdsError {
+    pub code: tonic::Code,
+    pub message: String,
+}
+
+impl XdsError {
+    pub fn new(code: tonic::Code, message: impl Into<String>) -> Self {
+        XdsError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for XdsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", code_name(self.code), self.message)
+    }
+}
+
+/// The canonical upper-case name of a gRPC status code.
+pub fn code_name(code: tonic::Code) -> &'static str {
+    use tonic::Code::*;
+    match code {
+        Ok => "OK",
+        Cancelled => "CANCELLED",
+        Unknown => "UNKNOWN",
+        InvalidArgument => "INVALID_ARGUMENT",
+        DeadlineExceeded => "DEADLINE_EXCEEDED",
+        NotFound => "NOT_FOUND",
+        AlreadyExists => "ALREADY_EXISTS",
+        PermissionDenied => "PERMISSION_DENIED",
+        ResourceExhausted => "RESOURCE_EXHAUSTED",
+        FailedPrecondition => "FAILED_PRECONDITION",
+        Aborted => "ABORTED",
+        OutOfRange => "OUT_OF_RANGE",
+        Unimplemented => "UNIMPLEMENTED",
+        Internal => "INTERNAL",
+        Unavailable => "UNAVAILABLE",
+        DataLoss => "DATA_LOSS",
+        Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+/// One notification to a resource watcher.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WatcherEvent {
+    /// A new value (a valid, changed resource) to use from now on.
+    Changed(Arc<XdsResource>),
+    /// Nothing usable: no value was ever received, or the one held is gone
+    /// (an invalid first version, a connectivity failure before any data,
+    /// or, in the A88 profile, a deletion treated as a data error).
+    ResourceError(XdsError),
+    /// A problem that does not take the cached value away: keep using it.
+    AmbientError(XdsError),
+    /// An earlier ambient error is over (an identical resource arrived on
+    /// a channel that had failed).
+    AmbientErrorCleared,
+    /// The resource does not exist (deleted, or the 15 s timer fired).
+    DoesNotExist,
+}
+
+/// Receives the events of one watch. Called on the client's own task, in
+/// order; it must not block (send to a channel if there is work to do).
+pub trait ResourceWatcher: Send + Sync + 'static {
+    fn on_event(&self, event: WatcherEvent);
+}
+
+impl<F: Fn(WatcherEvent) + Send + Sync + 'static> ResourceWatcher for F {
+    fn on_event(&self, event: WatcherEvent) {
+        self(event)
+    }
+}

@@ -1,0 +1,114 @@
+//! The server side of one accepted transport connection, whatever the
+//! transport (TCP or in-memory).
+//!
+//! It exists for two reasons: tonic learns the connection id through
+//! [`Connected`] and hands it to the ADS handler in the request extensions
+//! (so `StreamOpened` can say which connection a stream is on), and dropping
+//! it is the one reliable sign that the server is done with the connection
+//! (so `ConnectionClosed` is recorded exactly once).
+
+use std::fmt;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tonic::transport::server::Connected;
+
+/// What the ADS handler finds in a request's extensions about the connection
+/// it arrived on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    /// The server's id for the connection (counts from 1 per server).
+    pub connection: u64,
+}
+
+/// Runs once when the server side of a connection is dropped.
+type OnClose = Box<dyn FnOnce() + Send>;
+
+/// An accepted connection: the transport's I/O plus the server's id for it.
+pub struct ServerConnection<IO> {
+    io: IO,
+    info: ConnectionInfo,
+    on_close: Option<OnClose>,
+}
+
+impl<IO> ServerConnection<IO> {
+    /// Wraps `io` as connection `connection`; `on_close` runs when it drops.
+    pub(crate) fn new(io: IO, connection: u64, on_close: OnClose) -> Self {
+        Self {
+            io,
+            info: ConnectionInfo { connection },
+            on_close: Some(on_close),
+        }
+    }
+
+    /// The server's id for this connection.
+    pub fn connection(&self) -> u64 {
+        self.info.connection
+    }
+}
+
+impl<IO> fmt::Debug for ServerConnection<IO> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerConnection")
+            .field("connection", &self.info.connection)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<IO> Drop for ServerConnection<IO> {
+    fn drop(&mut self) {
+        if let Some(on_close) = self.on_close.take() {
+            on_close();
+        }
+    }
+}
+
+impl<IO> Connected for ServerConnection<IO> {
+    type ConnectInfo = ConnectionInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.info
+    }
+}
+
+impl<IO: AsyncRead + Unpin> AsyncRead for ServerConnection<IO> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<IO: AsyncWrite + Unpin> AsyncWrite for ServerConnection<IO> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}

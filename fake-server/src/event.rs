@@ -1,0 +1,188 @@
+//! What a fake server records: every connection, stream, request, response,
+//! fault and store change, stamped with the (possibly virtual) time it
+//! happened and the name of the server it happened on.
+//!
+//! Events are plain data so a harness can keep them, compare them and render
+//! them into a timeline without knowing anything about the server's insides.
+
+use envoy_types::pb::envoy::config::core::v3::Node;
+use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
+
+use crate::fault::Fault;
+
+/// One recorded event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recorded<E> {
+    /// When it happened: `tokio::time::Instant::now()`, so under paused time
+    /// this is virtual time and runs are deterministic.
+    pub at: tokio::time::Instant,
+    /// The name of the server that recorded it.
+    pub server: String,
+    /// What happened.
+    pub event: E,
+}
+
+/// Everything a fake ADS server can observe or do.
+// `RequestReceived` carries the client's `Node` inline (~500 bytes). Boxing it
+// would make every match on recorded requests clumsier for the harness, and a
+// test recording holds at most thousands of events.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServerEvent {
+    /// A transport connection was accepted (ids count from 1 per server).
+    ConnectionAccepted { connection: u64 },
+    /// A connection attempt was refused because the server refuses
+    /// connections. Only the in-memory transport can observe this: on TCP a
+    /// refusing server has no listening socket, so the kernel refuses.
+    ConnectionRefused { address: String },
+    /// The server side of a connection went away.
+    ConnectionClosed { connection: u64 },
+    /// An ADS (SotW) stream was opened, on `connection` when the transport
+    /// tells which one.
+    StreamOpened {
+        stream: u64,
+        connection: Option<u64>,
+    },
+    /// An ADS stream ended. `by_client` is true when the client half-closed
+    /// (code `Ok`) or cancelled/lost it (the code tonic reported); false when
+    /// the server closed it with `code`/`message`.
+    StreamClosed {
+        stream: u64,
+        code: tonic::Code,
+        message: String,
+        by_client: bool,
+    },
+    /// A `DiscoveryRequest` was decoded on a stream.
+    RequestReceived {
+        stream: u64,
+        request: RecordedRequest,
+    },
+    /// A `DiscoveryResponse` was handed to a stream's transport.
+    ResponseSent {
+        stream: u64,
+        response: RecordedResponse,
+    },
+    /// A fault was applied to the server.
+    FaultApplied { fault: Fault },
+    /// The resource store changed for one type. `updated` are the names set
+    /// (added or replaced), `removed` the names that existed and were removed;
+    /// both sorted.
+    ResourcesChanged {
+        type_url: String,
+        version: String,
+        updated: Vec<String>,
+        removed: Vec<String>,
+    },
+}
+
+/// How a request relates to what the stream has sent for its type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RequestKind {
+    /// Empty `response_nonce`: the first request for the type on the stream
+    /// (or a client that does not track nonces).
+    Initial,
+    /// The nonce of a response sent for this type on this stream, no error.
+    Ack,
+    /// `error_detail` is set: the client rejected a response.
+    Nack,
+    /// A nonce this stream never sent for this type.
+    UnknownNonce,
+}
+
+impl RequestKind {
+    /// Classifies a request given the nonces sent for its type on its stream.
+    /// The order matters: an empty nonce is `Initial` even with an error
+    /// detail, because there is no response it could reject.
+    pub fn classify(request: &DiscoveryRequest, sent_nonce: impl Fn(&str) -> bool) -> Self {
+        if request.response_nonce.is_empty() {
+            RequestKind::Initial
+        } else if request.error_detail.is_some() {
+            RequestKind::Nack
+        } else if !sent_nonce(&request.response_nonce) {
+            RequestKind::UnknownNonce
+        } else {
+            RequestKind::Ack
+        }
+    }
+}
+
+/// The parts of a `DiscoveryRequest` a conformance check looks at.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedRequest {
+    pub type_url: String,
+    /// As sent, in the client's order.
+    pub resource_names: Vec<String>,
+    pub version_info: String,
+    pub response_nonce: String,
+    /// `(code, message)` of `error_detail` when the client NACKed.
+    pub error_detail: Option<(i32, String)>,
+    pub node: Option<Node>,
+    pub kind: RequestKind,
+}
+
+impl RecordedRequest {
+    /// Records `request` as classified by `kind`.
+    pub fn new(request: &DiscoveryRequest, kind: RequestKind) -> Self {
+        Self {
+            type_url: request.type_url.clone(),
+            resource_names: request.resource_names.clone(),
+            version_info: request.version_info.clone(),
+            response_nonce: request.response_nonce.clone(),
+            error_detail: request
+                .error_detail
+                .as_ref()
+                .map(|status| (status.code, status.message.clone())),
+            node: request.node.clone(),
+            kind,
+        }
+    }
+}
+
+/// The parts of a `DiscoveryResponse` a conformance check looks at.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedResponse {
+    pub type_url: String,
+    pub version_info: String,
+    pub nonce: String,
+    /// `ServedResource::name` of each entry, in the order sent (duplicates
+    /// kept: a scripted response may repeat a resource on purpose).
+    pub resource_names: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use envoy_types::pb::google::rpc::Status;
+    use rstest::rstest;
+
+    fn request(nonce: &str, error: bool) -> DiscoveryRequest {
+        DiscoveryRequest {
+            response_nonce: nonce.into(),
+            error_detail: error.then(|| Status {
+                code: 3,
+                message: "bad".into(),
+                details: vec![],
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[rstest]
+    #[case::initial("", false, RequestKind::Initial)]
+    #[case::initial_even_with_error("", true, RequestKind::Initial)]
+    #[case::ack("1", false, RequestKind::Ack)]
+    #[case::nack("1", true, RequestKind::Nack)]
+    #[case::nack_of_unknown_nonce("7", true, RequestKind::Nack)]
+    #[case::unknown("7", false, RequestKind::UnknownNonce)]
+    fn classify(#[case] nonce: &str, #[case] error: bool, #[case] expected: RequestKind) {
+        let kind = RequestKind::classify(&request(nonce, error), |n| n == "1");
+        assert_eq!(kind, expected);
+    }
+
+    #[test]
+    fn recorded_request_keeps_the_error_detail() {
+        let recorded = RecordedRequest::new(&request("1", true), RequestKind::Nack);
+        assert_eq!(recorded.error_detail, Some((3, "bad".to_string())));
+        assert_eq!(recorded.response_nonce, "1");
+    }
+}

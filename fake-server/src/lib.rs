@@ -1,0 +1,34 @@
+//! Scriptable fake ADS (xDS) servers for testing xDS clients.
+//!
+//! A conformance harness starts one or more named servers per scenario, fills
+//! their resource stores, lets them answer like a normal control plane
+//! ([`ServingMode::Auto`]) or sends responses by hand
+//! ([`ServingMode::Scripted`]), applies [`fault::Fault`]s, and reads back what
+//! each server saw and did ([`event::ServerEvent`]). The same service runs on
+//! real TCP and on an in-memory transport ([`network::MemoryNetwork`]), so
+//! in-process clients run on tokio's paused virtual time deterministically.
+//!
+//! This crate must not know about scenario files, the harness, timelines,
+//! verdicts, or any particular xDS client: it serves, faults and records.
+
+pub mod event;
+pub mod fault;
+pub mod network;
+pub mod resource;
+
+mod ads;
+mod auto;
+mod connection;
+mod delta;
+mod serve;
+mod server;
+mod sotw;
+mod state;
+mod store;
+
+pub use connection::{ConnectionInfo, ServerConnection};
+pub use fault::FaultError;
+pub use resource::ServedResource;
+pub use server::{
+    EventObserver, FakeAdsServer, ScriptedResponse, ServeError, ServerConfig, ServingMode,
+};

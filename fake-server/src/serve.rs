@@ -1,0 +1,182 @@
+//! Putting a server on a transport: the listeners that feed accepted
+//! connections to a tonic server, and the tonic server itself.
+//!
+//! Both transports hand tonic a stream of `ServerConnection`s and the same
+//! ADS service. Listeners stay under the fake server's control so that
+//! refusing connections does not disturb the connections already open.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::{Context, Poll, Waker};
+
+use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_server::AggregatedDiscoveryServiceServer;
+use tokio::io::{AsyncRead, AsyncWrite, DuplexStream};
+use tokio::net::TcpStream;
+use tokio::runtime::Handle;
+use tokio::sync::mpsc;
+use tokio_stream::Stream;
+use tonic::transport::Server;
+use tonic::transport::server::{Connected, TcpIncoming};
+
+use crate::ads::AdsService;
+use crate::connection::ServerConnection;
+use crate::network::MemoryAcceptor;
+use crate::state::Inner;
+
+/// Runs a tonic server with this fake server's ADS service on `incoming`
+/// until the fake server shuts down (then it drains its connections).
+pub(crate) fn spawn_server<I, IO>(runtime: &Handle, inner: &Arc<Inner>, incoming: I)
+where
+    I: Stream<Item = io::Result<IO>> + Send + 'static,
+    IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+{
+    let service = AggregatedDiscoveryServiceServer::new(AdsService::new(inner.clone()));
+    let shutdown = inner.shutdown_signal();
+    runtime.spawn(async move {
+        // tonic fails here only if building a per-connection service fails,
+        // which a plain router cannot; a failing connection ends only itself.
+        let _ = Server::builder()
+            .add_service(service)
+            .serve_with_incoming_shutdown(incoming, shutdown)
+            .await;
+    });
+}
+
+/// The server end of an in-memory connection.
+type MemoryIo = ServerConnection<DuplexStream>;
+
+/// The in-memory listener of one server at one address.
+pub(crate) struct MemoryListener {
+    /// Weak: the network registry must not keep a server alive.
+    pub inner: Weak<Inner>,
+    pub connections: mpsc::UnboundedSender<io::Result<MemoryIo>>,
+}
+
+impl MemoryAcceptor for MemoryListener {
+    fn accept(&self, address: &str, io: DuplexStream) -> io::Result<()> {
+        let refused = || {
+            io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                format!("{address} refuses connections"),
+            )
+        };
+        let inner = self.inner.upgrade().ok_or_else(refused)?;
+        if !inner.admit_memory_connection(address) {
+            return Err(refused());
+        }
+        let connection = inner.accept_connection(io);
+        // If the tonic server is gone the connection comes back in the error
+        // and is dropped here, outside any lock, recording its close.
+        self.connections.send(Ok(connection)).map_err(|_| refused())
+    }
+}
+
+/// A TCP listening address that can stop and resume listening while its
+/// tonic server keeps running.
+pub(crate) struct TcpGate {
+    address: SocketAddr,
+    /// Re-binding needs the runtime the server was started on.
+    runtime: Handle,
+    slot: Mutex<GateSlot>,
+}
+
+struct GateSlot {
+    /// `None` while refusing: the socket is closed, so the kernel refuses.
+    listener: Option<TcpIncoming>,
+    /// The tonic accept loop waiting on this gate.
+    waker: Option<Waker>,
+    finished: bool,
+}
+
+impl TcpGate {
+    pub fn new(address: SocketAddr, listener: TcpIncoming, runtime: Handle) -> Self {
+        Self {
+            address,
+            runtime,
+            slot: Mutex::new(GateSlot {
+                listener: Some(listener),
+                waker: None,
+                finished: false,
+            }),
+        }
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Closes the listening socket now (not at some later poll), so a
+    /// connection attempt right after a refuse fault is refused.
+    pub fn close(&self) {
+        self.lock().listener = None;
+    }
+
+    /// Listens again on the same address if closed.
+    pub fn reopen(&self) -> io::Result<()> {
+        let mut slot = self.lock();
+        if slot.finished || slot.listener.is_some() {
+            return Ok(());
+        }
+        let listener = {
+            let _runtime = self.runtime.enter();
+            TcpIncoming::bind(self.address)?.with_nodelay(Some(true))
+        };
+        slot.listener = Some(listener);
+        if let Some(waker) = slot.waker.take() {
+            waker.wake();
+        }
+        Ok(())
+    }
+
+    /// Stops listening for good and ends the accept stream.
+    pub fn finish(&self) {
+        let mut slot = self.lock();
+        slot.listener = None;
+        slot.finished = true;
+        if let Some(waker) = slot.waker.take() {
+            waker.wake();
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, GateSlot> {
+        self.slot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The stream of connections accepted through a `TcpGate`.
+pub(crate) struct TcpAccept {
+    pub gate: Arc<TcpGate>,
+    pub inner: Arc<Inner>,
+}
+
+impl Stream for TcpAccept {
+    type Item = io::Result<ServerConnection<TcpStream>>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let accepted = {
+            let mut slot = self.gate.lock();
+            if slot.finished {
+                return Poll::Ready(None);
+            }
+            // Kept up to date so closing/reopening can wake the accept loop
+            // even though the old listener will never wake it again.
+            slot.waker = Some(cx.waker().clone());
+            let Some(listener) = slot.listener.as_mut() else {
+                return Poll::Pending;
+            };
+            match Pin::new(listener).poll_next(cx) {
+                Poll::Ready(Some(Ok(stream))) => stream,
+                Poll::Ready(Some(Err(error))) => return Poll::Ready(Some(Err(error))),
+                Poll::Ready(None) => {
+                    slot.listener = None;
+                    return Poll::Pending;
+                }
+                Poll::Pending => return Poll::Pending,
+            }
+        };
+        // Recorded outside the gate's lock (lock order: never gate, then state).
+        Poll::Ready(Some(Ok(self.inner.accept_connection(accepted))))
+    }
+}

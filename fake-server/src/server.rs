@@ -1,0 +1,274 @@
+//! The public handle of one fake ADS server and its configuration.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::runtime::Handle;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::Code;
+use tonic::transport::server::TcpIncoming;
+
+use crate::event::{Recorded, ServerEvent};
+use crate::fault::{Fault, FaultError};
+use crate::network::{AddressInUse, MemoryAcceptor, MemoryNetwork};
+use crate::resource::ServedResource;
+use crate::serve::{MemoryListener, TcpAccept, TcpGate, spawn_server};
+use crate::state::{Inner, MemoryBinding};
+
+/// How a server is set up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// Names the server in every event it records.
+    pub name: String,
+    pub mode: ServingMode,
+}
+
+/// Whether a server answers by itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServingMode {
+    /// Behaves like a normal control plane: answers requests and pushes
+    /// store changes (see the `auto` module for the rules).
+    Auto,
+    /// Never answers by itself; only [`FakeAdsServer::send_response`] sends.
+    Scripted,
+}
+
+/// Called synchronously, in recording order, for every event recorded after
+/// it is set. It may call back into the server.
+pub type EventObserver = Arc<dyn Fn(&Recorded<ServerEvent>) + Send + Sync>;
+
+/// A response a scenario sends by hand.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScriptedResponse {
+    pub type_url: String,
+    /// `None`: the type's current store version.
+    pub version_info: Option<String>,
+    /// `None`: the server's next nonce (a fresh one per stream).
+    pub nonce: Option<String>,
+    /// Sent as given: any subset, extras, duplicates, invalid entries.
+    pub resources: Vec<ServedResource>,
+}
+
+/// Serving on a transport failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    AddressInUse(#[from] AddressInUse),
+    #[error("serving needs a tokio runtime; call from within one")]
+    NoRuntime,
+    #[error("server {0:?} has been shut down")]
+    ShutDown(String),
+}
+
+/// One scriptable fake ADS server. Clones are handles to the same server.
+#[derive(Clone)]
+pub struct FakeAdsServer {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for FakeAdsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeAdsServer")
+            .field("name", &self.inner.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FakeAdsServer {
+    pub fn new(config: ServerConfig) -> Self {
+        Self {
+            inner: Arc::new(Inner::new(config.name, config.mode)),
+        }
+    }
+
+    /// Sets (or replaces) the observer. Events recorded before are not
+    /// replayed to it; [`Self::events`] has them.
+    pub fn set_observer(&self, observer: EventObserver) {
+        self.inner.set_observer(observer);
+    }
+
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    pub fn mode(&self) -> ServingMode {
+        self.inner.read(|state| state.mode)
+    }
+
+    /// Listens on `address` of `network`, serving on the current tokio
+    /// runtime.
+    pub fn serve_in_memory(
+        &self,
+        network: &MemoryNetwork,
+        address: &str,
+    ) -> Result<(), ServeError> {
+        let runtime = Handle::try_current().map_err(|_| ServeError::NoRuntime)?;
+        self.ensure_running()
+            .map_err(|_| ServeError::ShutDown(self.inner.name.clone()))?;
+        let (connections, incoming) = mpsc::unbounded_channel();
+        let acceptor: Arc<dyn MemoryAcceptor> = Arc::new(MemoryListener {
+            inner: Arc::downgrade(&self.inner),
+            connections,
+        });
+        network.bind(address, acceptor.clone())?;
+        self.inner.update(|state| {
+            state.memory_bindings.push(MemoryBinding {
+                network: network.clone(),
+                address: address.to_string(),
+                acceptor,
+            })
+        });
+        spawn_server(
+            &runtime,
+            &self.inner,
+            UnboundedReceiverStream::new(incoming),
+        );
+        Ok(())
+    }
+
+    /// Listens on `addr` (port 0 picks one) and returns the bound address.
+    /// Accepted sockets get TCP_NODELAY: without it each small gRPC message
+    /// waits out Nagle's delay.
+    pub async fn serve_tcp(&self, addr: SocketAddr) -> io::Result<SocketAddr> {
+        let runtime = Handle::try_current().map_err(io::Error::other)?;
+        self.ensure_running().map_err(io::Error::other)?;
+        let listener = TcpIncoming::bind(addr)?.with_nodelay(Some(true));
+        let bound = listener.local_addr()?;
+        let gate = Arc::new(TcpGate::new(bound, listener, runtime.clone()));
+        if self.inner.read(|state| state.refusing) {
+            gate.close();
+        }
+        self.inner.add_tcp_gate(gate.clone());
+        spawn_server(
+            &runtime,
+            &self.inner,
+            TcpAccept {
+                gate,
+                inner: self.inner.clone(),
+            },
+        );
+        Ok(bound)
+    }
+
+    fn ensure_running(&self) -> Result<(), ServeError> {
+        if self.inner.read(|state| state.shut_down) {
+            Err(ServeError::ShutDown(self.inner.name.clone()))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Adds or replaces resources. One store change per type touched (in
+    /// type URL order), each followed by auto-mode pushes. `version` names
+    /// the new version of every touched type.
+    pub fn set_resources(&self, resources: Vec<ServedResource>, version: Option<String>) {
+        self.inner.update(|state| {
+            for change in state.store.set(resources, version) {
+                let type_url = change.type_url.clone();
+                state.record(change.into_event());
+                state.on_store_change(&type_url);
+            }
+        });
+    }
+
+    /// Removes resources of one type: one store change, then auto-mode pushes.
+    pub fn remove_resources(&self, type_url: &str, names: &[String], version: Option<String>) {
+        self.inner.update(|state| {
+            let change = state.store.remove(type_url, names, version);
+            state.record(change.into_event());
+            state.on_store_change(type_url);
+        });
+    }
+
+    /// Names of the stored resources of `type_url`, sorted.
+    pub fn resource_names(&self, type_url: &str) -> Vec<String> {
+        self.inner.read(|state| state.store.names(type_url))
+    }
+
+    /// The current version of `type_url` (empty if it never changed).
+    pub fn type_version(&self, type_url: &str) -> String {
+        self.inner.read(|state| state.store.version(type_url))
+    }
+
+    /// Ids of the open SotW streams, ascending.
+    pub fn open_streams(&self) -> Vec<u64> {
+        self.inner.read(|state| state.open_stream_ids())
+    }
+
+    /// Sends `response` to every open SotW stream (in either mode); returns
+    /// how many streams got it.
+    pub fn send_response(&self, response: ScriptedResponse) -> usize {
+        self.inner.update(|state| state.send_scripted(&response))
+    }
+
+    /// Applies a fault. A TCP re-bind failure on `AcceptConnections` is
+    /// ignored here; [`Self::try_apply`] reports it.
+    pub fn apply(&self, fault: Fault) {
+        // The fault is recorded and took effect everywhere it could.
+        let _ = self.try_apply(fault);
+    }
+
+    /// Applies a fault, recording it first so its consequences follow it in
+    /// the recording.
+    pub fn try_apply(&self, fault: Fault) -> Result<(), FaultError> {
+        self.inner.update(|state| {
+            state.record(ServerEvent::FaultApplied {
+                fault: fault.clone(),
+            });
+            match &fault {
+                Fault::CloseStreams { code, message } => state.close_all_streams(*code, message),
+                Fault::RefuseConnections => state.refusing = true,
+                Fault::AcceptConnections => state.refusing = false,
+            }
+        });
+        // TCP listeners are outside the state lock (see `Inner::tcp`).
+        match fault {
+            Fault::RefuseConnections => {
+                for gate in self.inner.tcp_gates() {
+                    gate.close();
+                }
+                Ok(())
+            }
+            Fault::AcceptConnections => {
+                let mut result = Ok(());
+                for gate in self.inner.tcp_gates() {
+                    if let Err(source) = gate.reopen() {
+                        result = Err(FaultError::Rebind {
+                            address: gate.address(),
+                            source,
+                        });
+                    }
+                }
+                result
+            }
+            Fault::CloseStreams { .. } => Ok(()),
+        }
+    }
+
+    /// This server's recording, in order.
+    pub fn events(&self) -> Vec<Recorded<ServerEvent>> {
+        self.inner.events()
+    }
+
+    /// Stops serving for good: closes every stream with `UNAVAILABLE`, stops
+    /// listening, and lets open connections drain (HTTP/2 GOAWAY).
+    pub fn shutdown(&self) {
+        let bindings = self.inner.update(|state| {
+            if state.shut_down {
+                return Vec::new();
+            }
+            state.shut_down = true;
+            state.close_all_streams(Code::Unavailable, "server shut down");
+            std::mem::take(&mut state.memory_bindings)
+        });
+        for binding in bindings {
+            binding.network.unbind(&binding.address, &binding.acceptor);
+        }
+        for gate in self.inner.tcp_gates() {
+            gate.finish();
+        }
+        self.inner.signal_shutdown();
+    }
+}

@@ -1,0 +1,230 @@
+//! State-of-the-world ADS streams: what the server knows about each open
+//! stream, and everything that happens on one (requests, auto-mode and
+//! scripted responses, closing).
+//!
+//! All of it runs under the server's state lock and only queues responses on
+//! an unbounded channel, so a store change or a scripted send reaches every
+//! stream in stream-id order within one synchronous call.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
+use envoy_types::pb::google::protobuf::Any;
+use tokio::sync::{mpsc, oneshot};
+use tonic::{Code, Status};
+
+use crate::auto::{self, Subscription};
+use crate::event::{RecordedRequest, RecordedResponse, RequestKind, ServerEvent};
+use crate::resource::ServedResource;
+use crate::server::{ScriptedResponse, ServingMode};
+use crate::state::State;
+
+/// Where a stream's responses go; an `Err` ends the stream with that status.
+pub(crate) type ResponseSender = mpsc::UnboundedSender<Result<DiscoveryResponse, Status>>;
+
+/// One open SotW stream.
+pub(crate) struct SotwStream {
+    responses: ResponseSender,
+    /// Never sent on: dropping it (when the stream leaves the server's map)
+    /// tells the stream's request reader the server is done with it.
+    _stop_reader: oneshot::Sender<()>,
+    types: BTreeMap<String, StreamType>,
+}
+
+/// One stream's view of one resource type.
+#[derive(Default)]
+struct StreamType {
+    /// The client has sent a request for this type (auto mode only pushes
+    /// store changes to types the stream asked for).
+    requested: bool,
+    subscription: Subscription,
+    /// What auto mode last sent (or counts as sent), by name.
+    sent: BTreeMap<String, Any>,
+    /// Every nonce sent for this type on this stream, scripted ones included.
+    nonces: BTreeSet<String>,
+}
+
+impl SotwStream {
+    pub fn new(responses: ResponseSender, stop_reader: oneshot::Sender<()>) -> Self {
+        Self {
+            responses,
+            _stop_reader: stop_reader,
+            types: BTreeMap::new(),
+        }
+    }
+}
+
+impl State {
+    /// Registers a new stream; `None` once the server is shut down.
+    pub fn open_stream(&mut self, connection: Option<u64>, stream: SotwStream) -> Option<u64> {
+        if self.shut_down {
+            return None;
+        }
+        let id = self.next_stream();
+        self.streams.insert(id, stream);
+        self.record(ServerEvent::StreamOpened {
+            stream: id,
+            connection,
+        });
+        Some(id)
+    }
+
+    /// Records a decoded request, updates the stream's subscription and, in
+    /// auto mode, answers it if the rules say so.
+    pub fn on_request(&mut self, stream_id: u64, request: DiscoveryRequest) {
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return;
+        };
+        let type_state = stream.types.entry(request.type_url.clone()).or_default();
+        let kind = RequestKind::classify(&request, |nonce| type_state.nonces.contains(nonce));
+        type_state.requested = true;
+        type_state.subscription =
+            Subscription::from_request(&request.type_url, &request.resource_names);
+        self.record(ServerEvent::RequestReceived {
+            stream: stream_id,
+            request: RecordedRequest::new(&request, kind),
+        });
+        if self.mode == ServingMode::Auto {
+            self.auto_respond(stream_id, &request.type_url);
+        }
+    }
+
+    /// A store change of `type_url`: in auto mode, every stream gets what
+    /// the rules say, in stream-id order.
+    pub fn on_store_change(&mut self, type_url: &str) {
+        if self.mode != ServingMode::Auto {
+            return;
+        }
+        let ids: Vec<u64> = self.streams.keys().copied().collect();
+        for id in ids {
+            self.auto_respond(id, type_url);
+        }
+    }
+
+    fn auto_respond(&mut self, stream_id: u64, type_url: &str) {
+        let Some(type_state) = self
+            .streams
+            .get_mut(&stream_id)
+            .and_then(|stream| stream.types.get_mut(type_url))
+            .filter(|type_state| type_state.requested)
+        else {
+            return;
+        };
+        let decision = auto::decide(
+            type_url,
+            &type_state.subscription,
+            self.store.resources(type_url),
+            &type_state.sent,
+        );
+        type_state.sent = decision.sent;
+        if let Some(resources) = decision.respond {
+            let version = self.store.version(type_url);
+            self.send(stream_id, type_url, version, None, &resources);
+        }
+    }
+
+    /// Sends a scripted response to every open stream; returns how many got
+    /// it. Auto mode's bookkeeping is left alone: a scripted send is a
+    /// one-off, not a new baseline.
+    pub fn send_scripted(&mut self, response: &ScriptedResponse) -> usize {
+        let version = response
+            .version_info
+            .clone()
+            .unwrap_or_else(|| self.store.version(&response.type_url));
+        let ids: Vec<u64> = self.streams.keys().copied().collect();
+        ids.into_iter()
+            .filter(|&id| {
+                self.send(
+                    id,
+                    &response.type_url,
+                    version.clone(),
+                    response.nonce.clone(),
+                    &response.resources,
+                )
+            })
+            .count()
+    }
+
+    /// Queues one response on one stream and records it; false if the
+    /// stream is gone. A nonce is taken only for a response that is sent.
+    fn send(
+        &mut self,
+        stream_id: u64,
+        type_url: &str,
+        version_info: String,
+        nonce: Option<String>,
+        resources: &[ServedResource],
+    ) -> bool {
+        let open = self
+            .streams
+            .get(&stream_id)
+            .is_some_and(|stream| !stream.responses.is_closed());
+        if !open {
+            return false;
+        }
+        let nonce = nonce.unwrap_or_else(|| self.next_nonce());
+        let response = DiscoveryResponse {
+            version_info: version_info.clone(),
+            resources: resources.iter().map(|r| r.entry.clone()).collect(),
+            type_url: type_url.to_string(),
+            nonce: nonce.clone(),
+            ..Default::default()
+        };
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return false;
+        };
+        if stream.responses.send(Ok(response)).is_err() {
+            return false;
+        }
+        stream
+            .types
+            .entry(type_url.to_string())
+            .or_default()
+            .nonces
+            .insert(nonce.clone());
+        self.record(ServerEvent::ResponseSent {
+            stream: stream_id,
+            response: RecordedResponse {
+                type_url: type_url.to_string(),
+                version_info,
+                nonce,
+                resource_names: resources.iter().map(|r| r.name.clone()).collect(),
+            },
+        });
+        true
+    }
+
+    /// Ends a stream once. The server ends it with `code`/`message` in the
+    /// trailers; a client-ended stream just goes away (after a half-close the
+    /// response ends with OK).
+    pub fn close_stream(&mut self, stream_id: u64, code: Code, message: String, by_client: bool) {
+        let Some(stream) = self.streams.remove(&stream_id) else {
+            return;
+        };
+        if !by_client {
+            // If the client is already gone there is nobody to tell.
+            let _ = stream
+                .responses
+                .send(Err(Status::new(code, message.clone())));
+        }
+        self.record(ServerEvent::StreamClosed {
+            stream: stream_id,
+            code,
+            message,
+            by_client,
+        });
+        // Dropping `stream` here ends its response stream and stops its reader.
+    }
+
+    /// Closes every open stream with the same status, in stream-id order.
+    pub fn close_all_streams(&mut self, code: Code, message: &str) {
+        let ids: Vec<u64> = self.streams.keys().copied().collect();
+        for id in ids {
+            self.close_stream(id, code, message.to_string(), false);
+        }
+    }
+
+    pub fn open_stream_ids(&self) -> Vec<u64> {
+        self.streams.keys().copied().collect()
+    }
+}

@@ -1,0 +1,9 @@
+//! Fake ADS servers driven by a real tonic ADS client: over the in-memory
+//! network on paused virtual time, and once over real TCP.
+
+mod auto_mode;
+mod faults;
+mod recording;
+mod scripted_mode;
+mod support;
+mod tcp;

@@ -1,0 +1,260 @@
+//! What servers record: ids, request kinds, stream and connection ends,
+//! observers, and virtual timestamps.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tonic::Code;
+use xds_fake_server::event::{Recorded, RecordedRequest, RequestKind, ServerEvent};
+use xds_fake_server::{FakeAdsServer, ServingMode};
+
+use crate::support::*;
+
+fn request_kinds(server: &FakeAdsServer) -> Vec<(u64, RequestKind)> {
+    server
+        .events()
+        .into_iter()
+        .filter_map(|r| match r.event {
+            ServerEvent::RequestReceived { stream, request } => Some((stream, request.kind)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn requests_are_classified_per_stream_and_type() {
+    let (server, network) = serving(ServingMode::Auto);
+    server.set_resources(vec![listener("a", "1"), cluster("c", "1")], None);
+    let channel = connect(&network).await.expect("connect");
+    let mut one = AdsStream::open(channel.clone()).await.expect("stream 1");
+    let two = AdsStream::open(channel).await.expect("stream 2");
+
+    one.request(LDS, &[], None); // Initial
+    let lds = one.next().await;
+    one.request(LDS, &[], Some(&lds)); // Ack
+    one.nack(&[], &lds); // Nack
+    let mut stale = request(LDS, &[], None);
+    stale.response_nonce = "999".into();
+    one.send(stale); // UnknownNonce
+    one.request(CDS, &[], None); // Initial for CDS
+    let cds = one.next().await;
+    let mut cross = request(LDS, &[], None);
+    cross.response_nonce = cds.nonce.clone();
+    one.send(cross); // a CDS nonce on LDS: UnknownNonce
+    assert!(
+        one.is_silent().await,
+        "stream 1 is done before stream 2 speaks"
+    );
+    let mut elsewhere = request(LDS, &[], None);
+    elsewhere.response_nonce = lds.nonce.clone();
+    two.send(elsewhere); // another stream's nonce: UnknownNonce
+    tokio::time::sleep(QUIET).await;
+
+    assert_eq!(
+        request_kinds(&server),
+        vec![
+            (1, RequestKind::Initial),
+            (1, RequestKind::Ack),
+            (1, RequestKind::Nack),
+            (1, RequestKind::UnknownNonce),
+            (1, RequestKind::Initial),
+            (1, RequestKind::UnknownNonce),
+            (2, RequestKind::UnknownNonce),
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_is_recorded_with_everything_a_check_needs() {
+    let (server, network) = serving(ServingMode::Scripted);
+    let client = AdsStream::open_in_memory(&network).await;
+    let mut nack = request(RDS, &["r2", "r1"], None);
+    nack.version_info = "7".into();
+    nack.response_nonce = "5".into();
+    nack.error_detail = Some(envoy_types::pb::google::rpc::Status {
+        code: 3,
+        message: "bad route".into(),
+        details: vec![],
+    });
+    client.send(nack.clone());
+    tokio::time::sleep(QUIET).await;
+
+    let recorded = server.events().into_iter().find_map(|r| match r.event {
+        ServerEvent::RequestReceived { request, .. } => Some(request),
+        _ => None,
+    });
+    assert_eq!(
+        recorded,
+        Some(RecordedRequest {
+            type_url: RDS.into(),
+            resource_names: strings(&["r2", "r1"]),
+            version_info: "7".into(),
+            response_nonce: "5".into(),
+            error_detail: Some((3, "bad route".into())),
+            node: nack.node.clone(),
+            kind: RequestKind::Nack,
+        })
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_records_connections_and_streams_in_order() {
+    let (server, network) = serving(ServingMode::Auto);
+    server.set_resources(vec![route("r", "1")], None);
+    let channel = connect(&network).await.expect("connect");
+    let mut client = AdsStream::open(channel.clone()).await.expect("stream");
+    client.request(RDS, &["r"], None);
+    let response = client.next().await;
+
+    client.half_close();
+    assert_eq!(
+        client.responses.message().await.ok().flatten(),
+        None,
+        "after a half-close the server ends the stream with OK"
+    );
+    drop(client);
+    drop(channel);
+    tokio::time::sleep(QUIET).await;
+
+    let events = events_only(server.events());
+    let request = match &events[3] {
+        ServerEvent::RequestReceived { request, .. } => request.clone(),
+        other => panic!("expected the request, got {other:?}"),
+    };
+    assert_eq!(
+        events,
+        vec![
+            ServerEvent::ResourcesChanged {
+                type_url: RDS.into(),
+                version: "1".into(),
+                updated: strings(&["r"]),
+                removed: vec![],
+            },
+            ServerEvent::ConnectionAccepted { connection: 1 },
+            ServerEvent::StreamOpened {
+                stream: 1,
+                connection: Some(1),
+            },
+            ServerEvent::RequestReceived { stream: 1, request },
+            ServerEvent::ResponseSent {
+                stream: 1,
+                response: xds_fake_server::event::RecordedResponse {
+                    type_url: RDS.into(),
+                    version_info: "1".into(),
+                    nonce: response.nonce.clone(),
+                    resource_names: strings(&["r"]),
+                },
+            },
+            ServerEvent::StreamClosed {
+                stream: 1,
+                code: Code::Ok,
+                message: "client half-closed".into(),
+                by_client: true,
+            },
+            ServerEvent::ConnectionClosed { connection: 1 },
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_connection_is_recorded_as_closed_by_the_client() {
+    let (server, network) = serving(ServingMode::Auto);
+    let (channel, switch) = connect_killable(&network).await.expect("connect");
+    let _client = AdsStream::open(channel).await.expect("stream");
+
+    switch.kill();
+    tokio::time::sleep(QUIET).await;
+
+    let closed = server.events().into_iter().find_map(|r| match r.event {
+        ServerEvent::StreamClosed {
+            stream,
+            by_client,
+            code,
+            ..
+        } => Some((stream, by_client, code)),
+        _ => None,
+    });
+    // tonic reports a lost connection as UNKNOWN ("h2 protocol error: ...");
+    // what matters is that it is the client's doing and not a clean end.
+    assert_eq!(closed, Some((1, true, Code::Unknown)));
+    assert!(server.open_streams().is_empty());
+    assert!(
+        events_only(server.events()).contains(&ServerEvent::ConnectionClosed { connection: 1 })
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_observer_sees_every_event_in_order_and_may_call_back() {
+    let (server, network) = serving(ServingMode::Auto);
+    let seen: Arc<Mutex<Vec<Recorded<ServerEvent>>>> = Arc::default();
+    let lengths: Arc<Mutex<Vec<usize>>> = Arc::default();
+    {
+        let (seen, lengths, server_handle) = (seen.clone(), lengths.clone(), server.clone());
+        server.set_observer(Arc::new(move |event| {
+            seen.lock().expect("lock").push(event.clone());
+            // Calling back into the server from the observer must not deadlock.
+            lengths
+                .lock()
+                .expect("lock")
+                .push(server_handle.events().len());
+        }));
+    }
+
+    server.set_resources(vec![cluster("c", "1")], None);
+    let mut client = AdsStream::open_in_memory(&network).await;
+    client.request(CDS, &[], None);
+    let response = client.next().await;
+    client.request(CDS, &[], Some(&response));
+    client.half_close();
+    tokio::time::sleep(QUIET).await;
+
+    let seen = seen.lock().expect("lock").clone();
+    assert_eq!(seen, server.events());
+    assert_eq!(seen.len(), 7, "{seen:#?}");
+    // Each call happened after its own event was recorded.
+    let lengths = lengths.lock().expect("lock").clone();
+    assert!(lengths.iter().enumerate().all(|(i, len)| *len > i));
+}
+
+#[tokio::test(start_paused = true)]
+async fn timestamps_follow_virtual_time() {
+    let start = tokio::time::Instant::now();
+    let (server, network) = serving(ServingMode::Auto);
+    let mut client = AdsStream::open_in_memory(&network).await;
+    client.request(LDS, &[], None);
+
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    server.set_resources(vec![listener("a", "1")], None);
+    let _ = client.next().await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    server.apply(xds_fake_server::fault::Fault::RefuseConnections);
+
+    let stamps: Vec<(Duration, &'static str)> = server
+        .events()
+        .into_iter()
+        .map(|r| {
+            let what = match r.event {
+                ServerEvent::ConnectionAccepted { .. } => "accepted",
+                ServerEvent::StreamOpened { .. } => "opened",
+                ServerEvent::RequestReceived { .. } => "request",
+                ServerEvent::ResourcesChanged { .. } => "changed",
+                ServerEvent::ResponseSent { .. } => "response",
+                ServerEvent::FaultApplied { .. } => "fault",
+                _ => "other",
+            };
+            (r.at - start, what)
+        })
+        .collect();
+    assert_eq!(
+        stamps,
+        vec![
+            (Duration::ZERO, "accepted"),
+            (Duration::ZERO, "opened"),
+            (Duration::ZERO, "request"),
+            (Duration::from_secs(15), "changed"),
+            (Duration::from_secs(15), "response"),
+            (Duration::from_secs(20), "fault"),
+        ]
+    );
+    assert!(server.events().iter().all(|r| r.server == "primary"));
+}

@@ -1,0 +1,73 @@
+//! The same server over real TCP (real time: these tests do not wait for
+//! silence, only for things that happen).
+
+use std::net::SocketAddr;
+
+use tonic::transport::{Channel, Endpoint};
+use xds_fake_server::ServingMode;
+use xds_fake_server::event::ServerEvent;
+use xds_fake_server::fault::Fault;
+
+use crate::support::*;
+
+async fn tcp_channel(addr: SocketAddr) -> Result<Channel, tonic::transport::Error> {
+    Endpoint::from_shared(format!("http://{addr}"))
+        .expect("valid uri")
+        .connect()
+        .await
+}
+
+#[tokio::test]
+async fn auto_mode_over_tcp_with_refuse_and_accept() {
+    let server = server(ServingMode::Auto);
+    server.set_resources(vec![listener("a", "1")], None);
+    let addr = server
+        .serve_tcp("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("serve tcp");
+    assert_ne!(addr.port(), 0);
+
+    let channel = tcp_channel(addr).await.expect("connect");
+    let mut client = AdsStream::open(channel).await.expect("stream");
+    client.request(LDS, &[], None);
+    let response = client.next().await;
+    assert_eq!(entries(&response), vec![&listener("a", "1").entry]);
+    client.request(LDS, &[], Some(&response));
+
+    server.apply(Fault::RefuseConnections);
+    assert!(
+        tcp_channel(addr).await.is_err(),
+        "the port no longer listens"
+    );
+    // The open connection keeps working.
+    server.set_resources(vec![listener("a", "2")], None);
+    assert_eq!(
+        entries(&client.next().await),
+        vec![&listener("a", "2").entry]
+    );
+
+    server
+        .try_apply(Fault::AcceptConnections)
+        .expect("re-bind the same port");
+    let mut again = AdsStream::open(tcp_channel(addr).await.expect("reconnect"))
+        .await
+        .expect("stream");
+    again.request(LDS, &["a"], None);
+    assert_eq!(
+        entries(&again.next().await),
+        vec![&listener("a", "2").entry]
+    );
+
+    let events = events_only(server.events());
+    assert!(events.contains(&ServerEvent::StreamOpened {
+        stream: 1,
+        connection: Some(1),
+    }));
+    assert!(events.contains(&ServerEvent::StreamOpened {
+        stream: 2,
+        connection: Some(2),
+    }));
+    server.shutdown();
+    let status = client.responses.message().await.expect_err("closed");
+    assert_eq!(status.code(), tonic::Code::Unavailable);
+}

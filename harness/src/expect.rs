@@ -1,0 +1,564 @@
+//! Expectations: which timeline events a matcher accepts, and how to say
+//! what it was looking for when nothing matched.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use xds_client_under_test::{DialNotification, ObservedEvent, WatcherNotification};
+use xds_fake_server::event::{RequestKind as ServerRequestKind, ServerEvent};
+use xds_reference_client::watcher::code_name;
+use xds_reference_client::{ClientEvent, LogLevel};
+
+use crate::scenario::{
+    ClientEventKind, ClientEventMatcher, CsdsMatcher, CsdsStatus, DialMatcher, Matcher,
+    RequestKind, RequestMatcher, ResponseMatcher, ServerEventKind, ServerEventMatcher,
+    WatcherEventKind, WatcherMatcher,
+};
+use crate::timeline::{CsdsEntry, EventKind, TimelineEvent, describe};
+
+fn eq<T: PartialEq>(want: &Option<T>, got: &T) -> bool {
+    want.as_ref().is_none_or(|w| w == got)
+}
+
+fn same_set(want: &Option<Vec<String>>, got: &[String]) -> bool {
+    want.as_ref().is_none_or(|w| {
+        w.iter().collect::<BTreeSet<_>>() == got.iter().collect::<BTreeSet<_>>()
+            && w.len() == got.len()
+    })
+}
+
+fn contains(want: &Option<String>, got: &str) -> bool {
+    want.as_ref().is_none_or(|w| got.contains(w.as_str()))
+}
+
+pub fn matches(matcher: &Matcher, event: &TimelineEvent) -> bool {
+    match (matcher, &event.kind) {
+        (Matcher::Request(m), EventKind::Server(e)) => {
+            let ServerEvent::RequestReceived { request, .. } = &**e else {
+                return false;
+            };
+            let kind = match request.kind {
+                ServerRequestKind::Initial => RequestKind::Initial,
+                ServerRequestKind::Ack => RequestKind::Ack,
+                ServerRequestKind::Nack => RequestKind::Nack,
+                ServerRequestKind::UnknownNonce => RequestKind::UnknownNonce,
+            };
+            eq(&m.server, &event.source)
+                && m.resource_type
+                    .is_none_or(|t| t.type_url() == request.type_url)
+                && same_set(&m.names, &request.resource_names)
+                && eq(&m.version, &request.version_info)
+                && eq(&m.nonce, &request.response_nonce)
+                && eq(&m.kind, &kind)
+                && m.error_code.is_none_or(|c| {
+                    request
+                        .error_detail
+                        .as_ref()
+                        .is_some_and(|(code, _)| *code == c)
+                })
+                && (m.error_contains.is_empty()
+                    || request.error_detail.as_ref().is_some_and(|(_, message)| {
+                        m.error_contains
+                            .iter()
+                            .all(|w| message.contains(w.as_str()))
+                    }))
+                && eq(&m.node, &request.node.is_some())
+        }
+        (Matcher::Response(m), EventKind::Server(e)) => {
+            let ServerEvent::ResponseSent { response, .. } = &**e else {
+                return false;
+            };
+            eq(&m.server, &event.source)
+                && m.resource_type
+                    .is_none_or(|t| t.type_url() == response.type_url)
+                && same_set(&m.names, &response.resource_names)
+                && eq(&m.version, &response.version_info)
+                && eq(&m.nonce, &response.nonce)
+        }
+        (
+            Matcher::Watcher(m),
+            EventKind::Client(ObservedEvent::Watcher {
+                resource_type,
+                name,
+                notification,
+            }),
+        ) => {
+            let (kind, code, text) = match notification {
+                WatcherNotification::Changed { summary } => {
+                    (WatcherEventKind::Changed, None, summary.as_str())
+                }
+                WatcherNotification::ResourceError(e) => (
+                    WatcherEventKind::ResourceError,
+                    Some(e.code),
+                    e.message.as_str(),
+                ),
+                WatcherNotification::AmbientError(e) => (
+                    WatcherEventKind::AmbientError,
+                    Some(e.code),
+                    e.message.as_str(),
+                ),
+                WatcherNotification::AmbientErrorCleared => {
+                    (WatcherEventKind::AmbientErrorCleared, None, "")
+                }
+                WatcherNotification::DoesNotExist => (WatcherEventKind::DoesNotExist, None, ""),
+            };
+            eq(&m.resource_type, resource_type)
+                && eq(&m.name, name)
+                && eq(&m.event, &kind)
+                && m.code.is_none_or(|c| code == Some(c))
+                && contains(&m.contains, text)
+        }
+        (Matcher::Dial(m), EventKind::Client(ObservedEvent::Dial { target, update })) => {
+            if !eq(&m.target, target) {
+                return false;
+            }
+            match update {
+                DialNotification::Error(e) => {
+                    m.resolved != Some(true)
+                        && m.clusters.is_none()
+                        && m.code.is_none_or(|c| c == e.code)
+                        && contains(&m.contains, &e.message)
+                }
+                DialNotification::Config { summary, clusters } => {
+                    m.resolved != Some(false)
+                        && m.code.is_none()
+                        && contains(&m.contains, summary)
+                        && m.clusters.as_ref().is_none_or(|want| {
+                            want.len() == clusters.len()
+                                && want.iter().all(|(name, addresses)| {
+                                    let got: &[String] = match clusters.get(name) {
+                                        Some(Ok(a)) => a,
+                                        Some(Err(_)) => &[],
+                                        None => return false,
+                                    };
+                                    same_set(&Some(addresses.clone()), got)
+                                })
+                        })
+                }
+            }
+        }
+        (Matcher::ServerEvent(m), EventKind::Server(e)) => {
+            eq(&m.server, &event.source) && server_event_matches(m, e)
+        }
+        (Matcher::Client(m), EventKind::Client(ObservedEvent::Client(e))) => {
+            client_event_matches(m, e, &event.kind)
+        }
+        _ => false,
+    }
+}
+
+/// Whether the client's CSDS view — `(client_scope, type_url, name) ->
+/// entry` — shows what `m` describes. CSDS is a state, so it is asserted
+/// as one (at each checkpoint), not as a change event.
+pub fn csds_state_matches(
+    m: &CsdsMatcher,
+    state: &BTreeMap<(String, String, String), CsdsEntry>,
+) -> bool {
+    let selected = state.iter().filter(|((_, type_url, name), _)| {
+        m.resource_type.is_none_or(|t| t.type_url() == type_url)
+            && m.name.as_ref().is_none_or(|n| n == name)
+    });
+    if m.status == Some(CsdsStatus::Absent) {
+        return selected.count() == 0;
+    }
+    selected.into_iter().any(|(_, e)| {
+        m.status.is_none_or(|s| s == e.status)
+            && m.version.as_ref().is_none_or(|v| *v == e.version)
+            && m.error_contains
+                .as_ref()
+                .is_none_or(|w| e.error.as_deref().is_some_and(|d| d.contains(w.as_str())))
+    })
+}
+
+fn server_event_matches(m: &ServerEventMatcher, e: &ServerEvent) -> bool {
+    match (m.event, e) {
+        (ServerEventKind::ConnectionAccepted, ServerEvent::ConnectionAccepted { .. })
+        | (ServerEventKind::ConnectionRefused, ServerEvent::ConnectionRefused { .. })
+        | (ServerEventKind::ConnectionClosed, ServerEvent::ConnectionClosed { .. })
+        | (ServerEventKind::StreamOpened, ServerEvent::StreamOpened { .. }) => true,
+        (
+            ServerEventKind::StreamClosed,
+            ServerEvent::StreamClosed {
+                code, by_client, ..
+            },
+        ) => m.code.is_none_or(|c| c == *code) && eq(&m.by_client, by_client),
+        _ => false,
+    }
+}
+
+fn client_event_matches(m: &ClientEventMatcher, e: &ClientEvent, kind: &EventKind) -> bool {
+    let (event, server) = match e {
+        ClientEvent::AdsCallStarted { server } => (ClientEventKind::AdsCallStarted, Some(server)),
+        ClientEvent::AdsCallFinished { server, .. } => {
+            (ClientEventKind::AdsCallFinished, Some(server))
+        }
+        ClientEvent::RetryScheduled { server, .. } => {
+            (ClientEventKind::RetryScheduled, Some(server))
+        }
+        ClientEvent::ServerStatus { server, .. } => (ClientEventKind::ServerStatus, Some(server)),
+        ClientEvent::ResourceTimerStarted { .. } => (ClientEventKind::ResourceTimerStarted, None),
+        ClientEvent::SubscriptionSent { server, .. } => {
+            (ClientEventKind::SubscriptionSent, Some(server))
+        }
+        ClientEvent::FallbackStarted { server, .. } => {
+            (ClientEventKind::FallbackStarted, Some(server))
+        }
+        ClientEvent::FellForward { server, .. } => (ClientEventKind::FellForward, Some(server)),
+        ClientEvent::Log { .. } => (ClientEventKind::Log, None),
+    };
+    if m.event != event {
+        return false;
+    }
+    // Servers are named by URI in client events (`primary:443`); a
+    // scenario names them by server name, which is the URI's host.
+    if let Some(want) = &m.server
+        && !server.is_some_and(|s| s == want || s.split(':').next() == Some(want.as_str()))
+    {
+        return false;
+    }
+    if let Some(delay) = m.delay
+        && !matches!(e, ClientEvent::RetryScheduled { delay: d, .. } if d.as_millis() == delay.as_millis())
+    {
+        return false;
+    }
+    if let Some(level) = &m.level {
+        let ok = matches!(e, ClientEvent::Log { level: l, .. } if level_name(*l) == level.as_str());
+        if !ok {
+            return false;
+        }
+    }
+    contains(&m.contains, &describe(kind).unwrap_or_default())
+}
+
+fn level_name(level: LogLevel) -> &'static str {
+    match level {
+        LogLevel::Info => "info",
+        LogLevel::Warning => "warning",
+        LogLevel::Error => "error",
+    }
+}
+
+/// A readable description of a matcher, for failure messages.
+pub fn describe_matcher(matcher: &Matcher) -> String {
+    let mut s = String::new();
+    let mut field = |name: &str, value: String| {
+        let _ = write!(s, " {name}={value}");
+    };
+    let head = match matcher {
+        Matcher::Request(RequestMatcher {
+            server,
+            resource_type,
+            names,
+            version,
+            nonce,
+            kind,
+            error_code,
+            error_contains,
+            node,
+        }) => {
+            if let Some(v) = server {
+                field("server", v.clone());
+            }
+            if let Some(v) = resource_type {
+                field("type", v.short_name().to_string());
+            }
+            if let Some(v) = names {
+                field("names", format!("[{}]", v.join(",")));
+            }
+            if let Some(v) = version {
+                field("version", format!("{v:?}"));
+            }
+            if let Some(v) = nonce {
+                field("nonce", format!("{v:?}"));
+            }
+            if let Some(v) = kind {
+                field("kind", format!("{v:?}"));
+            }
+            if let Some(v) = error_code {
+                field(
+                    "error_code",
+                    code_name(tonic::Code::from_i32(*v)).to_string(),
+                );
+            }
+            if !error_contains.is_empty() {
+                field("error_contains", format!("{error_contains:?}"));
+            }
+            if let Some(v) = node {
+                field("node", v.to_string());
+            }
+            "DiscoveryRequest"
+        }
+        Matcher::Response(ResponseMatcher {
+            server,
+            resource_type,
+            names,
+            version,
+            nonce,
+        }) => {
+            if let Some(v) = server {
+                field("server", v.clone());
+            }
+            if let Some(v) = resource_type {
+                field("type", v.short_name().to_string());
+            }
+            if let Some(v) = names {
+                field("names", format!("[{}]", v.join(",")));
+            }
+            if let Some(v) = version {
+                field("version", format!("{v:?}"));
+            }
+            if let Some(v) = nonce {
+                field("nonce", format!("{v:?}"));
+            }
+            "DiscoveryResponse"
+        }
+        Matcher::Watcher(WatcherMatcher {
+            resource_type,
+            name,
+            event,
+            code,
+            contains,
+        }) => {
+            if let Some(v) = resource_type {
+                field("type", v.short_name().to_string());
+            }
+            if let Some(v) = name {
+                field("name", v.clone());
+            }
+            if let Some(v) = event {
+                field("event", format!("{v:?}"));
+            }
+            if let Some(v) = code {
+                field("code", code_name(*v).to_string());
+            }
+            if let Some(v) = contains {
+                field("contains", format!("{v:?}"));
+            }
+            "watcher event"
+        }
+        Matcher::Dial(DialMatcher {
+            target,
+            resolved,
+            code,
+            contains,
+            clusters,
+        }) => {
+            if let Some(v) = target {
+                field("target", v.clone());
+            }
+            if let Some(v) = resolved {
+                field("resolved", v.to_string());
+            }
+            if let Some(v) = code {
+                field("code", code_name(*v).to_string());
+            }
+            if let Some(v) = contains {
+                field("contains", format!("{v:?}"));
+            }
+            if let Some(v) = clusters {
+                field("clusters", format!("{v:?}"));
+            }
+            "dial update"
+        }
+        Matcher::Csds(CsdsMatcher {
+            resource_type,
+            name,
+            status,
+            version,
+            error_contains,
+        }) => {
+            if let Some(v) = resource_type {
+                field("type", v.short_name().to_string());
+            }
+            if let Some(v) = name {
+                field("name", v.clone());
+            }
+            if let Some(v) = status {
+                field("status", crate::timeline::csds_status_name(*v).to_string());
+            }
+            if let Some(v) = version {
+                field("version", format!("{v:?}"));
+            }
+            if let Some(v) = error_contains {
+                field("error_contains", format!("{v:?}"));
+            }
+            "CSDS change"
+        }
+        Matcher::ServerEvent(ServerEventMatcher {
+            server,
+            event,
+            code,
+            by_client,
+        }) => {
+            if let Some(v) = server {
+                field("server", v.clone());
+            }
+            field("event", format!("{event:?}"));
+            if let Some(v) = code {
+                field("code", code_name(*v).to_string());
+            }
+            if let Some(v) = by_client {
+                field("by_client", v.to_string());
+            }
+            "server event"
+        }
+        Matcher::Client(ClientEventMatcher {
+            event,
+            server,
+            delay,
+            level,
+            contains,
+        }) => {
+            field("event", format!("{event:?}"));
+            if let Some(v) = server {
+                field("server", v.clone());
+            }
+            if let Some(v) = delay {
+                field("delay", format!("{:.3}s", v.as_secs_f64()));
+            }
+            if let Some(v) = level {
+                field("level", v.clone());
+            }
+            if let Some(v) = contains {
+                field("contains", format!("{v:?}"));
+            }
+            "client event"
+        }
+    };
+    format!("{head}{s}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use xds_fake_server::event::RecordedRequest;
+    use xds_reference_client::{ResourceType, XdsError};
+
+    fn request(
+        kind: ServerRequestKind,
+        names: &[&str],
+        error: Option<(i32, &str)>,
+    ) -> TimelineEvent {
+        TimelineEvent {
+            at: Duration::ZERO,
+            source: "primary".into(),
+            kind: EventKind::Server(Box::new(ServerEvent::RequestReceived {
+                stream: 1,
+                request: RecordedRequest {
+                    type_url: ResourceType::Cluster.type_url().into(),
+                    resource_names: names.iter().map(|s| s.to_string()).collect(),
+                    version_info: "1".into(),
+                    response_nonce: "1".into(),
+                    error_detail: error.map(|(c, m)| (c, m.to_string())),
+                    node: None,
+                    kind,
+                },
+            })),
+        }
+    }
+
+    #[test]
+    fn request_matcher_checks_every_given_field() {
+        let nack = request(
+            ServerRequestKind::Nack,
+            &["b", "a"],
+            Some((3, "resource index 1: c2: bad")),
+        );
+        let m = |f: fn(&mut RequestMatcher)| {
+            let mut r = RequestMatcher::default();
+            f(&mut r);
+            Matcher::Request(r)
+        };
+        assert!(matches(&m(|_| {}), &nack));
+        assert!(matches(
+            &m(|r| r.names = Some(vec!["a".into(), "b".into()])),
+            &nack
+        ));
+        assert!(!matches(&m(|r| r.names = Some(vec!["a".into()])), &nack));
+        assert!(matches(&m(|r| r.kind = Some(RequestKind::Nack)), &nack));
+        assert!(!matches(&m(|r| r.kind = Some(RequestKind::Ack)), &nack));
+        assert!(matches(&m(|r| r.error_code = Some(3)), &nack));
+        assert!(!matches(&m(|r| r.error_code = Some(14)), &nack));
+        assert!(matches(
+            &m(|r| r.error_contains = vec!["c2: bad".into()]),
+            &nack
+        ));
+        assert!(matches(
+            &m(|r| r.error_contains = vec!["index 1".into(), "c2: bad".into()]),
+            &nack
+        ));
+        assert!(!matches(
+            &m(|r| r.error_contains = vec!["index 1".into(), "c3".into()]),
+            &nack
+        ));
+        assert!(!matches(&m(|r| r.server = Some("fallback".into())), &nack));
+        assert!(!matches(
+            &m(|r| r.resource_type = Some(ResourceType::Listener)),
+            &nack
+        ));
+        assert!(!matches(&m(|r| r.node = Some(true)), &nack));
+        let ack = request(ServerRequestKind::Ack, &["a"], None);
+        assert!(!matches(&m(|r| r.error_contains = vec!["x".into()]), &ack));
+    }
+
+    #[test]
+    fn watcher_matcher_checks_kind_code_and_text() {
+        let event = TimelineEvent {
+            at: Duration::ZERO,
+            source: "client".into(),
+            kind: EventKind::Client(ObservedEvent::Watcher {
+                resource_type: ResourceType::Cluster,
+                name: "c1".into(),
+                notification: WatcherNotification::AmbientError(XdsError::new(
+                    tonic::Code::Unavailable,
+                    "xDS channel down",
+                )),
+            }),
+        };
+        let m = |event, code, contains: Option<&str>| {
+            Matcher::Watcher(WatcherMatcher {
+                resource_type: Some(ResourceType::Cluster),
+                name: Some("c1".into()),
+                event,
+                code,
+                contains: contains.map(String::from),
+            })
+        };
+        assert!(matches(
+            &m(
+                Some(WatcherEventKind::AmbientError),
+                Some(tonic::Code::Unavailable),
+                Some("down")
+            ),
+            &event
+        ));
+        assert!(!matches(
+            &m(Some(WatcherEventKind::ResourceError), None, None),
+            &event
+        ));
+        assert!(!matches(
+            &m(None, Some(tonic::Code::NotFound), None),
+            &event
+        ));
+        assert!(!matches(&m(None, None, Some("up")), &event));
+        assert!(!matches(
+            &Matcher::Request(RequestMatcher::default()),
+            &event
+        ));
+    }
+
+    #[test]
+    fn describes_matchers_readably() {
+        let m = Matcher::Request(RequestMatcher {
+            resource_type: Some(ResourceType::Cluster),
+            names: Some(vec!["c1".into()]),
+            kind: Some(RequestKind::Ack),
+            ..Default::default()
+        });
+        assert_eq!(
+            describe_matcher(&m),
+            "DiscoveryRequest type=CDS names=[c1] kind=Ack"
+        );
+    }
+}

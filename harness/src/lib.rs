@@ -1,0 +1,13 @@
+//! The xds-conformance harness: scenario files, the runner that plays them
+//! against fake ADS servers and a client under test on virtual time, the
+//! timeline, expectations, and the glue to reports.
+//!
+//! It must not know any particular client's internals: clients are reached
+//! only through the client-under-test interface.
+
+pub mod expect;
+pub mod runner;
+pub mod scenario;
+pub mod settle;
+pub mod suite;
+pub mod timeline;

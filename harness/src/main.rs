@@ -1,0 +1,257 @@
+//! `xds-conformance`: run scenario suites against an xDS client and write
+//! reports; validate scenario files; print the scenario JSON Schema;
+//! measure the harness.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+use xds_conformance::runner::run_scenario;
+use xds_conformance::scenario::load_file;
+use xds_conformance::suite::{CLIENTS, client_factory, discover, run_files};
+
+#[derive(Parser)]
+#[command(
+    name = "xds-conformance",
+    version,
+    about = "Conformance harness for xDS clients"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run scenarios (files or folders; default `scenarios/`) and write reports.
+    Run {
+        paths: Vec<PathBuf>,
+        /// Only scenarios whose name or path contains this.
+        #[arg(long)]
+        filter: Option<String>,
+        /// Where JUnit XML, the Markdown summary and timelines go.
+        #[arg(long, default_value = "reports-out")]
+        report_dir: PathBuf,
+        /// The client under test.
+        #[arg(long, default_value = "reference")]
+        client: String,
+    },
+    /// Check scenario files; errors name file:line:column.
+    Validate {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Print the JSON Schema of scenario files.
+    Schema,
+    /// Measure wall time of the suite and of one long scenario.
+    Bench {
+        /// The suite to time (default `scenarios/`).
+        #[arg(long, default_value = "scenarios")]
+        suite: PathBuf,
+        /// A scenario spanning a long virtual time.
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        #[arg(long, default_value_t = 5)]
+        iterations: u32,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run {
+            paths,
+            filter,
+            report_dir,
+            client,
+        } => run(paths, filter, report_dir, &client),
+        Command::Validate { paths } => validate(paths),
+        Command::Schema => {
+            print!("{}", xds_conformance::scenario::scenario_schema());
+            ExitCode::SUCCESS
+        }
+        Command::Bench {
+            suite,
+            scenario,
+            iterations,
+        } => bench(suite, scenario, iterations),
+    }
+}
+
+fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    if paths.is_empty() {
+        vec![PathBuf::from("scenarios")]
+    } else {
+        paths
+    }
+}
+
+fn run(paths: Vec<PathBuf>, filter: Option<String>, report_dir: PathBuf, client: &str) -> ExitCode {
+    let Some(factory) = client_factory(client) else {
+        eprintln!("unknown client {client:?}; known: {}", CLIENTS.join(", "));
+        return ExitCode::from(2);
+    };
+    let files = match discover(&default_paths(paths)) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = run_files(&files, filter.as_deref(), client, &factory);
+    for r in &report.results {
+        println!(
+            "{:<6} {:<60} {:>9.3}s virtual {:>8.1}ms wall",
+            r.verdict.label(),
+            r.name,
+            r.virtual_duration.as_secs_f64(),
+            r.wall_duration.as_secs_f64() * 1e3
+        );
+    }
+    for r in report.results.iter().filter(|r| r.verdict.is_failure()) {
+        if let xds_conformance_reports::Verdict::Fail { message }
+        | xds_conformance_reports::Verdict::Error { message } = &r.verdict
+        {
+            eprintln!("\n--- {} ({})\n{message}", r.name, r.verdict.label());
+        }
+    }
+    match xds_conformance_reports::write_all(&report, &report_dir) {
+        Ok(_) => println!(
+            "\n{} scenarios: {} pass, {} fail, {} error, {} n/a in {:.3}s; reports in {}",
+            report.results.len(),
+            report.count("pass"),
+            report.count("FAIL"),
+            report.count("ERROR"),
+            report.count("n/a"),
+            report.wall_duration.as_secs_f64(),
+            report_dir.display()
+        ),
+        Err(e) => {
+            eprintln!("cannot write reports to {}: {e}", report_dir.display());
+            return ExitCode::from(2);
+        }
+    }
+    if report.failed() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn validate(paths: Vec<PathBuf>) -> ExitCode {
+    let files = match discover(&paths) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut bad = 0;
+    for file in &files {
+        match load_file(file) {
+            Ok(s) => println!("ok     {} ({} steps)", file.display(), s.steps.len()),
+            Err(e) => {
+                bad += 1;
+                eprintln!("{e}");
+            }
+        }
+    }
+    if bad > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode {
+    let Some(factory) = client_factory("reference") else {
+        return ExitCode::from(2);
+    };
+    let files = match discover(&[suite]) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Warm-up: lazily built state (descriptor pool) is not what we measure.
+    let warm = run_files(&files, None, "reference", &factory);
+    let mut suite_times = Vec::new();
+    let mut per_scenario: Vec<(String, Duration, Duration)> = Vec::new();
+    for _ in 0..iterations {
+        let start = Instant::now();
+        let report = run_files(&files, None, "reference", &factory);
+        suite_times.push(start.elapsed());
+        per_scenario = report
+            .results
+            .iter()
+            .map(|r| (r.name.clone(), r.virtual_duration, r.wall_duration))
+            .collect();
+    }
+    suite_times.sort();
+    println!(
+        "suite: {} scenarios ({} failing in warm-up)",
+        files.len(),
+        warm.results
+            .iter()
+            .filter(|r| r.verdict.is_failure())
+            .count()
+    );
+    println!(
+        "suite wall time over {iterations} runs: min {:.1}ms median {:.1}ms max {:.1}ms",
+        ms(suite_times[0]),
+        ms(suite_times[suite_times.len() / 2]),
+        ms(suite_times[suite_times.len() - 1])
+    );
+    if let Some((name, v, w)) = per_scenario.iter().max_by_key(|(_, _, w)| *w) {
+        println!(
+            "slowest scenario (last run): {name}: {:.1}ms wall for {:.3}s virtual",
+            ms(*w),
+            v.as_secs_f64()
+        );
+    }
+    let Some(path) = scenario.or_else(|| {
+        per_scenario
+            .iter()
+            .max_by_key(|(_, v, _)| *v)
+            .and_then(|(name, _, _)| {
+                files
+                    .iter()
+                    .find(|f| f.to_string_lossy().contains(name.as_str()))
+                    .cloned()
+            })
+    }) else {
+        return ExitCode::SUCCESS;
+    };
+    let loaded = match load_file(&path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut walls = Vec::new();
+    let mut virtual_duration = Duration::ZERO;
+    for _ in 0..iterations.max(1) * 4 {
+        let outcome = run_scenario(&loaded, factory.as_ref());
+        walls.push(outcome.wall_duration);
+        virtual_duration = outcome.virtual_duration;
+    }
+    walls.sort();
+    let median = walls[walls.len() / 2];
+    println!(
+        "long scenario {}: {:.3}s virtual; wall min {:.2}ms median {:.2}ms max {:.2}ms; {:.0}x faster than virtual time",
+        loaded.name,
+        virtual_duration.as_secs_f64(),
+        ms(walls[0]),
+        ms(median),
+        ms(walls[walls.len() - 1]),
+        virtual_duration.as_secs_f64() / median.as_secs_f64().max(1e-9)
+    );
+    ExitCode::SUCCESS
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}

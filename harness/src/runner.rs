@@ -1,0 +1,772 @@
+//! Plays a scenario: fake servers and the client under test on one paused
+//! current-thread runtime with an in-memory network, the steps in order,
+//! CSDS polled whenever something happened, everything on one timeline,
+//! expectations checked against it.
+//!
+//! An `expect` is met by an event since the last action step that no
+//! earlier `expect` used; expectations between two actions may be met in
+//! any order, since clients order independent events differently. An
+//! `expect_none` fails on any unused matching event in its window.
+//!
+//! Data flows one way: scenario -> runner -> (fake servers + client) ->
+//! timeline -> verdict.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+use xds_client_under_test::{
+    Capabilities, ClientEnvironment, ClientError, ClientUnderTest, Transport,
+};
+use xds_conformance_reports::Verdict;
+use xds_fake_server::fault::Fault;
+use xds_fake_server::network::MemoryNetwork;
+use xds_fake_server::{FakeAdsServer, ScriptedResponse, ServerConfig, ServingMode};
+use xds_reference_client::XdsServerConfig;
+use xds_reference_client::transport::{BoxIo, ConnectFuture, XdsTransportFactory};
+
+use envoy_types::pb::envoy::admin::v3::ClientResourceStatus;
+
+use crate::expect::{csds_state_matches, describe_matcher, matches};
+use crate::scenario::{
+    BootstrapPlan, CsdsMatcher, CsdsStatus, Matcher, Scenario, Step, StepDef, Window,
+};
+use crate::settle::IdleSignal;
+use crate::timeline::{CsdsChange, CsdsEntry, EventKind, Timeline, TimelineEvent, render_line};
+
+/// CSDS timestamps count from here, so they are the same on every run.
+pub const CLOCK_EPOCH_UNIX_SECONDS: u64 = 1_767_225_600; // 2026-01-01T00:00:00Z
+
+/// The result of playing one scenario.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    pub verdict: Verdict,
+    pub events: Vec<TimelineEvent>,
+    /// The rendered timeline (what snapshots store).
+    pub timeline: String,
+    pub virtual_duration: Duration,
+    pub wall_duration: Duration,
+}
+
+/// Makes a fresh client for each run.
+pub type ClientFactory<'a> = &'a dyn Fn() -> Box<dyn ClientUnderTest>;
+
+/// The in-memory address (and bootstrap `server_uri`) of a fake server.
+pub fn server_uri(name: &str) -> String {
+    format!("{name}:443")
+}
+
+/// Plays `scenario` against a client from `make_client`, on virtual time.
+pub fn run_scenario(scenario: &Scenario, make_client: ClientFactory<'_>) -> RunOutcome {
+    let wall_start = std::time::Instant::now();
+    let client = make_client();
+    if let Some(reason) = not_applicable(scenario, &client.capabilities()) {
+        return RunOutcome {
+            verdict: Verdict::NotApplicable { reason },
+            events: Vec::new(),
+            timeline: String::new(),
+            virtual_duration: Duration::ZERO,
+            wall_duration: wall_start.elapsed(),
+        };
+    }
+    let idle = IdleSignal::default();
+    let hook = idle.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .on_thread_park(move || hook.on_park())
+        .build();
+    let runtime = match runtime {
+        Ok(r) => r,
+        Err(e) => {
+            return RunOutcome {
+                verdict: Verdict::Error {
+                    message: format!("cannot build a runtime: {e}"),
+                },
+                events: Vec::new(),
+                timeline: String::new(),
+                virtual_duration: Duration::ZERO,
+                wall_duration: wall_start.elapsed(),
+            };
+        }
+    };
+    let scenario = scenario.clone();
+    let (verdict, events, virtual_duration) = runtime.block_on(async move {
+        // The player must be a spawned task for idle detection (see settle).
+        match tokio::spawn(play(scenario, client, idle)).await {
+            Ok(result) => result,
+            Err(e) => (
+                Verdict::Error {
+                    message: format!("the runner panicked: {e}"),
+                },
+                Vec::new(),
+                Duration::ZERO,
+            ),
+        }
+    });
+    // Dropping the runtime cancels whatever the client and servers left.
+    drop(runtime);
+    let timeline = crate::timeline::render_events(&events, 0);
+    RunOutcome {
+        verdict,
+        events,
+        timeline,
+        virtual_duration,
+        wall_duration: wall_start.elapsed(),
+    }
+}
+
+/// Why a client cannot run this scenario, if it cannot.
+pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String> {
+    let mut missing = Vec::new();
+    let mut need = |ok: bool, what: &str| {
+        if !ok && !missing.contains(&what.to_string()) {
+            missing.push(what.to_string());
+        }
+    };
+    for step in &scenario.steps {
+        match &step.step {
+            Step::Watch { .. } | Step::CancelWatch { .. } => {
+                need(caps.watch, "a resource watch API")
+            }
+            Step::Dial { .. } => need(caps.dial, "dial"),
+            Step::Expect { matcher, .. } | Step::ExpectNone { matcher, .. } => match matcher {
+                Matcher::Csds(_) => need(caps.csds, "CSDS"),
+                Matcher::Client(_) => need(caps.client_events, "client events"),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    if let Some(profile) = &scenario.client.profile {
+        need(
+            caps.profiles.contains(profile),
+            &format!("profile {profile}"),
+        );
+    }
+    (!missing.is_empty()).then(|| format!("the client lacks {}", missing.join(", ")))
+}
+
+struct MemoryTransport {
+    network: MemoryNetwork,
+}
+
+impl XdsTransportFactory for MemoryTransport {
+    fn connect(&self, server: &XdsServerConfig) -> ConnectFuture {
+        let network = self.network.clone();
+        let address = server.server_uri.clone();
+        Box::pin(async move {
+            network
+                .connect(&address)
+                .await
+                .map(|s| Box::new(s) as BoxIo)
+        })
+    }
+}
+
+/// The bootstrap JSON a plan gives, with server URIs filled in.
+pub fn bootstrap_json(scenario: &Scenario, uri: &dyn Fn(&str) -> String) -> String {
+    let server_entry = |name: &str| {
+        let features: Vec<String> = std::iter::once("xds_v3".to_string())
+            .chain(
+                scenario
+                    .servers
+                    .iter()
+                    .filter(|s| s.name == name)
+                    .flat_map(|s| s.server_features.clone()),
+            )
+            .collect();
+        json!({"server_uri": uri(name), "channel_creds": [{"type": "insecure"}], "server_features": features})
+    };
+    match &scenario.bootstrap {
+        BootstrapPlan::Json(text) => {
+            let mut text = text.clone();
+            for s in &scenario.servers {
+                text = text.replace(&format!("${{server:{}}}", s.name), &uri(&s.name));
+            }
+            text
+        }
+        BootstrapPlan::Generated {
+            servers,
+            node_id,
+            node_cluster,
+            locality,
+            client_default_listener_resource_name_template,
+            authorities,
+        } => {
+            let mut doc = json!({
+                "xds_servers": servers.iter().map(|s| server_entry(s)).collect::<Vec<_>>(),
+                "node": {
+                    "id": node_id,
+                    "cluster": node_cluster,
+                    "locality": {"region": locality.0, "zone": locality.1, "sub_zone": locality.2},
+                },
+            });
+            if let Some(t) = client_default_listener_resource_name_template {
+                doc["client_default_listener_resource_name_template"] = Value::String(t.clone());
+            }
+            if !authorities.is_empty() {
+                let mut map = serde_json::Map::new();
+                for (name, (servers, template)) in authorities {
+                    let mut a = serde_json::Map::new();
+                    if !servers.is_empty() {
+                        a.insert(
+                            "xds_servers".into(),
+                            servers.iter().map(|s| server_entry(s)).collect(),
+                        );
+                    }
+                    if let Some(t) = template {
+                        a.insert(
+                            "client_listener_resource_name_template".into(),
+                            Value::String(t.clone()),
+                        );
+                    }
+                    map.insert(name.clone(), Value::Object(a));
+                }
+                doc["authorities"] = Value::Object(map);
+            }
+            serde_json::to_string_pretty(&doc).unwrap_or_default()
+        }
+    }
+}
+
+/// Why a step failed.
+struct Failure(String);
+
+struct Player {
+    scenario: Scenario,
+    client: Box<dyn ClientUnderTest>,
+    idle: IdleSignal,
+    timeline: Timeline,
+    servers: BTreeMap<String, FakeAdsServer>,
+    csds_capable: bool,
+    csds_state: BTreeMap<(String, String, String), CsdsEntry>,
+    /// Expectations look at events from the last action on...
+    action_mark: usize,
+    /// ...that no earlier expectation has used.
+    consumed: BTreeSet<usize>,
+}
+
+async fn play(
+    scenario: Scenario,
+    client: Box<dyn ClientUnderTest>,
+    idle: IdleSignal,
+) -> (Verdict, Vec<TimelineEvent>, Duration) {
+    let start = Instant::now();
+    let timeline = Timeline::new(start);
+    let network = MemoryNetwork::new();
+    let mut servers = BTreeMap::new();
+    for def in &scenario.servers {
+        let mode = if def.scripted {
+            ServingMode::Scripted
+        } else {
+            ServingMode::Auto
+        };
+        let server = FakeAdsServer::new(ServerConfig {
+            name: def.name.clone(),
+            mode,
+        });
+        let tl = timeline.clone();
+        server.set_observer(Arc::new(move |recorded| {
+            tl.record_at(
+                recorded.at,
+                recorded.server.clone(),
+                EventKind::Server(Box::new(recorded.event.clone())),
+            )
+        }));
+        if let Err(e) = server.serve_in_memory(&network, &server_uri(&def.name)) {
+            let verdict = Verdict::Error {
+                message: format!("cannot start server {}: {e}", def.name),
+            };
+            return (verdict, timeline.events(), Duration::ZERO);
+        }
+        if !def.resources.is_empty() {
+            server.set_resources(def.resources.clone(), None);
+        }
+        servers.insert(def.name.clone(), server);
+    }
+    let sink_timeline = timeline.clone();
+    let env = ClientEnvironment {
+        bootstrap_json: bootstrap_json(&scenario, &server_uri),
+        transport: Transport::InMemory(Arc::new(MemoryTransport { network })),
+        rng_seed: scenario.client.seed,
+        profile: scenario.client.profile.clone(),
+        clock_epoch: SystemTime::UNIX_EPOCH + Duration::from_secs(CLOCK_EPOCH_UNIX_SECONDS),
+        events: Arc::new(move |event| sink_timeline.record("client", EventKind::Client(event))),
+    };
+    let csds_capable = client.capabilities().csds;
+    let mut player = Player {
+        scenario,
+        client,
+        idle,
+        timeline,
+        servers,
+        csds_capable,
+        csds_state: BTreeMap::new(),
+        action_mark: 0,
+        consumed: BTreeSet::new(),
+    };
+    let verdict = match player.client.start(env).await {
+        Err(e) => Verdict::Error {
+            message: format!("the client did not start: {e}"),
+        },
+        Ok(()) => player.play_steps().await,
+    };
+    let virtual_duration = Instant::now() - start;
+    let events = player.timeline.events();
+    player.client.shutdown().await;
+    for server in player.servers.values() {
+        server.shutdown();
+    }
+    (verdict, events, virtual_duration)
+}
+
+impl Player {
+    async fn play_steps(&mut self) -> Verdict {
+        let steps = self.scenario.steps.clone();
+        for step in &steps {
+            match self.play_step(step).await {
+                Ok(()) => {}
+                Err(StepError::Failed(Failure(message))) => return Verdict::Fail { message },
+                Err(StepError::Client(e)) => {
+                    let message = format!("{}: the client failed a command: {e}", step.location);
+                    return Verdict::Error { message };
+                }
+            }
+        }
+        self.checkpoint().await;
+        Verdict::Pass
+    }
+
+    fn server(&self, name: &str) -> Result<&FakeAdsServer, StepError> {
+        self.servers
+            .get(name)
+            .ok_or_else(|| StepError::Failed(Failure(format!("no server named {name}"))))
+    }
+
+    fn record_step(&mut self, text: String) {
+        self.timeline.record("step", EventKind::Step(text));
+        self.action_mark = self.timeline.len();
+        self.consumed.clear();
+    }
+
+    async fn play_step(&mut self, def: &StepDef) -> Result<(), StepError> {
+        match &def.step {
+            Step::Watch {
+                resource_type,
+                name,
+            } => {
+                self.record_step(format!("watch {resource_type} {name}"));
+                self.client.watch(*resource_type, name).await?;
+            }
+            Step::CancelWatch {
+                resource_type,
+                name,
+            } => {
+                self.record_step(format!("cancel watch {resource_type} {name}"));
+                self.client.cancel_watch(*resource_type, name).await?;
+            }
+            Step::Dial { target } => {
+                self.record_step(format!("dial {target}"));
+                self.client.dial(target).await?;
+            }
+            Step::SetResources {
+                server,
+                resources,
+                version,
+            } => {
+                let names: Vec<String> = resources.iter().map(|r| r.name.clone()).collect();
+                self.record_step(format!("{server}: set resources [{}]", names.join(",")));
+                self.server(server)?
+                    .set_resources(resources.clone(), version.clone());
+            }
+            Step::RemoveResources {
+                server,
+                resource_type,
+                names,
+                version,
+            } => {
+                self.record_step(format!(
+                    "{server}: remove {resource_type} [{}]",
+                    names.join(",")
+                ));
+                self.server(server)?.remove_resources(
+                    resource_type.type_url(),
+                    names,
+                    version.clone(),
+                );
+            }
+            Step::SendResponse {
+                server,
+                resource_type,
+                version,
+                nonce,
+                resources,
+            } => {
+                self.record_step(format!("{server}: send {resource_type} response"));
+                let sent = self.server(server)?.send_response(ScriptedResponse {
+                    type_url: resource_type.type_url().to_string(),
+                    version_info: version.clone(),
+                    nonce: nonce.clone(),
+                    resources: resources.clone(),
+                });
+                if sent == 0 {
+                    // Actions do not wait; a response needs a stream to go on.
+                    let message = format!(
+                        "{}: send_response: {server} has no open ADS stream; \
+                         expect the client's request before sending",
+                        def.location
+                    );
+                    return Err(StepError::Failed(Failure(message)));
+                }
+            }
+            Step::CloseStream {
+                server,
+                code,
+                message,
+            } => {
+                self.record_step(format!("{server}: close streams"));
+                self.server(server)?.apply(Fault::CloseStreams {
+                    code: *code,
+                    message: message.clone(),
+                });
+            }
+            Step::RefuseConnections { server } => {
+                self.record_step(format!("{server}: refuse connections"));
+                self.server(server)?.apply(Fault::RefuseConnections);
+            }
+            Step::AcceptConnections { server } => {
+                self.record_step(format!("{server}: accept connections"));
+                self.server(server)?.apply(Fault::AcceptConnections);
+            }
+            Step::Wait(duration) => {
+                let deadline = Instant::now() + *duration;
+                self.run_until(deadline).await;
+            }
+            Step::Expect { matcher, window } => self.expect(def, matcher, *window).await?,
+            Step::ExpectNone { matcher, duration } => {
+                self.expect_none(def, matcher, *duration).await?
+            }
+        }
+        Ok(())
+    }
+
+    /// Lets everything due at this instant happen, then polls CSDS.
+    async fn checkpoint(&mut self) {
+        loop {
+            self.idle.idle().await;
+            let before = self.timeline.len();
+            // Timers due right now fire when the driver runs, which a yield
+            // allows without advancing the clock.
+            tokio::task::yield_now().await;
+            self.idle.idle().await;
+            if self.timeline.len() == before {
+                break;
+            }
+        }
+        self.poll_csds().await;
+    }
+
+    /// Advances virtual time to `deadline`, stopping at every instant where
+    /// something happens so CSDS is polled there.
+    async fn run_until(&mut self, deadline: Instant) {
+        loop {
+            self.checkpoint().await;
+            if Instant::now() >= deadline {
+                return;
+            }
+            tokio::select! {
+                biased;
+                _ = self.timeline.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    }
+
+    fn search_from(&self) -> usize {
+        self.action_mark
+    }
+
+    /// The first event since the last action, not used by an earlier
+    /// expectation, that matches and happened by `deadline`.
+    fn find(&self, matcher: &Matcher, deadline: Duration) -> Option<(usize, TimelineEvent)> {
+        let events = self.timeline.events();
+        events
+            .into_iter()
+            .enumerate()
+            .skip(self.search_from())
+            .filter(|(i, e)| !self.consumed.contains(i) && e.at.as_millis() <= deadline.as_millis())
+            .find(|(_, e)| matches(matcher, e))
+    }
+
+    async fn expect(
+        &mut self,
+        def: &StepDef,
+        matcher: &Matcher,
+        window: Window,
+    ) -> Result<(), StepError> {
+        if let Matcher::Csds(m) = matcher {
+            return self.expect_csds(def, m, window).await;
+        }
+        let start = self.timeline.start();
+        let began = Instant::now() - start;
+        let (deadline, exact) = match window {
+            Window::Within(d) => (began + d, None),
+            Window::At(t) => (t.max(began), Some(t)),
+        };
+        loop {
+            self.checkpoint().await;
+            if let Some((index, event)) = self.find(matcher, deadline) {
+                if let Some(t) = exact
+                    && event.at.as_millis() != t.as_millis()
+                {
+                    let message = format!(
+                        "{}: expected {} at {:.3}s, but it happened at {:.3}s\n{}",
+                        def.location,
+                        describe_matcher(matcher),
+                        t.as_secs_f64(),
+                        event.at.as_secs_f64(),
+                        self.context(index)
+                    );
+                    return Err(StepError::Failed(Failure(message)));
+                }
+                self.consumed.insert(index);
+                return Ok(());
+            }
+            if Instant::now() - start >= deadline {
+                let when = match exact {
+                    Some(t) => format!("at {:.3}s", t.as_secs_f64()),
+                    None => format!(
+                        "within {:.3}s (from {:.3}s to {:.3}s)",
+                        (deadline - began).as_secs_f64(),
+                        began.as_secs_f64(),
+                        deadline.as_secs_f64()
+                    ),
+                };
+                let message = format!(
+                    "{}: expected {} {when}; no unused event since #{} matched\n{}",
+                    def.location,
+                    describe_matcher(matcher),
+                    self.search_from(),
+                    self.context(self.search_from())
+                );
+                return Err(StepError::Failed(Failure(message)));
+            }
+            tokio::select! {
+                biased;
+                _ = self.timeline.changed() => {}
+                _ = tokio::time::sleep_until(start + deadline) => {}
+            }
+        }
+    }
+
+    /// CSDS is a state: the expectation holds if, at some checkpoint in
+    /// the window, the client's CSDS view shows what it describes.
+    async fn expect_csds(
+        &mut self,
+        def: &StepDef,
+        m: &CsdsMatcher,
+        window: Window,
+    ) -> Result<(), StepError> {
+        let start = self.timeline.start();
+        let began = Instant::now() - start;
+        let deadline = match window {
+            Window::Within(d) => began + d,
+            Window::At(t) => t.max(began),
+        };
+        loop {
+            self.checkpoint().await;
+            let now = Instant::now() - start;
+            let in_window = match window {
+                Window::Within(_) => true,
+                Window::At(t) => now.as_millis() == t.as_millis(),
+            };
+            if in_window && csds_state_matches(m, &self.csds_state) {
+                return Ok(());
+            }
+            if now >= deadline {
+                let message = format!(
+                    "{}: expected the client's CSDS to show {} by {:.3}s; it shows:\n{}",
+                    def.location,
+                    describe_matcher(&Matcher::Csds(m.clone())),
+                    deadline.as_secs_f64(),
+                    self.describe_csds_state()
+                );
+                return Err(StepError::Failed(Failure(message)));
+            }
+            tokio::select! {
+                biased;
+                _ = self.timeline.changed() => {}
+                _ = tokio::time::sleep_until(start + deadline) => {}
+            }
+        }
+    }
+
+    fn describe_csds_state(&self) -> String {
+        if self.csds_state.is_empty() {
+            return "  (nothing)\n".to_string();
+        }
+        let mut out = String::new();
+        for ((scope, type_url, name), entry) in &self.csds_state {
+            let scope = if scope.is_empty() {
+                String::new()
+            } else {
+                format!("[{scope}] ")
+            };
+            out.push_str(&format!(
+                "  {scope}{} {name}: {} version={:?}{}\n",
+                crate::timeline::type_name(type_url),
+                crate::timeline::csds_status_name(entry.status),
+                entry.version,
+                entry
+                    .error
+                    .as_ref()
+                    .map(|e| format!(" error={e:?}"))
+                    .unwrap_or_default()
+            ));
+        }
+        out
+    }
+
+    async fn expect_none(
+        &mut self,
+        def: &StepDef,
+        matcher: &Matcher,
+        duration: Duration,
+    ) -> Result<(), StepError> {
+        if let Matcher::Csds(m) = matcher {
+            return self.expect_no_csds(def, m, duration).await;
+        }
+        let start = self.timeline.start();
+        let deadline = Instant::now() + duration;
+        self.run_until(deadline).await;
+        if let Some((index, event)) = self.find(matcher, deadline - start) {
+            let message = format!(
+                "{}: expected no {} for {:.3}s, but one happened at {:.3}s (event #{index})\n{}",
+                def.location,
+                describe_matcher(matcher),
+                duration.as_secs_f64(),
+                event.at.as_secs_f64(),
+                self.context(index)
+            );
+            return Err(StepError::Failed(Failure(message)));
+        }
+        Ok(())
+    }
+
+    async fn expect_no_csds(
+        &mut self,
+        def: &StepDef,
+        m: &CsdsMatcher,
+        duration: Duration,
+    ) -> Result<(), StepError> {
+        let deadline = Instant::now() + duration;
+        loop {
+            self.checkpoint().await;
+            if csds_state_matches(m, &self.csds_state) {
+                let message = format!(
+                    "{}: expected the client's CSDS never to show {} for {:.3}s, but at {:.3}s it shows:\n{}",
+                    def.location,
+                    describe_matcher(&Matcher::Csds(m.clone())),
+                    duration.as_secs_f64(),
+                    (Instant::now() - self.timeline.start()).as_secs_f64(),
+                    self.describe_csds_state()
+                );
+                return Err(StepError::Failed(Failure(message)));
+            }
+            if Instant::now() >= deadline {
+                return Ok(());
+            }
+            tokio::select! {
+                biased;
+                _ = self.timeline.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    }
+
+    /// The timeline around event `index`, numbered, for failure messages.
+    fn context(&self, index: usize) -> String {
+        let events = self.timeline.events();
+        let from = index.saturating_sub(5);
+        let to = (index + 40).min(events.len());
+        let mut out = format!("timeline (events #{from}..#{to} of {}):\n", events.len());
+        for (i, event) in events.iter().enumerate().take(to).skip(from) {
+            if let Some(line) = render_line(event) {
+                let marker = if i == index { ">" } else { " " };
+                out.push_str(&format!("{marker}#{i:<4}{line}\n"));
+            }
+        }
+        out
+    }
+
+    /// Records every change of the client's CSDS view since the last poll.
+    async fn poll_csds(&mut self) {
+        if !self.csds_capable {
+            return;
+        }
+        let Ok(response) = self.client.csds().await else {
+            return;
+        };
+        let mut now = BTreeMap::new();
+        for config in &response.config {
+            for entry in &config.generic_xds_configs {
+                let status = match ClientResourceStatus::try_from(entry.client_status) {
+                    Ok(ClientResourceStatus::Requested) => CsdsStatus::Requested,
+                    Ok(ClientResourceStatus::Acked) => CsdsStatus::Acked,
+                    Ok(ClientResourceStatus::Nacked) => CsdsStatus::Nacked,
+                    Ok(ClientResourceStatus::DoesNotExist) => CsdsStatus::DoesNotExist,
+                    _ => continue,
+                };
+                let key = (
+                    config.client_scope.clone(),
+                    entry.type_url.clone(),
+                    entry.name.clone(),
+                );
+                let error = entry.error_state.as_ref().map(|e| e.details.clone());
+                now.insert(
+                    key,
+                    CsdsEntry {
+                        status,
+                        version: entry.version_info.clone(),
+                        error,
+                    },
+                );
+            }
+        }
+        let mut keys: Vec<&(String, String, String)> =
+            now.keys().chain(self.csds_state.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        let mut changes = Vec::new();
+        for key in keys {
+            let (from, to) = (self.csds_state.get(key), now.get(key));
+            if from != to {
+                changes.push(CsdsChange {
+                    client_scope: key.0.clone(),
+                    type_url: key.1.clone(),
+                    name: key.2.clone(),
+                    from: from.cloned(),
+                    to: to.cloned(),
+                });
+            }
+        }
+        for change in changes {
+            self.timeline.record("csds", EventKind::Csds(change));
+        }
+        self.csds_state = now;
+    }
+}
+
+enum StepError {
+    Failed(Failure),
+    Client(ClientError),
+}
+
+impl From<ClientError> for StepError {
+    fn from(e: ClientError) -> Self {
+        StepError::Client(e)
+    }
+}

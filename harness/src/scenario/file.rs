@@ -1,0 +1,500 @@
+//! The scenario file format, as serde and JSON Schema see it. Every struct
+//! denies unknown keys; values that need checking later keep their source
+//! position (`Spanned`). Doc comments here become the schema's
+//! descriptions, which editors show while completing a file.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+pub use spanned::Spanned;
+
+/// A scenario: servers, an xDS client, and a linear script of steps.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    /// Defaults to the file's path under `scenarios/`, without `.yaml`.
+    pub name: Option<String>,
+    /// What this scenario proves, and why the expected behaviour is right.
+    pub description: String,
+    /// The specs it tests: A27, A46, A47, A53, A57, A71, A88, delta.
+    #[serde(default)]
+    pub spec: Vec<Spanned<String>>,
+    /// Fake ADS servers, by name, in priority order.
+    pub servers: Spanned<IndexMap<String, ServerSpec>>,
+    /// The client's bootstrap; generated from `servers` when absent.
+    pub bootstrap: Option<BootstrapSpec>,
+    /// Client settings.
+    pub client: Option<ClientSpec>,
+    /// The script, played in order.
+    pub steps: Vec<Spanned<StepSpec>>,
+    /// Compare the timeline with its stored insta snapshot (default true).
+    pub snapshot: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSpec {
+    /// `auto` (default): answers like a normal control plane. `scripted`:
+    /// never answers by itself; only `send_response` steps send.
+    pub mode: Option<Spanned<String>>,
+    /// `server_features` of this server in the generated bootstrap, e.g.
+    /// `ignore_resource_deletion`.
+    #[serde(default)]
+    pub server_features: Vec<String>,
+    /// Resources the server holds at the start.
+    #[serde(default)]
+    pub resources: Vec<Spanned<ResourceSpec>>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BootstrapSpec {
+    /// Top-level `xds_servers`, by server name, in priority order
+    /// (default: every server, in declaration order).
+    pub servers: Option<Vec<Spanned<String>>>,
+    pub node: Option<NodeSpec>,
+    /// gRFC A47 authorities.
+    #[serde(default)]
+    pub authorities: IndexMap<String, AuthoritySpec>,
+    pub client_default_listener_resource_name_template: Option<String>,
+    /// A complete bootstrap JSON document instead of a generated one;
+    /// `${server:NAME}` becomes that server's URI. Excludes the other keys.
+    pub json: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub id: Option<String>,
+    pub cluster: Option<String>,
+    pub region: Option<String>,
+    pub zone: Option<String>,
+    pub sub_zone: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuthoritySpec {
+    /// The authority's servers, by name; empty = the top-level ones.
+    #[serde(default)]
+    pub servers: Vec<Spanned<String>>,
+    pub client_listener_resource_name_template: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClientSpec {
+    /// Seed of the backoff jitter (default 1).
+    pub seed: Option<u64>,
+    /// A named client profile, e.g. `reference`.
+    pub profile: Option<Spanned<String>>,
+}
+
+/// One step of the script. Each is a single-key map: `- watch: {...}`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum StepSpec {
+    /// Start a watch on the client: `{type: CDS, name: c1}`.
+    Watch(WatchSpec),
+    /// Cancel a watch started earlier.
+    CancelWatch(WatchSpec),
+    /// Resolve an `xds:` target as a gRPC channel would.
+    Dial(Spanned<String>),
+    /// Add or replace resources on a server (auto mode pushes them).
+    SetResources(SetResourcesSpec),
+    /// Delete resources from a server.
+    RemoveResources(RemoveResourcesSpec),
+    /// Send exactly this DiscoveryResponse now, on every open stream.
+    SendResponse(SendResponseSpec),
+    /// Close the server's ADS streams with a gRPC status.
+    CloseStream(CloseStreamSpec),
+    /// The server stops accepting connections.
+    RefuseConnections(ServerRef),
+    /// The server accepts connections again.
+    AcceptConnections(ServerRef),
+    /// Let virtual time pass: `15s`, `250ms`, `1.5s`, `2m`.
+    Wait(Spanned<String>),
+    /// An event must happen (after the last action or match).
+    Expect(ExpectSpec),
+    /// No such event may happen for `for`.
+    ExpectNone(ExpectNoneSpec),
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WatchSpec {
+    /// LDS, RDS, CDS or EDS (or a type URL).
+    #[serde(rename = "type")]
+    pub resource_type: Spanned<String>,
+    pub name: String,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServerRef {
+    /// Server name; may be left out when there is only one.
+    pub server: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetResourcesSpec {
+    pub server: Option<Spanned<String>>,
+    /// version_info of the change (default: the type's next number).
+    pub version: Option<String>,
+    pub resources: Vec<Spanned<ResourceSpec>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RemoveResourcesSpec {
+    pub server: Option<Spanned<String>>,
+    #[serde(rename = "type")]
+    pub resource_type: Spanned<String>,
+    pub names: Vec<String>,
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendResponseSpec {
+    pub server: Option<Spanned<String>>,
+    #[serde(rename = "type")]
+    pub resource_type: Spanned<String>,
+    /// version_info (default: the server's current version of the type).
+    pub version: Option<String>,
+    /// nonce (default: the server's next nonce).
+    pub nonce: Option<String>,
+    /// Exactly these entries, in this order: a subset, extras, duplicates,
+    /// invalid or wrapped ones, or none.
+    #[serde(default)]
+    pub resources: Vec<Spanned<ResourceSpec>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CloseStreamSpec {
+    pub server: Option<Spanned<String>>,
+    /// gRPC status code name (default UNAVAILABLE).
+    pub code: Option<Spanned<String>>,
+    pub message: Option<String>,
+}
+
+/// A resource: a compact form for the common shapes, full proto3 JSON, or
+/// raw bytes. Each is a single-key map: `- cluster: {name: c1}`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ResourceSpec {
+    /// A Listener with an api_listener HttpConnectionManager.
+    Listener(ListenerSpec),
+    /// A RouteConfiguration.
+    RouteConfig(RouteConfigSpec),
+    /// A Cluster: EDS (default), LOGICAL_DNS or aggregate.
+    Cluster(ClusterSpec),
+    /// A ClusterLoadAssignment.
+    Endpoints(EndpointsSpec),
+    /// Any resource in proto3 JSON with an `@type` key, as Envoy users
+    /// write it (`{"@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster", ...}`).
+    Proto(Spanned<serde_json::Value>),
+    /// Bytes as they go on the wire: for undecodable or mistyped entries.
+    Raw(RawSpec),
+    /// The resource wrapped in `envoy.service.discovery.v3.Resource`.
+    Wrapped(Box<Spanned<ResourceSpec>>),
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListenerSpec {
+    pub name: String,
+    /// Route configuration over RDS (ADS), by name.
+    pub rds: Option<String>,
+    /// Inline route config: one virtual host sending everything here.
+    pub routes_to: Option<String>,
+    /// Inline route config: weighted clusters `{c1: 70, c2: 30}`.
+    pub weighted: Option<IndexMap<String, u32>>,
+    /// Domains of the inline virtual host (default `["*"]`).
+    pub domains: Option<Vec<String>>,
+    /// HTTP filters by short name: `router`, `fault`, `rbac`, or a type URL
+    /// (default `[router]`; `[]` makes the listener invalid).
+    pub http_filters: Option<Vec<String>>,
+    /// false: no api_listener (a server-side listener; invalid for clients).
+    pub api_listener: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfigSpec {
+    pub name: String,
+    /// One virtual host sending everything to this cluster.
+    pub routes_to: Option<String>,
+    pub weighted: Option<IndexMap<String, u32>>,
+    /// Domains of that virtual host (default `["*"]`).
+    pub domains: Option<Vec<String>>,
+    /// Full control instead of `routes_to` / `weighted`.
+    pub virtual_hosts: Option<Vec<VirtualHostSpec>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VirtualHostSpec {
+    pub name: Option<String>,
+    pub domains: Vec<String>,
+    pub routes: Vec<RouteSpec>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSpec {
+    /// Path prefix (default "" = everything).
+    pub prefix: Option<String>,
+    /// Exact path instead of a prefix.
+    pub path: Option<String>,
+    pub cluster: Option<String>,
+    pub weighted: Option<IndexMap<String, u32>>,
+    /// A direct_response route (RPCs matching it fail).
+    pub non_forwarding: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    pub name: String,
+    /// EDS service_name (default: none, the cluster name is used).
+    pub eds_service_name: Option<String>,
+    /// LOGICAL_DNS `host:port` instead of EDS.
+    pub logical_dns: Option<String>,
+    /// Aggregate cluster of these clusters, in priority order.
+    pub aggregate: Option<Vec<String>>,
+    /// `lb_policy` enum name (default ROUND_ROBIN); e.g. RANDOM is invalid for gRPC.
+    pub lb_policy: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointsSpec {
+    /// cluster_name of the ClusterLoadAssignment.
+    pub name: String,
+    /// `ip:port` list in one locality (r1/z1, weight 1, priority 0).
+    pub addresses: Option<Vec<String>>,
+    pub localities: Option<Vec<LocalitySpec>>,
+    /// drop_overloads: category -> parts per million.
+    pub drop: Option<IndexMap<String, u32>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LocalitySpec {
+    pub region: Option<String>,
+    pub zone: Option<String>,
+    pub sub_zone: Option<String>,
+    /// load_balancing_weight (default 1; 0 makes gRPC ignore the locality).
+    pub weight: Option<u32>,
+    pub priority: Option<u32>,
+    pub addresses: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawSpec {
+    /// The stream type this entry is sent on: LDS, RDS, CDS, EDS.
+    #[serde(rename = "type")]
+    pub resource_type: Spanned<String>,
+    /// The name the server files it under.
+    pub name: String,
+    /// The entry's Any.type_url (default: the stream type's; "" allowed).
+    pub type_url: Option<String>,
+    /// The entry's Any.value as hex (default empty).
+    pub hex: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectSpec {
+    /// A DiscoveryRequest a server received.
+    pub request: Option<RequestMatcherSpec>,
+    /// A DiscoveryResponse a server sent.
+    pub response: Option<ResponseMatcherSpec>,
+    /// A notification to one of the client's watchers.
+    pub watcher: Option<WatcherMatcherSpec>,
+    /// An update of a dial.
+    pub dial: Option<DialMatcherSpec>,
+    /// The client's CSDS view shows this (a state, checked whenever
+    /// anything happens in the window).
+    pub csds: Option<CsdsMatcherSpec>,
+    /// A connection or stream event on a server.
+    pub server_event: Option<ServerEventMatcherSpec>,
+    /// An event the reference client reports about itself.
+    pub client: Option<ClientMatcherSpec>,
+    /// At most this long after the step starts (default 1s).
+    pub within: Option<Spanned<String>>,
+    /// Exactly at this virtual time since the start, e.g. `15s`.
+    pub at: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectNoneSpec {
+    pub request: Option<RequestMatcherSpec>,
+    pub response: Option<ResponseMatcherSpec>,
+    pub watcher: Option<WatcherMatcherSpec>,
+    pub dial: Option<DialMatcherSpec>,
+    pub csds: Option<CsdsMatcherSpec>,
+    pub server_event: Option<ServerEventMatcherSpec>,
+    pub client: Option<ClientMatcherSpec>,
+    /// How long nothing may match, e.g. `15s`.
+    #[serde(rename = "for")]
+    pub duration: Spanned<String>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestMatcherSpec {
+    pub server: Option<Spanned<String>>,
+    #[serde(rename = "type")]
+    pub resource_type: Option<Spanned<String>>,
+    /// Exact set of resource_names (order ignored); `[]` = none.
+    pub names: Option<Vec<String>>,
+    pub version: Option<String>,
+    pub nonce: Option<String>,
+    /// initial, ack, nack or unknown_nonce.
+    pub kind: Option<Spanned<String>>,
+    /// error_detail.code, by name (e.g. INVALID_ARGUMENT).
+    pub error_code: Option<Spanned<String>>,
+    /// Substring(s) that error_detail.message must all contain.
+    pub error_contains: Option<OneOrMany>,
+    /// The request carries a node.
+    pub node: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResponseMatcherSpec {
+    pub server: Option<Spanned<String>>,
+    #[serde(rename = "type")]
+    pub resource_type: Option<Spanned<String>>,
+    pub names: Option<Vec<String>>,
+    pub version: Option<String>,
+    pub nonce: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WatcherMatcherSpec {
+    #[serde(rename = "type")]
+    pub resource_type: Option<Spanned<String>>,
+    pub name: Option<String>,
+    /// changed, resource_error, ambient_error, ambient_error_cleared, does_not_exist.
+    pub event: Option<Spanned<String>>,
+    /// Status code name of an error.
+    pub code: Option<Spanned<String>>,
+    /// Substring of the error message or of the resource summary.
+    pub contains: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DialMatcherSpec {
+    pub target: Option<String>,
+    /// true: a config; false: an error.
+    pub resolved: Option<bool>,
+    pub code: Option<Spanned<String>>,
+    pub contains: Option<String>,
+    /// cluster -> endpoint addresses (exact set).
+    pub clusters: Option<IndexMap<String, Vec<String>>>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CsdsMatcherSpec {
+    #[serde(rename = "type")]
+    pub resource_type: Option<Spanned<String>>,
+    pub name: Option<String>,
+    /// REQUESTED, ACKED, NACKED, DOES_NOT_EXIST or ABSENT.
+    pub status: Option<Spanned<String>>,
+    pub version: Option<String>,
+    pub error_contains: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServerEventMatcherSpec {
+    pub server: Option<Spanned<String>>,
+    /// connection_accepted, connection_refused, connection_closed,
+    /// stream_opened, stream_closed.
+    pub event: Spanned<String>,
+    pub code: Option<Spanned<String>>,
+    pub by_client: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClientMatcherSpec {
+    /// ads_call_started, ads_call_finished, retry_scheduled, server_status,
+    /// resource_timer_started, subscription_sent, fallback_started,
+    /// fell_forward, log.
+    pub event: Spanned<String>,
+    pub server: Option<Spanned<String>>,
+    /// retry_scheduled delay, e.g. `1.1s`.
+    pub delay: Option<Spanned<String>>,
+    /// log level: info, warning, error.
+    pub level: Option<Spanned<String>>,
+    pub contains: Option<String>,
+}
+
+/// A string, or a list of strings.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    pub fn into_vec(self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s],
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+mod spanned {
+    //! `Spanned<T>`: a value with its position in the file, deserialized by
+    //! serde-saphyr, described in the schema as plain `T`.
+
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Deserializer};
+
+    #[derive(Clone, Debug)]
+    pub struct Spanned<T> {
+        pub value: T,
+        pub line: u64,
+        pub column: u64,
+    }
+
+    impl<'de, T: Deserialize<'de>> Deserialize<'de> for Spanned<T> {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            let s = serde_saphyr::Spanned::<T>::deserialize(deserializer)?;
+            Ok(Spanned {
+                value: s.value,
+                line: s.referenced.line(),
+                column: s.referenced.column(),
+            })
+        }
+    }
+
+    impl<T: JsonSchema> JsonSchema for Spanned<T> {
+        fn schema_name() -> std::borrow::Cow<'static, str> {
+            T::schema_name()
+        }
+
+        fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+            T::json_schema(generator)
+        }
+
+        fn inline_schema() -> bool {
+            T::inline_schema()
+        }
+    }
+}

@@ -1,0 +1,1284 @@
+//! Loading a scenario: YAML text -> `file::ScenarioFile` (serde-saphyr:
+//! syntax errors, unknown keys, wrong types and unknown step or resource
+//! kinds come out located) -> `Scenario` (semantic checks, each located by
+//! the `Spanned` position of the offending value, or of its step).
+//!
+//! The first error stops loading: one precise message beats many vague ones.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::{Component, Path};
+use std::time::Duration;
+
+use serde_saphyr::MessageFormatter as _;
+use xds_fake_server::ServedResource;
+use xds_reference_client::ResourceType;
+
+use super::duration::parse_duration;
+use super::file::{
+    BootstrapSpec, ClientMatcherSpec, CsdsMatcherSpec, DialMatcherSpec, ExpectNoneSpec, ExpectSpec,
+    OneOrMany, RequestMatcherSpec, ResourceSpec, ResponseMatcherSpec, ScenarioFile,
+    ServerEventMatcherSpec, ServerSpec, Spanned, StepSpec, WatcherMatcherSpec,
+};
+use super::resources;
+use super::{
+    BootstrapPlan, ClientEventKind, ClientEventMatcher, ClientPlan, CsdsMatcher, CsdsStatus,
+    DialMatcher, Location, Matcher, RequestKind, RequestMatcher, ResponseMatcher, Scenario,
+    ServerDef, ServerEventKind, ServerEventMatcher, Step, StepDef, WatcherEventKind,
+    WatcherMatcher, Window,
+};
+
+/// A scenario file that cannot be run: where, and what is wrong.
+///
+/// Renders as `file.yaml:3:24: <message>` followed by the offending source
+/// lines with a caret under the column.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message}{}", location_text(file, *line, *column), snippet_block(snippet))]
+pub struct ScenarioError {
+    pub file: String,
+    /// 1-based; 0 when the error has no position (e.g. unreadable file).
+    pub line: u64,
+    /// 1-based, in characters.
+    pub column: u64,
+    pub message: String,
+    /// The source lines up to `line`, and a caret line; empty without a position.
+    pub snippet: String,
+}
+
+impl ScenarioError {
+    pub fn location(&self) -> Location {
+        Location {
+            file: self.file.clone(),
+            line: self.line,
+            column: self.column,
+        }
+    }
+
+    fn new(file: &str, text: &str, line: u64, column: u64, message: String) -> Self {
+        ScenarioError {
+            file: file.to_string(),
+            line,
+            column,
+            message,
+            snippet: snippet(text, line, column),
+        }
+    }
+}
+
+fn location_text(file: &str, line: u64, column: u64) -> String {
+    if line == 0 {
+        file.to_string()
+    } else {
+        format!("{file}:{line}:{column}")
+    }
+}
+
+fn snippet_block(snippet: &str) -> String {
+    if snippet.is_empty() {
+        String::new()
+    } else {
+        format!("\n{snippet}")
+    }
+}
+
+/// Up to two lines of context, the line itself, and a caret under `column`.
+fn snippet(text: &str, line: u64, column: u64) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(index) = usize::try_from(line).ok().and_then(|l| l.checked_sub(1)) else {
+        return String::new();
+    };
+    // An error at the end of input may sit on the line after the last one.
+    let target = match lines.get(index) {
+        Some(l) => *l,
+        None if index == lines.len() => "",
+        None => return String::new(),
+    };
+    let width = line.to_string().len();
+    let mut out = String::new();
+    let _ = writeln!(out, "{:width$} |", "");
+    for (i, l) in lines
+        .iter()
+        .enumerate()
+        .take(index)
+        .skip(index.saturating_sub(2))
+    {
+        let _ = writeln!(out, "{:>width$} | {l}", i + 1);
+    }
+    let _ = writeln!(out, "{line:>width$} | {target}");
+    // Keep tabs so the caret lines up under tab-indented text.
+    let pad: String = target
+        .chars()
+        .take(usize::try_from(column.saturating_sub(1)).unwrap_or(0))
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    let _ = write!(out, "{:width$} | {pad}^", "");
+    out
+}
+
+/// A semantic error before it is tied to a file.
+#[derive(Debug)]
+pub(super) struct Problem {
+    line: u64,
+    column: u64,
+    message: String,
+}
+
+impl Problem {
+    pub(super) fn at<T>(spanned: &Spanned<T>, message: impl Into<String>) -> Self {
+        Problem {
+            line: spanned.line,
+            column: spanned.column,
+            message: message.into(),
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn message(&self) -> &str {
+        &self.message
+    }
+
+    #[cfg(test)]
+    pub(super) fn line(&self) -> u64 {
+        self.line
+    }
+
+    #[cfg(test)]
+    pub(super) fn column(&self) -> u64 {
+        self.column
+    }
+}
+
+/// Loads and checks a scenario file.
+pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: file.clone(),
+        line: 0,
+        column: 0,
+        message: format!("cannot read the scenario file: {e}"),
+        snippet: String::new(),
+    })?;
+    load_str(&file, &text)
+}
+
+/// Loads and checks scenario text; `source_name` is its path (for messages
+/// and the default scenario name).
+pub fn load_str(source_name: &str, text: &str) -> Result<Scenario, ScenarioError> {
+    let parsed: ScenarioFile = serde_saphyr::from_str(text).map_err(|e| {
+        let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+        let message: String = serde_saphyr::UserMessageFormatter
+            .format_message(&e)
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        ScenarioError::new(source_name, text, line, column, message)
+    })?;
+    check(source_name, parsed)
+        .map_err(|p| ScenarioError::new(source_name, text, p.line, p.column, p.message))
+}
+
+/// The path under the last `scenarios` directory, without extension
+/// (`scenarios/a46/nack.yaml` -> `a46/nack`); else the file stem.
+fn default_name(source_name: &str) -> String {
+    let path = Path::new(source_name);
+    let parts: Vec<&str> = path
+        .parent()
+        .into_iter()
+        .flat_map(Path::components)
+        .filter_map(|c| match c {
+            Component::Normal(s) => s.to_str(),
+            _ => None,
+        })
+        .collect();
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or(source_name);
+    match parts.iter().rposition(|p| *p == "scenarios") {
+        Some(i) => parts[i + 1..]
+            .iter()
+            .copied()
+            .chain([stem])
+            .collect::<Vec<_>>()
+            .join("/"),
+        None => stem.to_string(),
+    }
+}
+
+fn check(source_name: &str, file: ScenarioFile) -> Result<Scenario, Problem> {
+    let checker = Checker::new(&file)?;
+    for tag in &file.spec {
+        let v = &tag.value;
+        let grfc = v.len() > 1 && v.starts_with('A') && v[1..].bytes().all(|b| b.is_ascii_digit());
+        if !(grfc || v == "delta") {
+            return Err(Problem::at(
+                tag,
+                format!("spec tag `{v}`: expected a gRFC like A46, or delta"),
+            ));
+        }
+    }
+    let servers = file
+        .servers
+        .value
+        .iter()
+        .map(|(name, spec)| checker.server_def(name, spec))
+        .collect::<Result<_, _>>()?;
+    let bootstrap = checker.bootstrap(file.bootstrap.as_ref())?;
+    let client = ClientPlan {
+        seed: file.client.as_ref().and_then(|c| c.seed).unwrap_or(1),
+        profile: file
+            .client
+            .as_ref()
+            .and_then(|c| c.profile.as_ref())
+            .map(|p| p.value.clone()),
+    };
+    let mut steps = Vec::with_capacity(file.steps.len());
+    let mut watches = Watches::default();
+    for spec in &file.steps {
+        steps.push(StepDef {
+            location: Location {
+                file: source_name.to_string(),
+                line: spec.line,
+                column: spec.column,
+            },
+            step: checker.step(spec, &mut watches)?,
+        });
+    }
+    Ok(Scenario {
+        name: file
+            .name
+            .clone()
+            .unwrap_or_else(|| default_name(source_name)),
+        description: file.description,
+        spec: file.spec.into_iter().map(|s| s.value).collect(),
+        servers,
+        bootstrap,
+        client,
+        steps,
+        snapshot: file.snapshot.unwrap_or(true),
+        source: source_name.to_string(),
+    })
+}
+
+/// Watches active at the current step (a watch may be started twice).
+#[derive(Default)]
+struct Watches(HashMap<(ResourceType, String), usize>);
+
+const CODES: &[(&str, tonic::Code)] = &[
+    ("OK", tonic::Code::Ok),
+    ("CANCELLED", tonic::Code::Cancelled),
+    ("UNKNOWN", tonic::Code::Unknown),
+    ("INVALID_ARGUMENT", tonic::Code::InvalidArgument),
+    ("DEADLINE_EXCEEDED", tonic::Code::DeadlineExceeded),
+    ("NOT_FOUND", tonic::Code::NotFound),
+    ("ALREADY_EXISTS", tonic::Code::AlreadyExists),
+    ("PERMISSION_DENIED", tonic::Code::PermissionDenied),
+    ("RESOURCE_EXHAUSTED", tonic::Code::ResourceExhausted),
+    ("FAILED_PRECONDITION", tonic::Code::FailedPrecondition),
+    ("ABORTED", tonic::Code::Aborted),
+    ("OUT_OF_RANGE", tonic::Code::OutOfRange),
+    ("UNIMPLEMENTED", tonic::Code::Unimplemented),
+    ("INTERNAL", tonic::Code::Internal),
+    ("UNAVAILABLE", tonic::Code::Unavailable),
+    ("DATA_LOSS", tonic::Code::DataLoss),
+    ("UNAUTHENTICATED", tonic::Code::Unauthenticated),
+];
+
+const SERVER_MODES: &[(&str, bool)] = &[("auto", false), ("scripted", true)];
+
+const REQUEST_KINDS: &[(&str, RequestKind)] = &[
+    ("initial", RequestKind::Initial),
+    ("ack", RequestKind::Ack),
+    ("nack", RequestKind::Nack),
+    ("unknown_nonce", RequestKind::UnknownNonce),
+];
+
+const WATCHER_EVENTS: &[(&str, WatcherEventKind)] = &[
+    ("changed", WatcherEventKind::Changed),
+    ("resource_error", WatcherEventKind::ResourceError),
+    ("ambient_error", WatcherEventKind::AmbientError),
+    (
+        "ambient_error_cleared",
+        WatcherEventKind::AmbientErrorCleared,
+    ),
+    ("does_not_exist", WatcherEventKind::DoesNotExist),
+];
+
+const CSDS_STATUSES: &[(&str, CsdsStatus)] = &[
+    ("REQUESTED", CsdsStatus::Requested),
+    ("ACKED", CsdsStatus::Acked),
+    ("NACKED", CsdsStatus::Nacked),
+    ("DOES_NOT_EXIST", CsdsStatus::DoesNotExist),
+    ("ABSENT", CsdsStatus::Absent),
+];
+
+const SERVER_EVENTS: &[(&str, ServerEventKind)] = &[
+    ("connection_accepted", ServerEventKind::ConnectionAccepted),
+    ("connection_refused", ServerEventKind::ConnectionRefused),
+    ("connection_closed", ServerEventKind::ConnectionClosed),
+    ("stream_opened", ServerEventKind::StreamOpened),
+    ("stream_closed", ServerEventKind::StreamClosed),
+];
+
+const CLIENT_EVENTS: &[(&str, ClientEventKind)] = &[
+    ("ads_call_started", ClientEventKind::AdsCallStarted),
+    ("ads_call_finished", ClientEventKind::AdsCallFinished),
+    ("retry_scheduled", ClientEventKind::RetryScheduled),
+    ("server_status", ClientEventKind::ServerStatus),
+    (
+        "resource_timer_started",
+        ClientEventKind::ResourceTimerStarted,
+    ),
+    ("subscription_sent", ClientEventKind::SubscriptionSent),
+    ("fallback_started", ClientEventKind::FallbackStarted),
+    ("fell_forward", ClientEventKind::FellForward),
+    ("log", ClientEventKind::Log),
+];
+
+const LOG_LEVELS: &[(&str, &str)] = &[("info", "info"), ("warning", "warning"), ("error", "error")];
+
+/// One of a fixed set of words; the error lists them all.
+fn keyword<T: Copy>(s: &Spanned<String>, what: &str, table: &[(&str, T)]) -> Result<T, Problem> {
+    table
+        .iter()
+        .find(|(name, _)| *name == s.value)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let valid: Vec<&str> = table.iter().map(|(name, _)| *name).collect();
+            Problem::at(
+                s,
+                format!(
+                    "unknown {what} `{}`: expected one of {}",
+                    s.value,
+                    valid.join(", ")
+                ),
+            )
+        })
+}
+
+fn code(s: &Spanned<String>) -> Result<tonic::Code, Problem> {
+    keyword(s, "status code", CODES)
+}
+
+fn duration(s: &Spanned<String>, what: &str) -> Result<Duration, Problem> {
+    parse_duration(&s.value).map_err(|e| Problem::at(s, format!("{what}: {e}")))
+}
+
+pub(super) fn parse_resource_type(s: &Spanned<String>) -> Result<ResourceType, Problem> {
+    ResourceType::parse(&s.value).ok_or_else(|| {
+        Problem::at(
+            s,
+            format!(
+                "unknown resource type `{}`: expected LDS, RDS, CDS, EDS or a type URL",
+                s.value
+            ),
+        )
+    })
+}
+
+fn opt<T, U>(
+    value: Option<&T>,
+    f: impl FnOnce(&T) -> Result<U, Problem>,
+) -> Result<Option<U>, Problem> {
+    value.map(f).transpose()
+}
+
+/// The matcher keys `expect` and `expect_none` share; exactly one is set.
+struct MatcherSpecs<'a> {
+    request: Option<&'a RequestMatcherSpec>,
+    response: Option<&'a ResponseMatcherSpec>,
+    watcher: Option<&'a WatcherMatcherSpec>,
+    dial: Option<&'a DialMatcherSpec>,
+    csds: Option<&'a CsdsMatcherSpec>,
+    server_event: Option<&'a ServerEventMatcherSpec>,
+    client: Option<&'a ClientMatcherSpec>,
+}
+
+impl<'a> From<&'a ExpectSpec> for MatcherSpecs<'a> {
+    fn from(e: &'a ExpectSpec) -> Self {
+        MatcherSpecs {
+            request: e.request.as_ref(),
+            response: e.response.as_ref(),
+            watcher: e.watcher.as_ref(),
+            dial: e.dial.as_ref(),
+            csds: e.csds.as_ref(),
+            server_event: e.server_event.as_ref(),
+            client: e.client.as_ref(),
+        }
+    }
+}
+
+impl<'a> From<&'a ExpectNoneSpec> for MatcherSpecs<'a> {
+    fn from(e: &'a ExpectNoneSpec) -> Self {
+        MatcherSpecs {
+            request: e.request.as_ref(),
+            response: e.response.as_ref(),
+            watcher: e.watcher.as_ref(),
+            dial: e.dial.as_ref(),
+            csds: e.csds.as_ref(),
+            server_event: e.server_event.as_ref(),
+            client: e.client.as_ref(),
+        }
+    }
+}
+
+/// Checks against the scenario's declared servers.
+struct Checker {
+    servers: Vec<String>,
+}
+
+impl Checker {
+    fn new(file: &ScenarioFile) -> Result<Self, Problem> {
+        if file.servers.value.is_empty() {
+            return Err(Problem::at(
+                &file.servers,
+                "servers: a scenario needs at least one server",
+            ));
+        }
+        Ok(Checker {
+            servers: file.servers.value.keys().cloned().collect(),
+        })
+    }
+
+    fn server_list(&self) -> String {
+        self.servers.join(", ")
+    }
+
+    /// A server named explicitly.
+    fn known_server(&self, name: &Spanned<String>) -> Result<String, Problem> {
+        if self.servers.contains(&name.value) {
+            return Ok(name.value.clone());
+        }
+        Err(Problem::at(
+            name,
+            format!(
+                "unknown server `{}`: scenario has servers {}",
+                name.value,
+                self.server_list()
+            ),
+        ))
+    }
+
+    /// The server a step acts on: given, or the only one.
+    fn target_server<T>(
+        &self,
+        given: Option<&Spanned<String>>,
+        step: &Spanned<T>,
+    ) -> Result<String, Problem> {
+        match (given, self.servers.as_slice()) {
+            (Some(name), _) => self.known_server(name),
+            (None, [only]) => Ok(only.clone()),
+            (None, _) => Err(Problem::at(
+                step,
+                format!(
+                    "server: required, scenario has servers {}",
+                    self.server_list()
+                ),
+            )),
+        }
+    }
+
+    /// A matcher's optional server filter.
+    fn filter_server(&self, given: Option<&Spanned<String>>) -> Result<Option<String>, Problem> {
+        opt(given, |name| self.known_server(name))
+    }
+
+    fn server_def(&self, name: &str, spec: &ServerSpec) -> Result<ServerDef, Problem> {
+        let scripted = opt(spec.mode.as_ref(), |m| {
+            keyword(m, "server mode", SERVER_MODES)
+        })?
+        .unwrap_or(false);
+        Ok(ServerDef {
+            name: name.to_string(),
+            scripted,
+            server_features: spec.server_features.clone(),
+            resources: resource_list(&spec.resources, false)?,
+        })
+    }
+
+    fn bootstrap(&self, spec: Option<&BootstrapSpec>) -> Result<BootstrapPlan, Problem> {
+        let Some(spec) = spec else {
+            return Ok(generated(self.servers.clone(), None, BTreeMap::new(), None));
+        };
+        if let Some(json) = &spec.json {
+            let others: Vec<&str> = [
+                ("servers", spec.servers.is_some()),
+                ("node", spec.node.is_some()),
+                ("authorities", !spec.authorities.is_empty()),
+                (
+                    "client_default_listener_resource_name_template",
+                    spec.client_default_listener_resource_name_template
+                        .is_some(),
+                ),
+            ]
+            .into_iter()
+            .filter_map(|(key, set)| set.then_some(key))
+            .collect();
+            if !others.is_empty() {
+                return Err(Problem::at(
+                    json,
+                    format!(
+                        "bootstrap.json is a complete bootstrap: it excludes {}",
+                        others.join(", ")
+                    ),
+                ));
+            }
+            self.check_server_placeholders(json)?;
+            return Ok(BootstrapPlan::Json(json.value.clone()));
+        }
+        let servers = match &spec.servers {
+            Some(names) => names
+                .iter()
+                .map(|n| self.known_server(n))
+                .collect::<Result<_, _>>()?,
+            None => self.servers.clone(),
+        };
+        let mut authorities = BTreeMap::new();
+        for (name, authority) in &spec.authorities {
+            let servers = authority
+                .servers
+                .iter()
+                .map(|n| self.known_server(n))
+                .collect::<Result<_, _>>()?;
+            authorities.insert(
+                name.clone(),
+                (
+                    servers,
+                    authority.client_listener_resource_name_template.clone(),
+                ),
+            );
+        }
+        Ok(generated(
+            servers,
+            spec.node.as_ref(),
+            authorities,
+            spec.client_default_listener_resource_name_template.clone(),
+        ))
+    }
+
+    /// Every `${server:NAME}` in a verbatim bootstrap must name a server.
+    fn check_server_placeholders(&self, json: &Spanned<String>) -> Result<(), Problem> {
+        const OPEN: &str = "${server:";
+        let mut rest = json.value.as_str();
+        while let Some(start) = rest.find(OPEN) {
+            let after = &rest[start + OPEN.len()..];
+            let Some(end) = after.find('}') else {
+                return Err(Problem::at(
+                    json,
+                    "bootstrap.json: unterminated `${server:`, expected `${server:NAME}`",
+                ));
+            };
+            let name = &after[..end];
+            if !self.servers.iter().any(|s| s == name) {
+                return Err(Problem::at(
+                    json,
+                    format!(
+                        "bootstrap.json: unknown server `{name}` in `${{server:{name}}}`: scenario has servers {}",
+                        self.server_list()
+                    ),
+                ));
+            }
+            rest = &after[end..];
+        }
+        Ok(())
+    }
+
+    fn step(&self, spec: &Spanned<StepSpec>, watches: &mut Watches) -> Result<Step, Problem> {
+        Ok(match &spec.value {
+            StepSpec::Watch(w) => {
+                let resource_type = parse_resource_type(&w.resource_type)?;
+                *watches
+                    .0
+                    .entry((resource_type, w.name.clone()))
+                    .or_default() += 1;
+                Step::Watch {
+                    resource_type,
+                    name: w.name.clone(),
+                }
+            }
+            StepSpec::CancelWatch(w) => {
+                let resource_type = parse_resource_type(&w.resource_type)?;
+                match watches.0.get_mut(&(resource_type, w.name.clone())) {
+                    Some(count) if *count > 0 => *count -= 1,
+                    _ => {
+                        return Err(Problem::at(
+                            spec,
+                            format!(
+                                "cancel_watch: no watch on {resource_type} `{}` is active here \
+                                 (start one with a watch step first)",
+                                w.name
+                            ),
+                        ));
+                    }
+                }
+                Step::CancelWatch {
+                    resource_type,
+                    name: w.name.clone(),
+                }
+            }
+            StepSpec::Dial(target) => {
+                if !target.value.starts_with("xds:") {
+                    return Err(Problem::at(
+                        target,
+                        format!(
+                            "dial: target `{}` is not an xds: target, e.g. xds:///my-service",
+                            target.value
+                        ),
+                    ));
+                }
+                Step::Dial {
+                    target: target.value.clone(),
+                }
+            }
+            StepSpec::SetResources(s) => Step::SetResources {
+                server: self.target_server(s.server.as_ref(), spec)?,
+                resources: resource_list(&s.resources, false)?,
+                version: s.version.clone(),
+            },
+            StepSpec::RemoveResources(s) => Step::RemoveResources {
+                server: self.target_server(s.server.as_ref(), spec)?,
+                resource_type: parse_resource_type(&s.resource_type)?,
+                names: s.names.clone(),
+                version: s.version.clone(),
+            },
+            StepSpec::SendResponse(s) => Step::SendResponse {
+                server: self.target_server(s.server.as_ref(), spec)?,
+                resource_type: parse_resource_type(&s.resource_type)?,
+                version: s.version.clone(),
+                nonce: s.nonce.clone(),
+                // Duplicates allowed: they test how clients cope.
+                resources: resource_list(&s.resources, true)?,
+            },
+            StepSpec::CloseStream(s) => Step::CloseStream {
+                server: self.target_server(s.server.as_ref(), spec)?,
+                code: opt(s.code.as_ref(), code)?.unwrap_or(tonic::Code::Unavailable),
+                message: s.message.clone().unwrap_or_default(),
+            },
+            StepSpec::RefuseConnections(s) => Step::RefuseConnections {
+                server: self.target_server(s.server.as_ref(), spec)?,
+            },
+            StepSpec::AcceptConnections(s) => Step::AcceptConnections {
+                server: self.target_server(s.server.as_ref(), spec)?,
+            },
+            StepSpec::Wait(d) => Step::Wait(duration(d, "wait")?),
+            StepSpec::Expect(e) => {
+                let matcher = self.matcher(spec, "expect", e.into())?;
+                let window = match (&e.within, &e.at) {
+                    (Some(_), Some(at)) => {
+                        return Err(Problem::at(
+                            at,
+                            "expect: `within` and `at` exclude each other",
+                        ));
+                    }
+                    (Some(within), None) => Window::Within(duration(within, "within")?),
+                    (None, Some(at)) => Window::At(duration(at, "at")?),
+                    (None, None) => Window::Within(Duration::from_secs(1)),
+                };
+                Step::Expect { matcher, window }
+            }
+            StepSpec::ExpectNone(e) => Step::ExpectNone {
+                matcher: self.matcher(spec, "expect_none", e.into())?,
+                duration: duration(&e.duration, "for")?,
+            },
+        })
+    }
+
+    fn matcher<T>(
+        &self,
+        step: &Spanned<T>,
+        what: &str,
+        m: MatcherSpecs<'_>,
+    ) -> Result<Matcher, Problem> {
+        let present: Vec<&str> = [
+            ("request", m.request.is_some()),
+            ("response", m.response.is_some()),
+            ("watcher", m.watcher.is_some()),
+            ("dial", m.dial.is_some()),
+            ("csds", m.csds.is_some()),
+            ("server_event", m.server_event.is_some()),
+            ("client", m.client.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(key, set)| set.then_some(key))
+        .collect();
+        if present.len() != 1 {
+            let found = if present.is_empty() {
+                "none".to_string()
+            } else {
+                present.join(", ")
+            };
+            return Err(Problem::at(
+                step,
+                format!(
+                    "{what}: expected exactly one of request, response, watcher, dial, csds, \
+                     server_event, client (found {found})"
+                ),
+            ));
+        }
+        if let Some(r) = m.request {
+            return Ok(Matcher::Request(RequestMatcher {
+                server: self.filter_server(r.server.as_ref())?,
+                resource_type: opt(r.resource_type.as_ref(), parse_resource_type)?,
+                names: r.names.clone(),
+                version: r.version.clone(),
+                nonce: r.nonce.clone(),
+                kind: opt(r.kind.as_ref(), |k| {
+                    keyword(k, "request kind", REQUEST_KINDS)
+                })?,
+                error_code: opt(r.error_code.as_ref(), code)?.map(i32::from),
+                error_contains: r
+                    .error_contains
+                    .clone()
+                    .map(OneOrMany::into_vec)
+                    .unwrap_or_default(),
+                node: r.node,
+            }));
+        }
+        if let Some(r) = m.response {
+            return Ok(Matcher::Response(ResponseMatcher {
+                server: self.filter_server(r.server.as_ref())?,
+                resource_type: opt(r.resource_type.as_ref(), parse_resource_type)?,
+                names: r.names.clone(),
+                version: r.version.clone(),
+                nonce: r.nonce.clone(),
+            }));
+        }
+        if let Some(w) = m.watcher {
+            return Ok(Matcher::Watcher(WatcherMatcher {
+                resource_type: opt(w.resource_type.as_ref(), parse_resource_type)?,
+                name: w.name.clone(),
+                event: opt(w.event.as_ref(), |e| {
+                    keyword(e, "watcher event", WATCHER_EVENTS)
+                })?,
+                code: opt(w.code.as_ref(), code)?,
+                contains: w.contains.clone(),
+            }));
+        }
+        if let Some(d) = m.dial {
+            return Ok(Matcher::Dial(DialMatcher {
+                target: d.target.clone(),
+                resolved: d.resolved,
+                code: opt(d.code.as_ref(), code)?,
+                contains: d.contains.clone(),
+                clusters: d.clusters.as_ref().map(|c| c.clone().into_iter().collect()),
+            }));
+        }
+        if let Some(c) = m.csds {
+            return Ok(Matcher::Csds(CsdsMatcher {
+                resource_type: opt(c.resource_type.as_ref(), parse_resource_type)?,
+                name: c.name.clone(),
+                status: opt(c.status.as_ref(), |s| {
+                    keyword(s, "csds status", CSDS_STATUSES)
+                })?,
+                version: c.version.clone(),
+                error_contains: c.error_contains.clone(),
+            }));
+        }
+        if let Some(s) = m.server_event {
+            return Ok(Matcher::ServerEvent(ServerEventMatcher {
+                server: self.filter_server(s.server.as_ref())?,
+                event: keyword(&s.event, "server event", SERVER_EVENTS)?,
+                code: opt(s.code.as_ref(), code)?,
+                by_client: s.by_client,
+            }));
+        }
+        // Exactly one is present, and it is not any of the above.
+        let Some(c) = m.client else {
+            return Err(Problem::at(step, format!("{what}: no matcher")));
+        };
+        Ok(Matcher::Client(ClientEventMatcher {
+            event: keyword(&c.event, "client event", CLIENT_EVENTS)?,
+            server: self.filter_server(c.server.as_ref())?,
+            delay: opt(c.delay.as_ref(), |d| duration(d, "delay"))?,
+            level: opt(c.level.as_ref(), |l| keyword(l, "log level", LOG_LEVELS))?
+                .map(str::to_string),
+            contains: c.contains.clone(),
+        }))
+    }
+}
+
+fn generated(
+    servers: Vec<String>,
+    node: Option<&super::file::NodeSpec>,
+    authorities: BTreeMap<String, (Vec<String>, Option<String>)>,
+    client_default_listener_resource_name_template: Option<String>,
+) -> BootstrapPlan {
+    let field = |f: fn(&super::file::NodeSpec) -> &Option<String>, default: &str| {
+        node.and_then(|n| f(n).clone())
+            .unwrap_or_else(|| default.to_string())
+    };
+    BootstrapPlan::Generated {
+        servers,
+        node_id: field(|n| &n.id, "xds-conformance-client"),
+        node_cluster: field(|n| &n.cluster, "xds-conformance"),
+        locality: (
+            field(|n| &n.region, "r1"),
+            field(|n| &n.zone, "z1"),
+            field(|n| &n.sub_zone, ""),
+        ),
+        client_default_listener_resource_name_template,
+        authorities,
+    }
+}
+
+/// Builds a list of resources. In a state-setting list each (type, name)
+/// may appear once; `send_response` lists may repeat entries on purpose.
+fn resource_list(
+    specs: &[Spanned<ResourceSpec>],
+    allow_duplicates: bool,
+) -> Result<Vec<ServedResource>, Problem> {
+    let mut seen: HashMap<(String, String), u64> = HashMap::new();
+    let mut built = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let resource = resources::build(spec)?;
+        if !allow_duplicates {
+            let key = (resource.type_url.clone(), resource.name.clone());
+            if let Some(first_line) = seen.insert(key, spec.line) {
+                let kind = ResourceType::from_type_url(&resource.type_url)
+                    .map_or(resource.type_url.clone(), |t| t.to_string());
+                return Err(Problem::at(
+                    spec,
+                    format!(
+                        "duplicate resource: {kind} `{}` is already in this list (line {first_line}); \
+                         only send_response may repeat a resource",
+                        resource.name
+                    ),
+                ));
+            }
+        }
+        built.push(resource);
+    }
+    Ok(built)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: &str = r#"
+description: Every step kind, with defaults left out where possible.
+spec: [A27, delta]
+servers:
+  main:
+    resources:
+      - cluster: {name: c1}
+      - endpoints: {name: c1, addresses: ["127.0.0.1:8080"]}
+steps:
+  - watch: {type: CDS, name: c1}
+  - watch: {type: CDS, name: c1}
+  - expect:
+      watcher: {type: CDS, name: c1, event: changed, contains: c1}
+  - expect:
+      request: {type: Cluster, names: [c1], kind: nack, error_code: INVALID_ARGUMENT, node: true}
+      at: 15s
+  - expect:
+      response: {server: main, type: type.googleapis.com/envoy.config.cluster.v3.Cluster, version: "1"}
+      within: 250ms
+  - expect:
+      csds: {type: CDS, name: c1, status: DOES_NOT_EXIST}
+  - expect:
+      server_event: {event: stream_closed, code: UNAVAILABLE, by_client: false}
+  - expect:
+      client: {event: retry_scheduled, server: main, delay: 1.1s}
+  - expect:
+      dial: {target: "xds:///l1", resolved: true, clusters: {c1: ["127.0.0.1:8080"]}}
+  - cancel_watch: {type: CDS, name: c1}
+  - cancel_watch: {type: CDS, name: c1}
+  - dial: xds:///l1
+  - set_resources:
+      version: v2
+      resources:
+        - listener: {name: l1, routes_to: c1}
+        - route_config: {name: l1, routes_to: c1}
+  - remove_resources: {type: LDS, names: [l1]}
+  - send_response:
+      type: CDS
+      nonce: n1
+      resources:
+        - cluster: {name: c1}
+        - cluster: {name: c1}
+  - close_stream: {}
+  - close_stream: {code: NOT_FOUND, message: gone}
+  - refuse_connections: {}
+  - accept_connections: {server: main}
+  - wait: 2m
+  - expect_none:
+      client: {event: log, level: warning}
+      for: 1.5s
+"#;
+
+    fn load(text: &str) -> Scenario {
+        load_str("x/scenarios/a27/full.yaml", text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn load_error(text: &str) -> ScenarioError {
+        load_str("t.yaml", text).expect_err("should not load")
+    }
+
+    #[test]
+    fn a_full_scenario_loads_with_its_defaults() {
+        let s = load(FULL);
+        assert_eq!(s.name, "a27/full");
+        assert_eq!(s.spec, ["A27", "delta"]);
+        assert_eq!(s.source, "x/scenarios/a27/full.yaml");
+        assert!(s.snapshot);
+        assert_eq!(s.client.seed, 1);
+        assert_eq!(s.client.profile, None);
+        assert_eq!(s.servers.len(), 1);
+        assert_eq!(s.servers[0].name, "main");
+        assert!(!s.servers[0].scripted);
+        assert_eq!(s.servers[0].resources.len(), 2);
+        let BootstrapPlan::Generated {
+            servers,
+            node_id,
+            node_cluster,
+            locality,
+            authorities,
+            ..
+        } = &s.bootstrap
+        else {
+            panic!("{:?}", s.bootstrap)
+        };
+        assert_eq!(servers, &["main"]);
+        assert_eq!(
+            (node_id.as_str(), node_cluster.as_str()),
+            ("xds-conformance-client", "xds-conformance")
+        );
+        assert_eq!(
+            locality,
+            &("r1".to_string(), "z1".to_string(), String::new())
+        );
+        assert!(authorities.is_empty());
+
+        let steps: Vec<&Step> = s.steps.iter().map(|d| &d.step).collect();
+        assert_eq!(
+            s.steps[0].location,
+            Location {
+                file: s.source.clone(),
+                line: 10,
+                column: 5
+            }
+        );
+        assert!(
+            matches!(steps[0], Step::Watch { resource_type: ResourceType::Cluster, name } if name == "c1")
+        );
+        let Step::Expect {
+            matcher: Matcher::Watcher(w),
+            window,
+        } = steps[2]
+        else {
+            panic!("{:?}", steps[2])
+        };
+        assert_eq!(*window, Window::Within(Duration::from_secs(1)));
+        assert_eq!(w.event, Some(WatcherEventKind::Changed));
+        let Step::Expect {
+            matcher: Matcher::Request(r),
+            window,
+        } = steps[3]
+        else {
+            panic!()
+        };
+        assert_eq!(*window, Window::At(Duration::from_secs(15)));
+        assert_eq!(r.resource_type, Some(ResourceType::Cluster));
+        assert_eq!(
+            (r.kind, r.error_code, r.node),
+            (Some(RequestKind::Nack), Some(3), Some(true))
+        );
+        let Step::Expect {
+            matcher: Matcher::Response(r),
+            window,
+        } = steps[4]
+        else {
+            panic!()
+        };
+        assert_eq!(*window, Window::Within(Duration::from_millis(250)));
+        assert_eq!(r.server.as_deref(), Some("main"));
+        let Step::Expect {
+            matcher: Matcher::Csds(c),
+            ..
+        } = steps[5]
+        else {
+            panic!()
+        };
+        assert_eq!(c.status, Some(CsdsStatus::DoesNotExist));
+        let Step::Expect {
+            matcher: Matcher::ServerEvent(e),
+            ..
+        } = steps[6]
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (e.event, e.code, e.by_client),
+            (
+                ServerEventKind::StreamClosed,
+                Some(tonic::Code::Unavailable),
+                Some(false)
+            )
+        );
+        let Step::Expect {
+            matcher: Matcher::Client(c),
+            ..
+        } = steps[7]
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (c.event, c.delay),
+            (
+                ClientEventKind::RetryScheduled,
+                Some(Duration::from_millis(1100))
+            )
+        );
+        let Step::Expect {
+            matcher: Matcher::Dial(d),
+            ..
+        } = steps[8]
+        else {
+            panic!()
+        };
+        let clusters = d.clusters.clone().unwrap_or_default();
+        assert_eq!(
+            clusters.get("c1").map(Vec::as_slice),
+            Some(["127.0.0.1:8080".to_string()].as_slice())
+        );
+        assert!(
+            matches!(steps[9], Step::CancelWatch { .. })
+                && matches!(steps[10], Step::CancelWatch { .. })
+        );
+        assert!(matches!(steps[11], Step::Dial { target } if target == "xds:///l1"));
+        let Step::SetResources {
+            server,
+            resources,
+            version,
+        } = steps[12]
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (server.as_str(), resources.len(), version.as_deref()),
+            ("main", 2, Some("v2"))
+        );
+        assert!(matches!(
+            steps[13],
+            Step::RemoveResources {
+                resource_type: ResourceType::Listener,
+                ..
+            }
+        ));
+        let Step::SendResponse {
+            resources,
+            nonce,
+            version,
+            ..
+        } = steps[14]
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (resources.len(), nonce.as_deref(), version),
+            (2, Some("n1"), &None)
+        );
+        assert!(
+            matches!(steps[15], Step::CloseStream { code: tonic::Code::Unavailable, message, .. } if message.is_empty())
+        );
+        assert!(
+            matches!(steps[16], Step::CloseStream { code: tonic::Code::NotFound, message, .. } if message == "gone")
+        );
+        assert!(matches!(steps[17], Step::RefuseConnections { server } if server == "main"));
+        assert!(matches!(steps[18], Step::AcceptConnections { server } if server == "main"));
+        assert!(matches!(steps[19], Step::Wait(d) if *d == Duration::from_secs(120)));
+        let Step::ExpectNone {
+            matcher: Matcher::Client(c),
+            duration,
+        } = steps[20]
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (c.level.as_deref(), *duration),
+            (Some("warning"), Duration::from_millis(1500))
+        );
+    }
+
+    #[test]
+    fn explicit_settings_override_the_defaults() {
+        let s = load(
+            r#"
+name: custom/name
+description: d
+snapshot: false
+client: {seed: 7, profile: grpc-go-retry}
+servers:
+  a: {mode: scripted, server_features: [ignore_resource_deletion]}
+  b: {}
+bootstrap:
+  servers: [b]
+  node: {id: n, cluster: c, region: r, zone: z, sub_zone: s}
+  client_default_listener_resource_name_template: "xdstp://a/envoy.config.listener.v3.Listener/%s"
+  authorities:
+    a.example: {servers: [a], client_listener_resource_name_template: "xdstp://a.example/%s"}
+    b.example: {}
+steps: []
+"#,
+        );
+        assert_eq!(s.name, "custom/name");
+        assert!(!s.snapshot);
+        assert_eq!(
+            (s.client.seed, s.client.profile.as_deref()),
+            (7, Some("grpc-go-retry"))
+        );
+        assert!(s.servers[0].scripted && !s.servers[1].scripted);
+        assert_eq!(s.servers[0].server_features, ["ignore_resource_deletion"]);
+        let BootstrapPlan::Generated {
+            servers,
+            node_id,
+            node_cluster,
+            locality,
+            client_default_listener_resource_name_template,
+            authorities,
+        } = s.bootstrap
+        else {
+            panic!()
+        };
+        assert_eq!(servers, ["b"]);
+        assert_eq!((node_id.as_str(), node_cluster.as_str()), ("n", "c"));
+        assert_eq!(locality, ("r".into(), "z".into(), "s".into()));
+        assert!(client_default_listener_resource_name_template.is_some());
+        assert_eq!(
+            authorities["a.example"],
+            (vec!["a".to_string()], Some("xdstp://a.example/%s".into()))
+        );
+        assert_eq!(authorities["b.example"], (vec![], None));
+    }
+
+    #[test]
+    fn a_verbatim_bootstrap_is_kept_as_written() {
+        let json =
+            r#"{"xds_servers": [{"server_uri": "${server:a}"}, {"server_uri": "${server:b}"}]}"#;
+        let s = load(&format!(
+            "description: d\nservers: {{a: {{}}, b: {{}}}}\nbootstrap:\n  json: '{json}'\nsteps: []\n"
+        ));
+        assert!(matches!(s.bootstrap, BootstrapPlan::Json(text) if text == json));
+        let e = load_error(
+            "description: d\nservers: {a: {}}\nbootstrap:\n  json: '${server:a'\nsteps: []\n",
+        );
+        assert!(e.message.contains("unterminated"), "{e}");
+    }
+
+    #[test]
+    fn default_names_come_from_the_path_under_scenarios() {
+        assert_eq!(default_name("scenarios/a46/nack.yaml"), "a46/nack");
+        assert_eq!(
+            default_name("/r/scenarios/x/scenarios/a71/fallback.yaml"),
+            "a71/fallback"
+        );
+        assert_eq!(default_name("./scenarios/top.yaml"), "top");
+        assert_eq!(default_name("elsewhere/one.yaml"), "one");
+        assert_eq!(default_name("bare"), "bare");
+        assert_eq!(default_name(""), "");
+    }
+
+    #[test]
+    fn errors_render_with_location_and_caret() {
+        let e = load_error("description: d\nservers:\n  main: {}\nsteps:\n  - wait: 3 s\n");
+        assert_eq!((e.file.as_str(), e.line, e.column), ("t.yaml", 5, 11));
+        assert_eq!(e.location().to_string(), "t.yaml:5:11");
+        assert_eq!(
+            e.to_string(),
+            "t.yaml:5:11: wait: invalid duration `3 s`: expected a number and a unit ms, s, m or h, \
+             e.g. `250ms`, `15s`, `1.5s`, `2m`\n  |\n3 |   main: {}\n4 | steps:\n5 |   - wait: 3 s\n  |           ^"
+        );
+    }
+
+    #[test]
+    fn yaml_errors_are_relocated_to_our_format() {
+        let e = load_error("description: d\ndescription: again\nservers: {a: {}}\nsteps: []\n");
+        assert_eq!((e.line, e.column), (2, 1));
+        assert!(e.message.contains("duplicate"), "{e}");
+        assert!(
+            !e.message.contains(" at line "),
+            "location belongs in the prefix: {e}"
+        );
+        assert!(e.to_string().starts_with("t.yaml:2:1: "), "{e}");
+        let e = load_error("");
+        assert!(e.to_string().starts_with("t.yaml"), "{e}");
+    }
+
+    #[test]
+    fn send_response_may_repeat_but_state_lists_may_not() {
+        let text = "description: d\nservers: {a: {}}\nsteps:\n  - send_response:\n      type: EDS\n      \
+                    resources:\n        - raw: {type: EDS, name: e}\n        - raw: {type: EDS, name: e}\n";
+        load(text);
+        // Different types with one name are different resources.
+        load(
+            "description: d\nservers:\n  a:\n    resources:\n      - cluster: {name: x}\n      - listener: {name: x, rds: x}\nsteps: []\n",
+        );
+    }
+
+    #[test]
+    fn watches_are_counted_through_the_steps() {
+        let text = |steps: &str| format!("description: d\nservers: {{a: {{}}}}\nsteps:\n{steps}");
+        load(&text(
+            "  - watch: {type: LDS, name: l}\n  - cancel_watch: {type: LDS, name: l}\n  - watch: {type: LDS, name: l}\n  - cancel_watch: {type: Listener, name: l}\n",
+        ));
+        let e = load_error(&text(
+            "  - watch: {type: LDS, name: l}\n  - cancel_watch: {type: RDS, name: l}\n",
+        ));
+        assert_eq!((e.line, e.column), (5, 5));
+    }
+
+    /// No input may panic the loader: every prefix of a rich scenario, and
+    /// assorted junk, loads or fails cleanly.
+    #[test]
+    fn never_panics_on_truncated_or_junk_input() {
+        for (i, _) in FULL.char_indices() {
+            let _ = load_str("t.yaml", &FULL[..i]);
+        }
+        for junk in [
+            "",
+            " ",
+            "\t",
+            "\u{0}",
+            "[",
+            "{{",
+            "- a",
+            "description: 1",
+            "---\n---\n",
+            "*a",
+            "&a [*a]",
+            "description: d\nservers: {a: {}}\nsteps: [{wait: \"\u{1F600}s\"}]",
+            "description: d\nservers: {a: {}}\nsteps: [{dial: \"\"}]",
+            "description: d\nservers: {a: {}}\nsteps: [{expect: {}}]",
+            "description: d\nservers: {a: {resources: [{proto: []}]}}\nsteps: []",
+            "description: d\nservers: {a: {resources: [{proto: {'@type': 1}}]}}\nsteps: []",
+            "description: d\nservers: {a: {resources: [{wrapped: {wrapped: {raw: {type: LDS, name: x, hex: '\u{e9}'}}}}]}}\nsteps: []",
+            "description: d\nservers: {a: {}}\nbootstrap: {json: '${server:'}\nsteps: []",
+            "description: d\nservers: {a: {}}\nsteps: [{wait: 99999999999999999999h}]",
+        ] {
+            let _ = load_str("t.yaml", junk);
+        }
+        // Deep nesting must hit a budget, not the stack.
+        let deep = format!(
+            "description: d\nservers: {{a: {{resources: [{{proto: {}{}}}]}}}}\nsteps: []",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert!(load_str("t.yaml", &deep).is_err());
+        // An alias bomb (10^9 leaves) inside a free-form proto value.
+        let mut bomb = String::from(
+            "description: d\nservers: {a: {resources: [{proto: {x0: &a0 [1,1,1,1,1,1,1,1,1,1]",
+        );
+        for level in 1..9 {
+            let previous = format!("*a{}", level - 1);
+            let _ = write!(
+                bomb,
+                ", x{level}: &a{level} [{}]",
+                [previous.as_str(); 10].join(",")
+            );
+        }
+        bomb.push_str("}}]}}\nsteps: []");
+        let e = load_str("t.yaml", &bomb).expect_err("an alias bomb");
+        assert!(e.message.contains("limits breached"), "{e}");
+    }
+}

@@ -1,0 +1,401 @@
+//! The timeline: every event of a run — the script's actions, what each
+//! fake server saw and sent, what the client reported, how its CSDS view
+//! changed — in one list, in the order it happened, with virtual
+//! timestamps. Rendered one event per line for snapshots and reports.
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use xds_client_under_test::{DialNotification, ObservedEvent, WatcherNotification};
+use xds_fake_server::event::{RecordedRequest, RequestKind, ServerEvent};
+use xds_fake_server::fault::Fault;
+use xds_reference_client::watcher::code_name;
+use xds_reference_client::{ClientEvent, LogLevel, ResourceType, XdsError};
+
+use crate::scenario::CsdsStatus;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimelineEvent {
+    /// Virtual time since the scenario started.
+    pub at: Duration,
+    /// Who: a server name, `client`, `csds` or `step`.
+    pub source: String,
+    pub kind: EventKind,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum EventKind {
+    /// An action of the script, as written.
+    Step(String),
+    /// Boxed: server events are large, and a timeline holds many events.
+    Server(Box<ServerEvent>),
+    Client(ObservedEvent),
+    Csds(CsdsChange),
+    /// Something the harness itself noticed (a client command failing).
+    Note(String),
+}
+
+/// One resource's CSDS state before and after a poll.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CsdsChange {
+    pub client_scope: String,
+    pub type_url: String,
+    pub name: String,
+    pub from: Option<CsdsEntry>,
+    pub to: Option<CsdsEntry>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CsdsEntry {
+    pub status: CsdsStatus,
+    pub version: String,
+    /// `error_state.details` of a NACKED resource.
+    pub error: Option<String>,
+}
+
+/// A shared, append-only timeline. Cloning shares it.
+#[derive(Clone)]
+pub struct Timeline {
+    inner: Arc<Mutex<Vec<TimelineEvent>>>,
+    start: Instant,
+    changed: Arc<Notify>,
+}
+
+impl Timeline {
+    pub fn new(start: Instant) -> Self {
+        Timeline {
+            inner: Arc::default(),
+            start,
+            changed: Arc::new(Notify::new()),
+        }
+    }
+
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+
+    /// Appends an event stamped now.
+    pub fn record(&self, source: impl Into<String>, kind: EventKind) {
+        self.record_at(Instant::now(), source, kind);
+    }
+
+    pub fn record_at(&self, at: Instant, source: impl Into<String>, kind: EventKind) {
+        let event = TimelineEvent {
+            at: at.saturating_duration_since(self.start),
+            source: source.into(),
+            kind,
+        };
+        self.lock().push(event);
+        self.changed.notify_one();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<TimelineEvent>> {
+        // A panic while holding the lock cannot leave the Vec half-written.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn events(&self) -> Vec<TimelineEvent> {
+        self.lock().clone()
+    }
+
+    pub fn get(&self, index: usize) -> Option<TimelineEvent> {
+        self.lock().get(index).cloned()
+    }
+
+    /// Resolves when an event is recorded (or one was since the last call).
+    pub async fn changed(&self) {
+        self.changed.notified().await
+    }
+
+    pub fn render(&self) -> String {
+        render_events(&self.events(), 0)
+    }
+}
+
+/// Renders events, numbering none; `from` only offsets nothing — it lets
+/// failure reports show a window of the timeline.
+pub fn render_events(events: &[TimelineEvent], from: usize) -> String {
+    let mut out = String::new();
+    for event in events.iter().skip(from) {
+        if let Some(line) = render_line(event) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// One line, e.g.
+/// `   0.000s  primary  <- [s1] DiscoveryRequest CDS names=[c1] version="" nonce="" node=yes (initial)`.
+/// None for events too fine-grained to show (they can still be matched).
+pub fn render_line(event: &TimelineEvent) -> Option<String> {
+    let text = describe(&event.kind)?;
+    Some(format!(
+        "{:>9.3}s  {:<8} {}",
+        event.at.as_secs_f64(),
+        event.source,
+        text
+    ))
+}
+
+pub fn type_name(type_url: &str) -> String {
+    match ResourceType::from_type_url(type_url) {
+        Some(t) => t.short_name().to_string(),
+        None if type_url.is_empty() => "\"\"".to_string(),
+        None => type_url.to_string(),
+    }
+}
+
+fn names(list: &[String]) -> String {
+    format!("[{}]", list.join(","))
+}
+
+fn error_text(e: &XdsError) -> String {
+    status_text(e.code, &e.message)
+}
+
+fn status_text(code: tonic::Code, message: &str) -> String {
+    if message.is_empty() {
+        code_name(code).to_string()
+    } else {
+        format!("{}: {message}", code_name(code))
+    }
+}
+
+pub fn describe(kind: &EventKind) -> Option<String> {
+    Some(match kind {
+        EventKind::Step(text) => format!("== {text}"),
+        EventKind::Note(text) => format!("!! {text}"),
+        EventKind::Server(e) => describe_server(e),
+        EventKind::Client(e) => describe_client(e)?,
+        EventKind::Csds(c) => describe_csds(c),
+    })
+}
+
+fn describe_server(event: &ServerEvent) -> String {
+    match event {
+        ServerEvent::ConnectionAccepted { connection } => {
+            format!("connection {connection} accepted")
+        }
+        ServerEvent::ConnectionRefused { address } => format!("connection to {address} refused"),
+        ServerEvent::ConnectionClosed { connection } => format!("connection {connection} closed"),
+        ServerEvent::StreamOpened { stream, connection } => match connection {
+            Some(c) => format!("[s{stream}] ADS stream opened on connection {c}"),
+            None => format!("[s{stream}] ADS stream opened"),
+        },
+        ServerEvent::StreamClosed {
+            stream,
+            code,
+            message,
+            by_client,
+        } => {
+            let who = if *by_client { "by client" } else { "by server" };
+            format!(
+                "[s{stream}] ADS stream closed {who}: {}",
+                status_text(*code, message)
+            )
+        }
+        ServerEvent::RequestReceived { stream, request } => describe_request(*stream, request),
+        ServerEvent::ResponseSent { stream, response } => format!(
+            "-> [s{stream}] DiscoveryResponse {} version={:?} nonce={:?} resources={}",
+            type_name(&response.type_url),
+            response.version_info,
+            response.nonce,
+            names(&response.resource_names)
+        ),
+        ServerEvent::FaultApplied { fault } => format!("fault: {}", describe_fault(fault)),
+        ServerEvent::ResourcesChanged {
+            type_url,
+            version,
+            updated,
+            removed,
+        } => {
+            let mut s = format!("store {} version={version:?}", type_name(type_url));
+            if !updated.is_empty() {
+                let _ = write!(s, " set={}", names(updated));
+            }
+            if !removed.is_empty() {
+                let _ = write!(s, " removed={}", names(removed));
+            }
+            s
+        }
+    }
+}
+
+fn describe_request(stream: u64, r: &RecordedRequest) -> String {
+    let node = match &r.node {
+        Some(n) => format!(" node={:?}", n.id),
+        None => String::new(),
+    };
+    let kind = match r.kind {
+        RequestKind::Initial => "(initial)".to_string(),
+        RequestKind::Ack => "(ACK)".to_string(),
+        RequestKind::UnknownNonce => "(unknown nonce)".to_string(),
+        RequestKind::Nack => match &r.error_detail {
+            Some((code, message)) => {
+                format!(
+                    "(NACK {}: {message})",
+                    code_name(tonic::Code::from_i32(*code))
+                )
+            }
+            None => "(NACK)".to_string(),
+        },
+    };
+    format!(
+        "<- [s{stream}] DiscoveryRequest {} names={} version={:?} nonce={:?}{node} {kind}",
+        type_name(&r.type_url),
+        names(&r.resource_names),
+        r.version_info,
+        r.response_nonce
+    )
+}
+
+fn describe_fault(fault: &Fault) -> String {
+    match fault {
+        Fault::CloseStreams { code, message } => {
+            format!("close streams with {}", status_text(*code, message))
+        }
+        Fault::RefuseConnections => "refuse connections".to_string(),
+        Fault::AcceptConnections => "accept connections".to_string(),
+    }
+}
+
+fn describe_client(event: &ObservedEvent) -> Option<String> {
+    Some(match event {
+        ObservedEvent::Watcher {
+            resource_type,
+            name,
+            notification,
+        } => {
+            let what = match notification {
+                WatcherNotification::Changed { summary } => format!("changed: {summary}"),
+                WatcherNotification::ResourceError(e) => {
+                    format!("resource error {}", error_text(e))
+                }
+                WatcherNotification::AmbientError(e) => format!("ambient error {}", error_text(e)),
+                WatcherNotification::AmbientErrorCleared => "ambient error cleared".to_string(),
+                WatcherNotification::DoesNotExist => "does not exist".to_string(),
+            };
+            format!("watcher {resource_type} {name}: {what}")
+        }
+        ObservedEvent::Dial { target, update } => match update {
+            DialNotification::Config { summary, .. } => format!("dial {target}: config {summary}"),
+            DialNotification::Error(e) => format!("dial {target}: error {}", error_text(e)),
+        },
+        ObservedEvent::Client(e) => describe_client_event(e)?,
+    })
+}
+
+fn describe_client_event(event: &ClientEvent) -> Option<String> {
+    Some(match event {
+        ClientEvent::AdsCallStarted { server } => format!("ADS call to {server} started"),
+        ClientEvent::AdsCallFinished {
+            server,
+            status,
+            seen_response,
+        } => format!(
+            "ADS call to {server} ended ({}): {}",
+            if *seen_response {
+                "after a response"
+            } else {
+                "no response"
+            },
+            error_text(status)
+        ),
+        ClientEvent::RetryScheduled { server, delay } => {
+            format!("next ADS call to {server} in {:.3}s", delay.as_secs_f64())
+        }
+        ClientEvent::ServerStatus {
+            server,
+            error: None,
+            failures,
+        } => {
+            format!("server {server} healthy (failures={failures})")
+        }
+        ClientEvent::ServerStatus {
+            server,
+            error: Some(e),
+            failures,
+        } => {
+            format!(
+                "server {server} failing (failures={failures}): {}",
+                error_text(e)
+            )
+        }
+        ClientEvent::ResourceTimerStarted {
+            resource_type,
+            name,
+            timeout,
+        } => {
+            format!(
+                "does-not-exist timer for {resource_type} {name} started ({}s)",
+                timeout.as_secs_f64()
+            )
+        }
+        // Every request already has its own line, from the server.
+        ClientEvent::SubscriptionSent { .. } => return None,
+        ClientEvent::FallbackStarted { authority, server } => {
+            format!("authority {authority:?} falls back to {server}")
+        }
+        ClientEvent::FellForward { authority, server } => {
+            format!("authority {authority:?} back on {server}")
+        }
+        ClientEvent::Log { level, message } => {
+            let level = match level {
+                LogLevel::Info => "INFO",
+                LogLevel::Warning => "WARNING",
+                LogLevel::Error => "ERROR",
+            };
+            format!("log {level}: {message}")
+        }
+    })
+}
+
+pub fn csds_status_name(status: CsdsStatus) -> &'static str {
+    match status {
+        CsdsStatus::Requested => "REQUESTED",
+        CsdsStatus::Acked => "ACKED",
+        CsdsStatus::Nacked => "NACKED",
+        CsdsStatus::DoesNotExist => "DOES_NOT_EXIST",
+        CsdsStatus::Absent => "ABSENT",
+    }
+}
+
+fn describe_entry(entry: &Option<CsdsEntry>) -> String {
+    match entry {
+        None => "ABSENT".to_string(),
+        Some(e) => {
+            let mut s = csds_status_name(e.status).to_string();
+            if !e.version.is_empty() {
+                let _ = write!(s, " version={:?}", e.version);
+            }
+            s
+        }
+    }
+}
+
+fn describe_csds(c: &CsdsChange) -> String {
+    let scope = if c.client_scope.is_empty() {
+        String::new()
+    } else {
+        format!("[{}] ", c.client_scope)
+    };
+    format!(
+        "{scope}{} {}: {} -> {}",
+        type_name(&c.type_url),
+        c.name,
+        describe_entry(&c.from),
+        describe_entry(&c.to)
+    )
+}

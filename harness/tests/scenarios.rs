@@ -1,0 +1,43 @@
+//! Every scenario file under `scenarios/` is its own test: it must pass
+//! against the reference client, give the same timeline twice, and match
+//! its stored snapshot (review changes with `cargo insta review`).
+
+use std::path::PathBuf;
+
+use rstest::rstest;
+use xds_client_under_test::{ClientUnderTest, ReferenceClient};
+use xds_conformance::runner::run_scenario;
+use xds_conformance::scenario::load_file;
+use xds_conformance_reports::Verdict;
+
+fn reference() -> Box<dyn ClientUnderTest> {
+    Box::new(ReferenceClient::new())
+}
+
+#[rstest]
+fn scenario(#[files("../scenarios/**/*.yaml")] path: PathBuf) {
+    let scenario = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    let first = run_scenario(&scenario, &reference);
+    if first.verdict != Verdict::Pass {
+        panic!(
+            "{} did not pass: {:?}\n\ntimeline:\n{}",
+            scenario.name, first.verdict, first.timeline
+        );
+    }
+    let second = run_scenario(&scenario, &reference);
+    assert_eq!(
+        first.timeline, second.timeline,
+        "{}: the timeline differs between two runs",
+        scenario.name
+    );
+    if scenario.snapshot {
+        let snapshot_name = scenario.name.replace('/', "__");
+        insta::with_settings!({
+            description => scenario.description.trim().to_string(),
+            omit_expression => true,
+            prepend_module_to_snapshot => false,
+        }, {
+            insta::assert_snapshot!(snapshot_name, first.timeline);
+        });
+    }
+}

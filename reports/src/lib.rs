@@ -1,0 +1,289 @@
+//! Report renderers of xds-conformance: JUnit XML for CI systems and a
+//! Markdown summary for people, from the results of one run.
+//!
+//! It must not know how results were produced (scenario files, runner,
+//! clients): it renders the [`RunReport`] it is given.
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+/// One run: every scenario against one client.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunReport {
+    pub client: String,
+    pub results: Vec<ScenarioReport>,
+    pub wall_duration: Duration,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioReport {
+    /// e.g. `a46/nack-keeps-valid-resources`.
+    pub name: String,
+    pub description: String,
+    pub spec: Vec<String>,
+    /// The scenario file.
+    pub source: String,
+    pub verdict: Verdict,
+    /// Virtual (scenario) time covered.
+    pub virtual_duration: Duration,
+    pub wall_duration: Duration,
+    /// The rendered timeline, one event per line.
+    pub timeline: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    /// An expectation did not hold.
+    Fail {
+        message: String,
+    },
+    /// The client cannot run this scenario (a missing capability).
+    NotApplicable {
+        reason: String,
+    },
+    /// The run itself broke (bad bootstrap, crashed client, ...).
+    Error {
+        message: String,
+    },
+}
+
+impl Verdict {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail { .. } => "FAIL",
+            Verdict::NotApplicable { .. } => "n/a",
+            Verdict::Error { .. } => "ERROR",
+        }
+    }
+
+    /// Whether this verdict should fail a CI gate.
+    pub fn is_failure(&self) -> bool {
+        matches!(self, Verdict::Fail { .. } | Verdict::Error { .. })
+    }
+}
+
+impl RunReport {
+    pub fn count(&self, label: &str) -> usize {
+        self.results
+            .iter()
+            .filter(|r| r.verdict.label() == label)
+            .count()
+    }
+
+    pub fn failed(&self) -> bool {
+        self.results.iter().any(|r| r.verdict.is_failure())
+    }
+}
+
+/// Timeline file of a scenario, relative to the report directory.
+pub fn timeline_path(scenario: &str) -> PathBuf {
+    PathBuf::from("timelines").join(format!("{}.txt", scenario.replace(['/', '\\'], "__")))
+}
+
+/// JUnit XML: one test suite per spec tag's first entry would split a
+/// scenario across suites, so: one suite per client, one case per scenario,
+/// its spec tags as properties, its timeline as system-out.
+pub fn junit_xml(run: &RunReport) -> String {
+    let mut report = Report::new("xds-conformance");
+    let mut suite = TestSuite::new(format!("xds-conformance ({})", run.client));
+    suite.set_time(run.wall_duration);
+    for r in &run.results {
+        let status = match &r.verdict {
+            Verdict::Pass => TestCaseStatus::success(),
+            Verdict::Fail { message } => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(first_line(message))
+                    .set_description(message.as_str());
+                s
+            }
+            Verdict::Error { message } => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+                s.set_message(first_line(message))
+                    .set_description(message.as_str());
+                s
+            }
+            Verdict::NotApplicable { reason } => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(reason.as_str());
+                s
+            }
+        };
+        let mut case = TestCase::new(r.name.as_str(), status);
+        case.set_classname(r.spec.first().map(String::as_str).unwrap_or("scenario"));
+        case.set_time(r.wall_duration);
+        case.add_property(Property::new("spec", r.spec.join(",")));
+        case.add_property(Property::new(
+            "virtual_seconds",
+            format!("{:.3}", r.virtual_duration.as_secs_f64()),
+        ));
+        case.add_property(Property::new("source", r.source.as_str()));
+        case.set_system_out(r.timeline.as_str());
+        suite.add_test_case(case);
+    }
+    report.add_test_suite(suite);
+    report
+        .to_string()
+        .unwrap_or_else(|e| format!("<!-- JUnit serialization failed: {e} -->\n"))
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// A Markdown summary: totals, then a table of every scenario.
+pub fn markdown(run: &RunReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# xds-conformance: {}\n", run.client);
+    let _ = writeln!(
+        out,
+        "{} scenarios: {} pass, {} fail, {} error, {} not applicable. Wall time {:.3}s.\n",
+        run.results.len(),
+        run.count("pass"),
+        run.count("FAIL"),
+        run.count("ERROR"),
+        run.count("n/a"),
+        run.wall_duration.as_secs_f64()
+    );
+    out.push_str("| scenario | spec | verdict | virtual | wall | timeline |\n");
+    out.push_str("|---|---|---|---:|---:|---|\n");
+    for r in &run.results {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.3}s | {:.1}ms | [timeline]({}) |",
+            escape(&r.name),
+            escape(&r.spec.join(", ")),
+            r.verdict.label(),
+            r.virtual_duration.as_secs_f64(),
+            r.wall_duration.as_secs_f64() * 1000.0,
+            timeline_path(&r.name).display()
+        );
+    }
+    let problems: Vec<&ScenarioReport> = run
+        .results
+        .iter()
+        .filter(|r| r.verdict != Verdict::Pass)
+        .collect();
+    if !problems.is_empty() {
+        out.push_str("\n## Not passing\n");
+        for r in problems {
+            let detail = match &r.verdict {
+                Verdict::Fail { message } | Verdict::Error { message } => message,
+                Verdict::NotApplicable { reason } => reason,
+                Verdict::Pass => continue,
+            };
+            let _ = writeln!(
+                out,
+                "\n### {} ({})\n\n```\n{}\n```",
+                r.name,
+                r.verdict.label(),
+                detail.trim_end()
+            );
+        }
+    }
+    out
+}
+
+fn escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// Writes `junit.xml`, `summary.md` and one timeline file per scenario into
+/// `dir`; returns the paths written.
+pub fn write_all(run: &RunReport, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir.join("timelines"))?;
+    let mut written = Vec::new();
+    let mut write = |path: PathBuf, text: &str| -> io::Result<()> {
+        std::fs::write(&path, text)?;
+        written.push(path);
+        Ok(())
+    };
+    write(dir.join("junit.xml"), &junit_xml(run))?;
+    write(dir.join("summary.md"), &markdown(run))?;
+    for r in &run.results {
+        write(dir.join(timeline_path(&r.name)), &r.timeline)?;
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> RunReport {
+        let case = |name: &str, verdict| ScenarioReport {
+            name: name.to_string(),
+            description: "d".into(),
+            spec: vec!["A46".into()],
+            source: format!("scenarios/{name}.yaml"),
+            verdict,
+            virtual_duration: Duration::from_millis(15_000),
+            wall_duration: Duration::from_micros(2_500),
+            timeline: "   0.000s  primary  <- DiscoveryRequest CDS\n".into(),
+        };
+        RunReport {
+            client: "reference".into(),
+            results: vec![
+                case("a46/pass", Verdict::Pass),
+                case(
+                    "a46/fail",
+                    Verdict::Fail {
+                        message: "expected X\nwithin 1s".into(),
+                    },
+                ),
+                case(
+                    "a46/na",
+                    Verdict::NotApplicable {
+                        reason: "needs watch API".into(),
+                    },
+                ),
+                case(
+                    "a46/err",
+                    Verdict::Error {
+                        message: "client crashed".into(),
+                    },
+                ),
+            ],
+            wall_duration: Duration::from_millis(12),
+        }
+    }
+
+    #[test]
+    fn junit_has_one_case_per_scenario_with_status() {
+        let xml = junit_xml(&sample());
+        insta::assert_snapshot!(xml);
+    }
+
+    #[test]
+    fn markdown_summarises_and_details_problems() {
+        let md = markdown(&sample());
+        insta::assert_snapshot!(md);
+    }
+
+    #[test]
+    fn failure_flags_ci() {
+        let mut run = sample();
+        assert!(run.failed());
+        run.results
+            .retain(|r| matches!(r.verdict, Verdict::Pass | Verdict::NotApplicable { .. }));
+        assert!(!run.failed());
+    }
+
+    #[test]
+    fn writes_files() {
+        let dir = std::env::temp_dir().join(format!("xds-reports-test-{}", std::process::id()));
+        let written = write_all(&sample(), &dir).unwrap();
+        assert_eq!(written.len(), 6);
+        assert!(
+            std::fs::read_to_string(dir.join("timelines/a46__pass.txt"))
+                .unwrap()
+                .contains("DiscoveryRequest")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
