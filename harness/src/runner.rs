@@ -477,11 +477,7 @@ impl Player {
             if Instant::now() >= deadline {
                 return;
             }
-            tokio::select! {
-                biased;
-                _ = self.timeline.changed() => {}
-                _ = tokio::time::sleep_until(deadline) => {}
-            }
+            wait_for_activity(&self.timeline, deadline).await;
         }
     }
 
@@ -512,10 +508,7 @@ impl Player {
         }
         let start = self.timeline.start();
         let began = Instant::now() - start;
-        let (deadline, exact) = match window {
-            Window::Within(d) => (began + d, None),
-            Window::At(t) => (t.max(began), Some(t)),
-        };
+        let (deadline, exact) = window_bounds(window, began);
         loop {
             self.checkpoint().await;
             if let Some((index, event)) = self.find(matcher, deadline) {
@@ -554,11 +547,7 @@ impl Player {
                 );
                 return Err(StepError::Failed(Failure(message)));
             }
-            tokio::select! {
-                biased;
-                _ = self.timeline.changed() => {}
-                _ = tokio::time::sleep_until(start + deadline) => {}
-            }
+            wait_for_activity(&self.timeline, start + deadline).await;
         }
     }
 
@@ -572,10 +561,7 @@ impl Player {
     ) -> Result<(), StepError> {
         let start = self.timeline.start();
         let began = Instant::now() - start;
-        let deadline = match window {
-            Window::Within(d) => began + d,
-            Window::At(t) => t.max(began),
-        };
+        let (deadline, _) = window_bounds(window, began);
         loop {
             self.checkpoint().await;
             let now = Instant::now() - start;
@@ -596,11 +582,7 @@ impl Player {
                 );
                 return Err(StepError::Failed(Failure(message)));
             }
-            tokio::select! {
-                biased;
-                _ = self.timeline.changed() => {}
-                _ = tokio::time::sleep_until(start + deadline) => {}
-            }
+            wait_for_activity(&self.timeline, start + deadline).await;
         }
     }
 
@@ -679,11 +661,7 @@ impl Player {
             if Instant::now() >= deadline {
                 return Ok(());
             }
-            tokio::select! {
-                biased;
-                _ = self.timeline.changed() => {}
-                _ = tokio::time::sleep_until(deadline) => {}
-            }
+            wait_for_activity(&self.timeline, deadline).await;
         }
     }
 
@@ -757,6 +735,24 @@ impl Player {
             self.timeline.record("csds", EventKind::Csds(change));
         }
         self.csds_state = now;
+    }
+}
+
+/// Returns when something is recorded on the timeline, or at `until`.
+async fn wait_for_activity(timeline: &Timeline, until: Instant) {
+    tokio::select! {
+        biased;
+        _ = timeline.changed() => {}
+        _ = tokio::time::sleep_until(until) => {}
+    }
+}
+
+/// The latest time (since the start) an expectation may be met, and the
+/// exact time it must be met at, for `at:` windows.
+fn window_bounds(window: Window, began: Duration) -> (Duration, Option<Duration>) {
+    match window {
+        Window::Within(d) => (began + d, None),
+        Window::At(t) => (t.max(began), Some(t)),
     }
 }
 
