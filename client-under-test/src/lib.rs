@@ -16,6 +16,9 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use envoy_types::pb::envoy::service::status::v3::ClientStatusResponse;
+use std::time::Duration;
+
+pub use xds_reference_client::transport::DataPlaneConnector;
 use xds_reference_client::{ClientEvent, ResourceType, XdsError, XdsTransportFactory};
 
 /// What a client can be asked to do; a scenario needing more is "not
@@ -26,6 +29,8 @@ pub struct Capabilities {
     pub watch: bool,
     /// Channel-level "dial `xds:///target`".
     pub dial: bool,
+    /// Data-plane RPCs on a dialled channel.
+    pub rpc: bool,
     pub csds: bool,
     /// Reports [`ClientEvent`]s (call lifecycle, backoff, timers, logs).
     pub client_events: bool,
@@ -39,12 +44,16 @@ pub struct Capabilities {
     pub profiles: Vec<String>,
 }
 
-/// How the client reaches the fake servers.
+/// How the client reaches the fake servers and the backends.
 #[derive(Clone)]
 pub enum Transport {
-    /// In-process byte streams (virtual time).
-    InMemory(Arc<dyn XdsTransportFactory>),
-    /// Real TCP to the addresses in the bootstrap.
+    /// In-process byte streams (virtual time): to xDS servers by
+    /// `server_uri`, to backends by endpoint address.
+    InMemory {
+        xds: Arc<dyn XdsTransportFactory>,
+        data_plane: Arc<dyn DataPlaneConnector>,
+    },
+    /// Real TCP to the addresses in the bootstrap and in EDS.
     Tcp,
 }
 
@@ -77,7 +86,69 @@ pub enum ObservedEvent {
         target: String,
         update: DialNotification,
     },
+    /// A dialled channel's connectivity state changed.
+    ChannelState {
+        target: String,
+        state: ConnectivityState,
+    },
     Client(ClientEvent),
+}
+
+/// gRPC channel connectivity states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ConnectivityState {
+    Idle,
+    Connecting,
+    Ready,
+    TransientFailure,
+    Shutdown,
+}
+
+impl ConnectivityState {
+    pub fn name(self) -> &'static str {
+        match self {
+            ConnectivityState::Idle => "IDLE",
+            ConnectivityState::Connecting => "CONNECTING",
+            ConnectivityState::Ready => "READY",
+            ConnectivityState::TransientFailure => "TRANSIENT_FAILURE",
+            ConnectivityState::Shutdown => "SHUTDOWN",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            ConnectivityState::Idle,
+            ConnectivityState::Connecting,
+            ConnectivityState::Ready,
+            ConnectivityState::TransientFailure,
+            ConnectivityState::Shutdown,
+        ]
+        .into_iter()
+        .find(|c| c.name().eq_ignore_ascii_case(s))
+    }
+}
+
+/// The harness's data-plane method: raw bytes in and out; backends answer
+/// with their own name.
+pub const BACKEND_METHOD: &str = "/xds_conformance.Backend/Who";
+
+/// One unary RPC on a dialled channel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RpcRequest {
+    pub target: String,
+    /// Full method path, default [`BACKEND_METHOD`].
+    pub method: String,
+    pub timeout: Duration,
+    pub wait_for_ready: bool,
+}
+
+/// How an RPC ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RpcOutcome {
+    pub code: tonic::Code,
+    pub message: String,
+    /// The backend that answered (its name), when the RPC succeeded.
+    pub backend: Option<String>,
 }
 
 /// A watcher notification, in terms any client can report.
@@ -135,6 +206,9 @@ pub trait ClientUnderTest: Send {
     ) -> Result<(), ClientError>;
     /// Starts resolving `target` as a channel would.
     async fn dial(&mut self, target: &str) -> Result<(), ClientError>;
+    /// Sends one RPC on the channel to `request.target` (dialling it first
+    /// if needed) and reports how it ended.
+    async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError>;
     /// The client's CSDS view: one ClientConfig per client scope.
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError>;
     async fn shutdown(&mut self);

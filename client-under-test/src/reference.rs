@@ -14,7 +14,7 @@ use xds_reference_client::{
 
 use crate::{
     Capabilities, ClientEnvironment, ClientError, ClientUnderTest, DialNotification, ObservedEvent,
-    Transport, WatcherNotification,
+    RpcOutcome, RpcRequest, Transport, WatcherNotification,
 };
 
 /// Profiles the reference client accepts.
@@ -96,6 +96,7 @@ impl ClientUnderTest for ReferenceClient {
         Capabilities {
             watch: true,
             dial: true,
+            rpc: true,
             csds: true,
             client_events: true,
             fallback: true,
@@ -110,7 +111,7 @@ impl ClientUnderTest for ReferenceClient {
             .map_err(|e| ClientError::Failed(e.to_string()))?;
         let profile = profile(env.profile.as_deref())?;
         let transport: Arc<dyn XdsTransportFactory> = match &env.transport {
-            Transport::InMemory(factory) => factory.clone(),
+            Transport::InMemory { xds, .. } => xds.clone(),
             Transport::Tcp => Arc::new(TcpTransport),
         };
         let watch_client = new_client(&env, &bootstrap, &profile, &transport, WATCH_SCOPE);
@@ -194,6 +195,12 @@ impl ClientUnderTest for ReferenceClient {
         );
         self.dials.push((client, dial));
         Ok(())
+    }
+
+    async fn rpc(&mut self, _request: &RpcRequest) -> Result<RpcOutcome, ClientError> {
+        Err(ClientError::Unsupported(
+            "rpc (data plane being written)".into(),
+        ))
     }
 
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {

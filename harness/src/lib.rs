@@ -8,6 +8,7 @@
 pub mod expect;
 pub mod runner;
 pub mod scenario;
+pub mod serve;
 pub mod settle;
 pub mod suite;
 pub mod timeline;

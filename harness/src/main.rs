@@ -44,6 +44,16 @@ enum Command {
     },
     /// Print the JSON Schema of scenario files.
     Schema,
+    /// Serve a scenario's fake servers (with their initial resources) on
+    /// real TCP and write a bootstrap for them, for manual debugging of a
+    /// client: `GRPC_XDS_BOOTSTRAP=<file> your-client`. Prints the timeline
+    /// as it happens; stops on Ctrl-C.
+    Serve {
+        scenario: PathBuf,
+        /// Where to write the bootstrap JSON.
+        #[arg(long, default_value = "reports-out/bootstrap.json")]
+        bootstrap_out: PathBuf,
+    },
     /// Measure wall time of the suite and of one long scenario.
     Bench {
         /// The suite to time (default `scenarios/`).
@@ -76,6 +86,10 @@ fn main() -> ExitCode {
             scenario,
             iterations,
         } => bench(suite, scenario, iterations),
+        Command::Serve {
+            scenario,
+            bootstrap_out,
+        } => serve(scenario, bootstrap_out),
     }
 }
 
@@ -250,6 +264,35 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
         virtual_duration.as_secs_f64() / median.as_secs_f64().max(1e-9)
     );
     ExitCode::SUCCESS
+}
+
+fn serve(path: PathBuf, bootstrap_out: PathBuf) -> ExitCode {
+    let scenario = match load_file(&path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("cannot start a runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        match xds_conformance::serve::serve_tcp(&scenario, &bootstrap_out).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
 }
 
 fn ms(d: Duration) -> f64 {

@@ -25,7 +25,9 @@ use xds_fake_server::fault::Fault;
 use xds_fake_server::network::MemoryNetwork;
 use xds_fake_server::{FakeAdsServer, ScriptedResponse, ServerConfig, ServingMode};
 use xds_reference_client::XdsServerConfig;
-use xds_reference_client::transport::{BoxIo, ConnectFuture, XdsTransportFactory};
+use xds_reference_client::transport::{
+    BoxIo, ConnectFuture, DataPlaneConnector, XdsTransportFactory,
+};
 
 use envoy_types::pb::envoy::admin::v3::ClientResourceStatus;
 
@@ -151,6 +153,19 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
 
 struct MemoryTransport {
     network: MemoryNetwork,
+}
+
+impl DataPlaneConnector for MemoryTransport {
+    fn connect(&self, address: &str) -> ConnectFuture {
+        let network = self.network.clone();
+        let address = address.to_string();
+        Box::pin(async move {
+            network
+                .connect(&address)
+                .await
+                .map(|s| Box::new(s) as BoxIo)
+        })
+    }
 }
 
 impl XdsTransportFactory for MemoryTransport {
@@ -290,7 +305,12 @@ async fn play(
     let sink_timeline = timeline.clone();
     let env = ClientEnvironment {
         bootstrap_json: bootstrap_json(&scenario, &server_uri),
-        transport: Transport::InMemory(Arc::new(MemoryTransport { network })),
+        transport: Transport::InMemory {
+            xds: Arc::new(MemoryTransport {
+                network: network.clone(),
+            }),
+            data_plane: Arc::new(MemoryTransport { network }),
+        },
         rng_seed: scenario.client.seed,
         profile: scenario.client.profile.clone(),
         clock_epoch: SystemTime::UNIX_EPOCH + Duration::from_secs(CLOCK_EPOCH_UNIX_SECONDS),

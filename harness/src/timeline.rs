@@ -293,6 +293,9 @@ fn describe_client(event: &ObservedEvent) -> Option<String> {
             DialNotification::Config { summary, .. } => format!("dial {target}: config {summary}"),
             DialNotification::Error(e) => format!("dial {target}: error {}", error_text(e)),
         },
+        ObservedEvent::ChannelState { target, state } => {
+            format!("channel {target}: {}", state.name())
+        }
         ObservedEvent::Client(e) => describe_client_event(e)?,
     })
 }

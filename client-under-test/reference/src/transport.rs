@@ -34,6 +34,23 @@ pub trait XdsTransportFactory: Send + Sync + 'static {
     fn connect(&self, server: &XdsServerConfig) -> ConnectFuture;
 }
 
+/// Opens byte streams to data-plane endpoints (`ip:port` from EDS). The
+/// default is [`TcpTransport`]; a test harness supplies an in-memory one.
+pub trait DataPlaneConnector: Send + Sync + 'static {
+    fn connect(&self, address: &str) -> ConnectFuture;
+}
+
+impl DataPlaneConnector for TcpTransport {
+    fn connect(&self, address: &str) -> ConnectFuture {
+        let target = address.to_string();
+        Box::pin(async move {
+            let stream = tokio::net::TcpStream::connect(&target).await?;
+            stream.set_nodelay(true)?;
+            Ok(Box::new(stream) as BoxIo)
+        })
+    }
+}
+
 /// Plain TCP to `server_uri` (`host:port`, optionally `dns:///host:port`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TcpTransport;
