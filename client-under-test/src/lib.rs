@@ -7,8 +7,15 @@
 //! It must not know about scenario files, timelines, verdicts or fake
 //! servers: an adapter only translates between this interface and a client.
 
+pub mod grpc_rust;
+mod process;
 mod reference;
 
+pub use grpc_rust::GrpcRustClient;
+pub use process::{
+    AdapterCapabilities, AdapterHello, AdapterManifest, PROTOCOL_VERSION, ProcessClient,
+    ProcessError, ProcessTimeouts,
+};
 pub use reference::ReferenceClient;
 
 use std::collections::BTreeMap;
@@ -31,6 +38,10 @@ pub struct Capabilities {
     pub dial: bool,
     /// Data-plane RPCs on a dialled channel.
     pub rpc: bool,
+    /// Reports the config a dial resolved to (clusters, endpoints); real
+    /// gRPC clients don't expose it — they are observed through RPCs,
+    /// channel states, CSDS and the wire instead.
+    pub dial_config: bool,
     pub csds: bool,
     /// Reports [`ClientEvent`]s (call lifecycle, backoff, timers, logs).
     pub client_events: bool,

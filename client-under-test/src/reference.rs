@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use envoy_types::pb::envoy::service::status::v3::ClientStatusResponse;
+use tokio::sync::watch;
+use xds_reference_client::dataplane::DataPlane;
 use xds_reference_client::resolver::{self, ClusterConfig, Dial, DialUpdate};
+use xds_reference_client::transport::DataPlaneConnector;
 use xds_reference_client::{
     Bootstrap, ClientProfile, ResourceType, RetryAfterGoodStream, TcpTransport, WatchId,
     WatcherEvent, XdsClient, XdsClientConfig, XdsTransportFactory,
@@ -27,7 +30,15 @@ const WATCH_SCOPE: &str = "";
 pub struct ReferenceClient {
     started: Option<Started>,
     watches: BTreeMap<(ResourceType, String), Vec<WatchId>>,
-    dials: Vec<(XdsClient, Dial)>,
+    dials: BTreeMap<String, DialState>,
+}
+
+/// One dialled target: its per-target XdsClient, the resolver, and the
+/// latest update (RPCs wait on it).
+struct DialState {
+    client: XdsClient,
+    _dial: Dial,
+    latest: watch::Receiver<Option<DialUpdate>>,
 }
 
 struct Started {
@@ -36,6 +47,7 @@ struct Started {
     profile: ClientProfile,
     transport: Arc<dyn XdsTransportFactory>,
     watch_client: XdsClient,
+    data_plane: DataPlane,
 }
 
 impl ReferenceClient {
@@ -97,6 +109,7 @@ impl ClientUnderTest for ReferenceClient {
             watch: true,
             dial: true,
             rpc: true,
+            dial_config: true,
             csds: true,
             client_events: true,
             fallback: true,
@@ -110,10 +123,12 @@ impl ClientUnderTest for ReferenceClient {
         let bootstrap = Bootstrap::from_json(&env.bootstrap_json)
             .map_err(|e| ClientError::Failed(e.to_string()))?;
         let profile = profile(env.profile.as_deref())?;
-        let transport: Arc<dyn XdsTransportFactory> = match &env.transport {
-            Transport::InMemory { xds, .. } => xds.clone(),
-            Transport::Tcp => Arc::new(TcpTransport),
-        };
+        let (transport, connector): (Arc<dyn XdsTransportFactory>, Arc<dyn DataPlaneConnector>) =
+            match &env.transport {
+                Transport::InMemory { xds, data_plane } => (xds.clone(), data_plane.clone()),
+                Transport::Tcp => (Arc::new(TcpTransport), Arc::new(TcpTransport)),
+            };
+        let data_plane = DataPlane::new(connector, env.rng_seed);
         let watch_client = new_client(&env, &bootstrap, &profile, &transport, WATCH_SCOPE);
         self.started = Some(Started {
             bootstrap,
@@ -121,6 +136,7 @@ impl ClientUnderTest for ReferenceClient {
             profile,
             transport,
             watch_client,
+            data_plane,
         });
         Ok(())
     }
@@ -173,6 +189,9 @@ impl ClientUnderTest for ReferenceClient {
 
     async fn dial(&mut self, target: &str) -> Result<(), ClientError> {
         let started = self.started()?;
+        if self.dials.contains_key(target) {
+            return Ok(()); // One channel per target, as gRPC shares them.
+        }
         let client = new_client(
             &started.env,
             &started.bootstrap,
@@ -182,31 +201,88 @@ impl ClientUnderTest for ReferenceClient {
         );
         let sink = started.env.events.clone();
         let dialed = target.to_string();
+        let (latest_tx, latest) = watch::channel(None);
         let dial = resolver::dial(
             client.clone(),
             &started.bootstrap,
             target,
             Arc::new(move |update: DialUpdate| {
+                latest_tx.send_replace(Some(update.clone()));
                 sink(ObservedEvent::Dial {
                     target: dialed.clone(),
                     update: notification(update),
                 });
             }),
         );
-        self.dials.push((client, dial));
+        self.dials.insert(
+            target.to_string(),
+            DialState {
+                client,
+                _dial: dial,
+                latest,
+            },
+        );
         Ok(())
     }
 
-    async fn rpc(&mut self, _request: &RpcRequest) -> Result<RpcOutcome, ClientError> {
-        Err(ClientError::Unsupported(
-            "rpc (data plane being written)".into(),
-        ))
+    /// An RPC waits while the channel has no config yet (gRPC queues RPCs
+    /// while connecting); on a channel error it fails at once unless
+    /// `wait_for_ready`; then the data plane routes and calls.
+    async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError> {
+        self.dial(&request.target).await?;
+        let deadline = tokio::time::Instant::now() + request.timeout;
+        let mut latest = match self.dials.get(&request.target) {
+            Some(d) => d.latest.clone(),
+            None => {
+                return Err(ClientError::Failed(format!(
+                    "no channel to {}",
+                    request.target
+                )));
+            }
+        };
+        let config = loop {
+            let current = latest.borrow_and_update().clone();
+            match current {
+                Some(DialUpdate::Config(config)) => break config,
+                Some(DialUpdate::Error(e)) if !request.wait_for_ready => {
+                    return Ok(RpcOutcome {
+                        code: e.code,
+                        message: e.message,
+                        backend: None,
+                    });
+                }
+                _ => {}
+            }
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match tokio::time::timeout(remaining, latest.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Err(ClientError::Failed("the channel closed".into())),
+                Err(_) => {
+                    return Ok(RpcOutcome {
+                        code: tonic::Code::DeadlineExceeded,
+                        message: "deadline exceeded while waiting for the xDS config".into(),
+                        backend: None,
+                    });
+                }
+            }
+        };
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let result = self
+            .started()?
+            .data_plane
+            .call(&config, &request.method, remaining)
+            .await;
+        Ok(RpcOutcome {
+            code: result.code,
+            message: result.message,
+            backend: result.response,
+        })
     }
 
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {
         let started = self.started()?;
         let mut clients = vec![started.watch_client.clone()];
-        clients.extend(self.dials.iter().map(|(c, _)| c.clone()));
+        clients.extend(self.dials.values().map(|d| d.client.clone()));
         Ok(xds_reference_client::csds::client_status(&clients).await)
     }
 

@@ -11,6 +11,7 @@
 //! This crate must not know about scenario files, the harness, timelines,
 //! verdicts, or any particular xDS client: it serves, faults and records.
 
+pub mod backend;
 pub mod event;
 pub mod fault;
 pub mod network;

@@ -10,9 +10,9 @@ use xds_reference_client::watcher::code_name;
 use xds_reference_client::{ClientEvent, LogLevel};
 
 use crate::scenario::{
-    ClientEventKind, ClientEventMatcher, CsdsMatcher, CsdsStatus, DialMatcher, Matcher,
-    RequestKind, RequestMatcher, ResponseMatcher, ServerEventKind, ServerEventMatcher,
-    WatcherEventKind, WatcherMatcher,
+    Alternative, ChannelMatcher, ClientEventKind, ClientEventMatcher, CsdsMatcher, CsdsStatus,
+    DialMatcher, Matcher, RequestKind, RequestMatcher, ResponseMatcher, RpcMatcher,
+    ServerEventKind, ServerEventMatcher, WatcherEventKind, WatcherMatcher,
 };
 use crate::timeline::{CsdsEntry, EventKind, TimelineEvent, describe};
 
@@ -143,7 +143,32 @@ pub fn matches(matcher: &Matcher, event: &TimelineEvent) -> bool {
         (Matcher::Client(m), EventKind::Client(ObservedEvent::Client(e))) => {
             client_event_matches(m, e, &event.kind)
         }
+        (Matcher::Rpc(m), EventKind::Rpc { target, outcome }) => {
+            eq(&m.target, target)
+                && eq(&m.code, &outcome.code)
+                && m.backend
+                    .as_ref()
+                    .is_none_or(|b| outcome.backend.as_ref() == Some(b))
+                && contains(&m.contains, &outcome.message)
+        }
+        (Matcher::Channel(m), EventKind::Client(ObservedEvent::ChannelState { target, state })) => {
+            eq(&m.target, target) && m.state == *state
+        }
+        (Matcher::AnyOf(alternatives), _) => {
+            alternatives.iter().any(|a| matches(&a.matcher, event))
+        }
         _ => false,
+    }
+}
+
+/// The alternative of an `any_of` that `event` meets first, in order.
+pub fn matching_alternative<'a>(
+    matcher: &'a Matcher,
+    event: &TimelineEvent,
+) -> Option<&'a Alternative> {
+    match matcher {
+        Matcher::AnyOf(alternatives) => alternatives.iter().find(|a| matches(&a.matcher, event)),
+        _ => None,
     }
 }
 
@@ -401,6 +426,40 @@ pub fn describe_matcher(matcher: &Matcher) -> String {
                 field("by_client", v.to_string());
             }
             "server event"
+        }
+        Matcher::Rpc(RpcMatcher {
+            target,
+            code,
+            backend,
+            contains,
+        }) => {
+            if let Some(v) = target {
+                field("target", v.clone());
+            }
+            if let Some(v) = code {
+                field("code", code_name(*v).to_string());
+            }
+            if let Some(v) = backend {
+                field("backend", v.clone());
+            }
+            if let Some(v) = contains {
+                field("contains", format!("{v:?}"));
+            }
+            "RPC result"
+        }
+        Matcher::AnyOf(alternatives) => {
+            let list: Vec<String> = alternatives
+                .iter()
+                .map(|a| describe_matcher(&a.matcher))
+                .collect();
+            return format!("any of [{}]", list.join(" | "));
+        }
+        Matcher::Channel(ChannelMatcher { target, state }) => {
+            if let Some(v) = target {
+                field("target", v.clone());
+            }
+            field("state", state.name().to_string());
+            "channel state"
         }
         Matcher::Client(ClientEventMatcher {
             event,

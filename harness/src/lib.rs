@@ -5,7 +5,9 @@
 //! It must not know any particular client's internals: clients are reached
 //! only through the client-under-test interface.
 
+pub mod addresses;
 pub mod expect;
+pub mod matrix;
 pub mod runner;
 pub mod scenario;
 pub mod serve;

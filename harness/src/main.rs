@@ -7,9 +7,13 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
+use xds_conformance::matrix::{MatrixClient, cell_timeline_path, run_matrix};
 use xds_conformance::runner::run_scenario;
 use xds_conformance::scenario::load_file;
-use xds_conformance::suite::{CLIENTS, client_factory, discover, run_files};
+use xds_conformance::suite::{
+    ADAPTERS_DIR, available_clients, client_factory, discover, repo_root, run_files,
+};
+use xds_conformance_reports::Verdict;
 
 #[derive(Parser)]
 #[command(
@@ -36,6 +40,18 @@ enum Command {
         /// The client under test.
         #[arg(long, default_value = "reference")]
         client: String,
+    },
+    /// Run scenarios against several clients: the conformance matrix
+    /// (Markdown and HTML), a JUnit report per client, every timeline.
+    Matrix {
+        paths: Vec<PathBuf>,
+        /// Comma-separated clients (default: every client available).
+        #[arg(long, value_delimiter = ',')]
+        clients: Vec<String>,
+        #[arg(long)]
+        filter: Option<String>,
+        #[arg(long, default_value = "reports-out/matrix")]
+        report_dir: PathBuf,
     },
     /// Check scenario files; errors name file:line:column.
     Validate {
@@ -76,6 +92,12 @@ fn main() -> ExitCode {
             report_dir,
             client,
         } => run(paths, filter, report_dir, &client),
+        Command::Matrix {
+            paths,
+            clients,
+            filter,
+            report_dir,
+        } => matrix(paths, clients, filter, report_dir),
         Command::Validate { paths } => validate(paths),
         Command::Schema => {
             print!("{}", xds_conformance::scenario::scenario_schema());
@@ -102,9 +124,12 @@ fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
 }
 
 fn run(paths: Vec<PathBuf>, filter: Option<String>, report_dir: PathBuf, client: &str) -> ExitCode {
-    let Some(factory) = client_factory(client) else {
-        eprintln!("unknown client {client:?}; known: {}", CLIENTS.join(", "));
-        return ExitCode::from(2);
+    let factory = match client_factory(client) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
     };
     let files = match discover(&default_paths(paths)) {
         Ok(f) => f,
@@ -116,7 +141,7 @@ fn run(paths: Vec<PathBuf>, filter: Option<String>, report_dir: PathBuf, client:
     let report = run_files(&files, filter.as_deref(), client, &factory);
     for r in &report.results {
         println!(
-            "{:<6} {:<60} {:>9.3}s virtual {:>8.1}ms wall",
+            "{:<13} {:<60} {:>9.3}s virtual {:>8.1}ms wall",
             r.verdict.label(),
             r.name,
             r.virtual_duration.as_secs_f64(),
@@ -132,9 +157,11 @@ fn run(paths: Vec<PathBuf>, filter: Option<String>, report_dir: PathBuf, client:
     }
     match xds_conformance_reports::write_all(&report, &report_dir) {
         Ok(_) => println!(
-            "\n{} scenarios: {} pass, {} fail, {} error, {} n/a in {:.3}s; reports in {}",
+            "\n{} scenarios: {} pass, {} divergent, {} known failure, {} fail, {} error, {} n/a in {:.3}s; reports in {}",
             report.results.len(),
             report.count("pass"),
+            report.count("divergent"),
+            report.count("known failure"),
             report.count("FAIL"),
             report.count("ERROR"),
             report.count("n/a"),
@@ -150,6 +177,111 @@ fn run(paths: Vec<PathBuf>, filter: Option<String>, report_dir: PathBuf, client:
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+fn matrix(
+    paths: Vec<PathBuf>,
+    clients: Vec<String>,
+    filter: Option<String>,
+    report_dir: PathBuf,
+) -> ExitCode {
+    let names = if clients.is_empty() {
+        available_clients()
+    } else {
+        clients
+    };
+    let mut matrix_clients = Vec::new();
+    for name in &names {
+        eprintln!("preparing client {name}...");
+        match client_factory(name) {
+            Ok(factory) => matrix_clients.push(MatrixClient {
+                name: name.clone(),
+                version: client_description(name),
+                factory,
+            }),
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let files = match discover(&default_paths(paths)) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let run = run_matrix(&files, filter.as_deref(), &matrix_clients);
+    let mut failed = false;
+    let write = || -> std::io::Result<()> {
+        xds_conformance_reports::write_matrix(&run.matrix, &report_dir)?;
+        for report in &run.reports {
+            std::fs::write(
+                report_dir.join(format!("junit-{}.xml", report.client)),
+                xds_conformance_reports::junit_xml(report),
+            )?;
+            for r in &report.results {
+                let path = report_dir.join(cell_timeline_path(&report.client, &r.name));
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                std::fs::write(path, &r.timeline)?;
+            }
+        }
+        Ok(())
+    };
+    if let Err(e) = write() {
+        eprintln!("cannot write reports to {}: {e}", report_dir.display());
+        return ExitCode::from(2);
+    }
+    for report in &run.reports {
+        println!(
+            "{:<10} {} pass, {} divergent, {} known failure, {} n/a, {} FAIL, {} ERROR",
+            report.client,
+            report.count("pass"),
+            report.count("divergent"),
+            report.count("known failure"),
+            report.count("n/a"),
+            report.count("FAIL"),
+            report.count("ERROR")
+        );
+        for r in report.results.iter().filter(|r| r.verdict.is_failure()) {
+            failed = true;
+            if let Verdict::Fail { message } | Verdict::Error { message } = &r.verdict {
+                eprintln!(
+                    "\n--- {} on {} ({})\n{message}",
+                    r.name,
+                    report.client,
+                    r.verdict.label()
+                );
+            }
+        }
+    }
+    println!(
+        "matrix written to {}/matrix.html and matrix.md",
+        report_dir.display()
+    );
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// A client's column heading in the matrix.
+fn client_description(name: &str) -> String {
+    match name {
+        "reference" => format!("xds-reference-client {}", env!("CARGO_PKG_VERSION")),
+        "grpc-rust" => "xds-client 0.1.0-alpha.4 (crates.io)".to_string(),
+        other => repo_root()
+            .and_then(|root| {
+                xds_client_under_test::AdapterManifest::load(&root.join(ADAPTERS_DIR).join(other))
+                    .ok()
+            })
+            .map(|m| m.description)
+            .unwrap_or_default(),
     }
 }
 
@@ -179,7 +311,7 @@ fn validate(paths: Vec<PathBuf>) -> ExitCode {
 }
 
 fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode {
-    let Some(factory) = client_factory("reference") else {
+    let Ok(factory) = client_factory("reference") else {
         return ExitCode::from(2);
     };
     let files = match discover(&[suite]) {

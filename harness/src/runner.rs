@@ -12,15 +12,17 @@
 //! timeline -> verdict.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use xds_client_under_test::{
-    Capabilities, ClientEnvironment, ClientError, ClientUnderTest, Transport,
+    Capabilities, ClientEnvironment, ClientError, ClientUnderTest, RpcRequest, Transport,
 };
 use xds_conformance_reports::Verdict;
+use xds_fake_server::backend::Backend;
 use xds_fake_server::fault::Fault;
 use xds_fake_server::network::MemoryNetwork;
 use xds_fake_server::{FakeAdsServer, ScriptedResponse, ServerConfig, ServingMode};
@@ -31,9 +33,11 @@ use xds_reference_client::transport::{
 
 use envoy_types::pb::envoy::admin::v3::ClientResourceStatus;
 
-use crate::expect::{csds_state_matches, describe_matcher, matches};
+use crate::addresses::AddressMap;
+use crate::expect::{csds_state_matches, describe_matcher, matches, matching_alternative};
 use crate::scenario::{
     BootstrapPlan, CsdsMatcher, CsdsStatus, Matcher, Scenario, Step, StepDef, Window,
+    backend_address,
 };
 use crate::settle::IdleSignal;
 use crate::timeline::{CsdsChange, CsdsEntry, EventKind, Timeline, TimelineEvent, render_line};
@@ -60,11 +64,31 @@ pub fn server_uri(name: &str) -> String {
     format!("{name}:443")
 }
 
-/// Plays `scenario` against a client from `make_client`, on virtual time.
+/// Where and on which clock a scenario runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunMode {
+    /// In-process client, in-memory transport, paused (virtual) time.
+    Virtual,
+    /// A client in another process: real TCP on loopback, real time.
+    RealTime,
+}
+
+/// The mode a client runs in: virtual time when it can.
+pub fn mode_for(caps: &Capabilities) -> RunMode {
+    if caps.virtual_time {
+        RunMode::Virtual
+    } else {
+        RunMode::RealTime
+    }
+}
+
+/// Plays `scenario` against a client from `make_client`, in the mode the
+/// client supports (virtual time for in-process clients).
 pub fn run_scenario(scenario: &Scenario, make_client: ClientFactory<'_>) -> RunOutcome {
     let wall_start = std::time::Instant::now();
     let client = make_client();
-    if let Some(reason) = not_applicable(scenario, &client.capabilities()) {
+    let caps = client.capabilities();
+    if let Some(reason) = not_applicable(scenario, &caps) {
         return RunOutcome {
             verdict: Verdict::NotApplicable { reason },
             events: Vec::new(),
@@ -73,14 +97,19 @@ pub fn run_scenario(scenario: &Scenario, make_client: ClientFactory<'_>) -> RunO
             wall_duration: wall_start.elapsed(),
         };
     }
+    let mode = mode_for(&caps);
+    let scenario_known_failure = scenario
+        .known_failures
+        .get(client.name())
+        .map(|reason| (client.name().to_string(), reason.clone()));
     let idle = IdleSignal::default();
     let hook = idle.clone();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .on_thread_park(move || hook.on_park())
-        .build();
-    let runtime = match runtime {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_all().on_thread_park(move || hook.on_park());
+    if mode == RunMode::Virtual {
+        builder.start_paused(true);
+    }
+    let runtime = match builder.build() {
         Ok(r) => r,
         Err(e) => {
             return RunOutcome {
@@ -95,9 +124,9 @@ pub fn run_scenario(scenario: &Scenario, make_client: ClientFactory<'_>) -> RunO
         }
     };
     let scenario = scenario.clone();
-    let (verdict, events, virtual_duration) = runtime.block_on(async move {
+    let (verdict, events, duration, addresses) = runtime.block_on(async move {
         // The player must be a spawned task for idle detection (see settle).
-        match tokio::spawn(play(scenario, client, idle)).await {
+        match tokio::spawn(play(scenario, client, idle, mode)).await {
             Ok(result) => result,
             Err(e) => (
                 Verdict::Error {
@@ -105,18 +134,43 @@ pub fn run_scenario(scenario: &Scenario, make_client: ClientFactory<'_>) -> RunO
                 },
                 Vec::new(),
                 Duration::ZERO,
+                AddressMap::identity(),
             ),
         }
     });
     // Dropping the runtime cancels whatever the client and servers left.
     drop(runtime);
-    let timeline = crate::timeline::render_events(&events, 0);
+    let timeline = match mode {
+        RunMode::Virtual => crate::timeline::render_events(&events, 0),
+        RunMode::RealTime => {
+            crate::timeline::render_normalized(&events, &|line| addresses.normalize(line))
+        }
+    };
+    let verdict = with_known_failure(verdict, scenario_known_failure);
     RunOutcome {
         verdict,
         events,
         timeline,
-        virtual_duration,
+        virtual_duration: duration,
         wall_duration: wall_start.elapsed(),
+    }
+}
+
+/// A failure the scenario records for this client is a known failure; a
+/// pass despite the record is a failure, so records do not go stale.
+fn with_known_failure(verdict: Verdict, known: Option<(String, String)>) -> Verdict {
+    let Some((client, reason)) = known else {
+        return verdict;
+    };
+    match verdict {
+        Verdict::Fail { message } => Verdict::KnownFailure { reason, message },
+        Verdict::Pass | Verdict::Divergent { .. } => Verdict::Fail {
+            message: format!(
+                "known_failures says {client} fails this scenario ({reason}), but it passed: \
+                 remove the entry"
+            ),
+        },
+        other => other,
     }
 }
 
@@ -134,9 +188,11 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
                 need(caps.watch, "a resource watch API")
             }
             Step::Dial { .. } => need(caps.dial, "dial"),
+            Step::Rpc { .. } => need(caps.rpc, "RPCs"),
             Step::Expect { matcher, .. } | Step::ExpectNone { matcher, .. } => match matcher {
                 Matcher::Csds(_) => need(caps.csds, "CSDS"),
                 Matcher::Client(_) => need(caps.client_events, "client events"),
+                Matcher::Dial(_) => need(caps.dial_config, "reports of the resolved config"),
                 _ => {}
             },
             _ => {}
@@ -262,26 +318,43 @@ struct Player {
     action_mark: usize,
     /// ...that no earlier expectation has used.
     consumed: BTreeSet<usize>,
+    /// Endpoint addresses as served (real TCP runs rewrite them).
+    addresses: AddressMap,
+    mode: RunMode,
+    /// Notes of the `any_of` alternatives met that are divergences.
+    divergences: Vec<String>,
 }
 
 async fn play(
     scenario: Scenario,
     client: Box<dyn ClientUnderTest>,
     idle: IdleSignal,
-) -> (Verdict, Vec<TimelineEvent>, Duration) {
+    mode: RunMode,
+) -> (Verdict, Vec<TimelineEvent>, Duration, AddressMap) {
     let start = Instant::now();
     let timeline = Timeline::new(start);
     let network = MemoryNetwork::new();
+    let mut addresses = AddressMap::identity();
+    let mut uris = BTreeMap::new();
+    let fail = |message: String, timeline: &Timeline, addresses: AddressMap| {
+        (
+            Verdict::Error { message },
+            timeline.events(),
+            Duration::ZERO,
+            addresses,
+        )
+    };
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let mut servers = BTreeMap::new();
     for def in &scenario.servers {
-        let mode = if def.scripted {
+        let serving = if def.scripted {
             ServingMode::Scripted
         } else {
             ServingMode::Auto
         };
         let server = FakeAdsServer::new(ServerConfig {
             name: def.name.clone(),
-            mode,
+            mode: serving,
         });
         let tl = timeline.clone();
         server.set_observer(Arc::new(move |recorded| {
@@ -291,26 +364,89 @@ async fn play(
                 EventKind::Server(Box::new(recorded.event.clone())),
             )
         }));
-        if let Err(e) = server.serve_in_memory(&network, &server_uri(&def.name)) {
-            let verdict = Verdict::Error {
-                message: format!("cannot start server {}: {e}", def.name),
-            };
-            return (verdict, timeline.events(), Duration::ZERO);
-        }
-        if !def.resources.is_empty() {
-            server.set_resources(def.resources.clone(), None);
-        }
+        let uri = match mode {
+            RunMode::Virtual => match server.serve_in_memory(&network, &server_uri(&def.name)) {
+                Ok(()) => server_uri(&def.name),
+                Err(e) => {
+                    return fail(
+                        format!("cannot start server {}: {e}", def.name),
+                        &timeline,
+                        addresses,
+                    );
+                }
+            },
+            RunMode::RealTime => match server.serve_tcp(loopback).await {
+                Ok(addr) => {
+                    addresses.add_server(&server_uri(&def.name), addr);
+                    addr.to_string()
+                }
+                Err(e) => {
+                    return fail(
+                        format!("cannot start server {}: {e}", def.name),
+                        &timeline,
+                        addresses,
+                    );
+                }
+            },
+        };
+        uris.insert(def.name.clone(), uri);
         servers.insert(def.name.clone(), server);
     }
+    let mut backends = Vec::new();
+    for (index, name) in scenario.backends.iter().enumerate() {
+        let backend = Backend::new(name.clone());
+        let tl = timeline.clone();
+        backend.set_observer(Arc::new(move |recorded| {
+            tl.record_at(
+                recorded.at,
+                recorded.server.clone(),
+                EventKind::Backend(recorded.event.clone()),
+            )
+        }));
+        let served = match mode {
+            RunMode::Virtual => backend
+                .serve_in_memory(&network, &backend_address(index))
+                .map_err(|e| e.to_string()),
+            RunMode::RealTime => match backend.serve_tcp(loopback).await {
+                Ok(addr) => {
+                    addresses.add_backend(&backend_address(index), addr);
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
+            },
+        };
+        if let Err(e) = served {
+            return fail(
+                format!("cannot start backend {name}: {e}"),
+                &timeline,
+                addresses,
+            );
+        }
+        backends.push(backend);
+    }
+    // Initial resources, with endpoint addresses where they really are.
+    for def in &scenario.servers {
+        if !def.resources.is_empty()
+            && let Some(server) = servers.get(&def.name)
+        {
+            server.set_resources(addresses.rewrite(&def.resources), None);
+        }
+    }
     let sink_timeline = timeline.clone();
-    let env = ClientEnvironment {
-        bootstrap_json: bootstrap_json(&scenario, &server_uri),
-        transport: Transport::InMemory {
+    let transport = match mode {
+        RunMode::Virtual => Transport::InMemory {
             xds: Arc::new(MemoryTransport {
                 network: network.clone(),
             }),
             data_plane: Arc::new(MemoryTransport { network }),
         },
+        RunMode::RealTime => Transport::Tcp,
+    };
+    let env = ClientEnvironment {
+        bootstrap_json: bootstrap_json(&scenario, &|name| {
+            uris.get(name).cloned().unwrap_or_default()
+        }),
+        transport,
         rng_seed: scenario.client.seed,
         profile: scenario.client.profile.clone(),
         clock_epoch: SystemTime::UNIX_EPOCH + Duration::from_secs(CLOCK_EPOCH_UNIX_SECONDS),
@@ -327,6 +463,9 @@ async fn play(
         csds_state: BTreeMap::new(),
         action_mark: 0,
         consumed: BTreeSet::new(),
+        addresses,
+        mode,
+        divergences: Vec::new(),
     };
     let verdict = match player.client.start(env).await {
         Err(e) => Verdict::Error {
@@ -334,13 +473,16 @@ async fn play(
         },
         Ok(()) => player.play_steps().await,
     };
-    let virtual_duration = Instant::now() - start;
+    let duration = Instant::now() - start;
     let events = player.timeline.events();
     player.client.shutdown().await;
     for server in player.servers.values() {
         server.shutdown();
     }
-    (verdict, events, virtual_duration)
+    for backend in &backends {
+        backend.shutdown();
+    }
+    (verdict, events, duration, player.addresses)
 }
 
 impl Player {
@@ -357,7 +499,13 @@ impl Player {
             }
         }
         self.checkpoint().await;
-        Verdict::Pass
+        if self.divergences.is_empty() {
+            Verdict::Pass
+        } else {
+            Verdict::Divergent {
+                note: self.divergences.join("; "),
+            }
+        }
     }
 
     fn server(&self, name: &str) -> Result<&FakeAdsServer, StepError> {
@@ -392,6 +540,36 @@ impl Player {
                 self.record_step(format!("dial {target}"));
                 self.client.dial(target).await?;
             }
+            Step::Rpc {
+                target,
+                method,
+                timeout,
+                wait_for_ready,
+                count,
+            } => {
+                let times = if *count > 1 {
+                    format!(" x{count}")
+                } else {
+                    String::new()
+                };
+                self.record_step(format!("rpc {target}{times}"));
+                let request = RpcRequest {
+                    target: target.clone(),
+                    method: method.clone(),
+                    timeout: *timeout,
+                    wait_for_ready: *wait_for_ready,
+                };
+                for _ in 0..*count {
+                    let outcome = self.client.rpc(&request).await?;
+                    self.timeline.record(
+                        "client",
+                        EventKind::Rpc {
+                            target: target.clone(),
+                            outcome,
+                        },
+                    );
+                }
+            }
             Step::SetResources {
                 server,
                 resources,
@@ -399,8 +577,9 @@ impl Player {
             } => {
                 let names: Vec<String> = resources.iter().map(|r| r.name.clone()).collect();
                 self.record_step(format!("{server}: set resources [{}]", names.join(",")));
+                let resources = self.addresses.rewrite(resources);
                 self.server(server)?
-                    .set_resources(resources.clone(), version.clone());
+                    .set_resources(resources, version.clone());
             }
             Step::RemoveResources {
                 server,
@@ -426,11 +605,12 @@ impl Player {
                 resources,
             } => {
                 self.record_step(format!("{server}: send {resource_type} response"));
+                let resources = self.addresses.rewrite(resources);
                 let sent = self.server(server)?.send_response(ScriptedResponse {
                     type_url: resource_type.type_url().to_string(),
                     version_info: version.clone(),
                     nonce: nonce.clone(),
-                    resources: resources.clone(),
+                    resources,
                 });
                 if sent == 0 {
                     // Actions do not wait; a response needs a stream to go on.
@@ -462,6 +642,12 @@ impl Player {
                 self.server(server)?.apply(Fault::AcceptConnections);
             }
             Step::Wait(duration) => {
+                // On the timeline, but not an action: expectations still
+                // look back to the last action.
+                self.timeline.record(
+                    "step",
+                    EventKind::Step(format!("wait {}", format_duration(*duration))),
+                );
                 let deadline = Instant::now() + *duration;
                 self.run_until(deadline).await;
             }
@@ -497,7 +683,7 @@ impl Player {
             if Instant::now() >= deadline {
                 return;
             }
-            wait_for_activity(&self.timeline, deadline).await;
+            wait_for_activity(&self.timeline, deadline, self.mode).await;
         }
     }
 
@@ -546,6 +732,12 @@ impl Player {
                     return Err(StepError::Failed(Failure(message)));
                 }
                 self.consumed.insert(index);
+                if let Some(note) =
+                    matching_alternative(matcher, &event).and_then(|a| a.divergence.clone())
+                    && !self.divergences.contains(&note)
+                {
+                    self.divergences.push(note);
+                }
                 return Ok(());
             }
             if Instant::now() - start >= deadline {
@@ -567,7 +759,7 @@ impl Player {
                 );
                 return Err(StepError::Failed(Failure(message)));
             }
-            wait_for_activity(&self.timeline, start + deadline).await;
+            wait_for_activity(&self.timeline, start + deadline, self.mode).await;
         }
     }
 
@@ -602,7 +794,7 @@ impl Player {
                 );
                 return Err(StepError::Failed(Failure(message)));
             }
-            wait_for_activity(&self.timeline, start + deadline).await;
+            wait_for_activity(&self.timeline, start + deadline, self.mode).await;
         }
     }
 
@@ -681,7 +873,7 @@ impl Player {
             if Instant::now() >= deadline {
                 return Ok(());
             }
-            wait_for_activity(&self.timeline, deadline).await;
+            wait_for_activity(&self.timeline, deadline, self.mode).await;
         }
     }
 
@@ -758,14 +950,32 @@ impl Player {
     }
 }
 
+fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{:.3}s", d.as_secs_f64())
+    }
+}
+
 /// Returns when something is recorded on the timeline, or at `until`.
-async fn wait_for_activity(timeline: &Timeline, until: Instant) {
+/// On real time it also returns every [`REAL_TIME_POLL`]: an external
+/// client's state (its CSDS) changes without telling the harness.
+async fn wait_for_activity(timeline: &Timeline, until: Instant, mode: RunMode) {
+    let until = match mode {
+        RunMode::Virtual => until,
+        RunMode::RealTime => until.min(Instant::now() + REAL_TIME_POLL),
+    };
     tokio::select! {
         biased;
         _ = timeline.changed() => {}
         _ = tokio::time::sleep_until(until) => {}
     }
 }
+
+/// How often an external client's CSDS is polled while nothing happens.
+const REAL_TIME_POLL: Duration = Duration::from_millis(200);
 
 /// The latest time (since the start) an expectation may be met, and the
 /// exact time it must be met at, for `at:` windows.

@@ -3,24 +3,83 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use xds_client_under_test::{ClientUnderTest, ReferenceClient};
+use xds_client_under_test::{
+    AdapterManifest, ClientUnderTest, GrpcRustClient, ProcessClient, ReferenceClient,
+};
 use xds_conformance_reports::{RunReport, ScenarioReport, Verdict};
 
 use crate::runner::run_scenario;
 use crate::scenario::{ScenarioError, load_file};
 
-/// Clients this build can drive, by name.
-pub const CLIENTS: &[&str] = &["reference"];
+/// In-process clients this build can drive, by name. External clients
+/// come from adapter manifests (`client-under-test/adapters/*/adapter.json`).
+pub const CLIENTS: &[&str] = &["reference", "grpc-rust"];
 
 pub type BoxedFactory = Box<dyn Fn() -> Box<dyn ClientUnderTest>>;
 
-/// A factory for the named client, or None if there is no such client.
-pub fn client_factory(name: &str) -> Option<BoxedFactory> {
+/// Where adapters live, relative to the repository root.
+pub const ADAPTERS_DIR: &str = "client-under-test/adapters";
+
+/// The repository root: the nearest ancestor of the current directory
+/// (or of this crate, for tests) that has the adapters folder.
+pub fn repo_root() -> Option<PathBuf> {
+    let here = std::env::current_dir().ok();
+    let crate_dir = Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    [here, crate_dir].into_iter().flatten().find_map(|start| {
+        start
+            .ancestors()
+            .find(|dir| dir.join(ADAPTERS_DIR).is_dir())
+            .map(Path::to_path_buf)
+    })
+}
+
+/// Every client this build can drive: in-process ones, then adapters.
+pub fn available_clients() -> Vec<String> {
+    let mut names: Vec<String> = CLIENTS.iter().map(|c| c.to_string()).collect();
+    if let Some(root) = repo_root()
+        && let Ok(entries) = std::fs::read_dir(root.join(ADAPTERS_DIR))
+    {
+        let mut adapters: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join("adapter.json").is_file())
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .collect();
+        adapters.sort();
+        names.extend(adapters);
+    }
+    names
+}
+
+/// A factory for the named client. External clients are installed first
+/// (into `.peers/`, by their adapter's install script) if they are not yet.
+pub fn client_factory(name: &str) -> Result<BoxedFactory, String> {
     match name {
-        "reference" => Some(Box::new(|| {
+        "reference" => Ok(Box::new(|| {
             Box::new(ReferenceClient::new()) as Box<dyn ClientUnderTest>
         })),
-        _ => None,
+        "grpc-rust" => Ok(Box::new(|| {
+            Box::new(GrpcRustClient::new()) as Box<dyn ClientUnderTest>
+        })),
+        _ => {
+            let unknown = || {
+                format!(
+                    "unknown client {name:?}; known: {}",
+                    available_clients().join(", ")
+                )
+            };
+            let root = repo_root().ok_or_else(unknown)?;
+            let dir = root.join(ADAPTERS_DIR).join(name);
+            if !dir.join("adapter.json").is_file() {
+                return Err(unknown());
+            }
+            let manifest = AdapterManifest::load(&dir).map_err(|e| e.to_string())?;
+            ProcessClient::new(&root, manifest.clone())
+                .ensure_installed()
+                .map_err(|e| e.to_string())?;
+            Ok(Box::new(move || {
+                Box::new(ProcessClient::new(&root, manifest.clone())) as Box<dyn ClientUnderTest>
+            }))
+        }
     }
 }
 

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use xds_client_under_test::{DialNotification, ObservedEvent, WatcherNotification};
+use xds_client_under_test::{DialNotification, ObservedEvent, RpcOutcome, WatcherNotification};
+use xds_fake_server::backend::BackendEvent;
 use xds_fake_server::event::{RecordedRequest, RequestKind, ServerEvent};
 use xds_fake_server::fault::Fault;
 use xds_reference_client::watcher::code_name;
@@ -34,6 +35,13 @@ pub enum EventKind {
     Server(Box<ServerEvent>),
     Client(ObservedEvent),
     Csds(CsdsChange),
+    /// How an RPC of an `rpc` step ended.
+    Rpc {
+        target: String,
+        outcome: RpcOutcome,
+    },
+    /// What a data-plane backend did.
+    Backend(BackendEvent),
     /// Something the harness itself noticed (a client command failing).
     Note(String),
 }
@@ -136,6 +144,48 @@ pub fn render_events(events: &[TimelineEvent], from: usize) -> String {
     out
 }
 
+/// A rendering stable across real-time runs of an external client: no
+/// timestamps; events grouped by the step they follow; inside a group,
+/// each source's events in their order but sources one after another (the
+/// interleaving of independent sources is a race); and nothing whose
+/// content depends on timing: CSDS poll results (polling catches or misses
+/// intermediate states), adapters' log lines, status messages of failed
+/// RPCs (they embed durations). Expectations still check all of those.
+pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> String) -> String {
+    let mut groups: Vec<Vec<(&str, String)>> = vec![Vec::new()];
+    for event in events {
+        let text = match &event.kind {
+            EventKind::Csds(_)
+            | EventKind::Client(ObservedEvent::Client(ClientEvent::Log { .. })) => continue,
+            EventKind::Rpc { target, outcome } => match &outcome.backend {
+                Some(backend) if outcome.code == tonic::Code::Ok => {
+                    format!("rpc {target}: OK from {backend}")
+                }
+                _ => format!("rpc {target}: {}", code_name(outcome.code)),
+            },
+            kind => match describe(kind) {
+                Some(text) => text,
+                None => continue,
+            },
+        };
+        if matches!(event.kind, EventKind::Step(_)) {
+            groups.push(Vec::new());
+        }
+        if let Some(group) = groups.last_mut() {
+            group.push((event.source.as_str(), normalize(&text)));
+        }
+    }
+    let mut out = String::new();
+    for (index, mut group) in groups.into_iter().enumerate() {
+        // Stable: each source keeps its own order; steps stay first.
+        group.sort_by_key(|(source, _)| if *source == "step" { "" } else { source });
+        for (source, text) in group {
+            out.push_str(&format!("[{index:>2}]  {source:<8} {text}\n"));
+        }
+    }
+    out
+}
+
 /// One line, e.g.
 /// `   0.000s  primary  <- [s1] DiscoveryRequest CDS names=[c1] version="" nonce="" node=yes (initial)`.
 /// None for events too fine-grained to show (they can still be matched).
@@ -180,6 +230,16 @@ pub fn describe(kind: &EventKind) -> Option<String> {
         EventKind::Server(e) => describe_server(e),
         EventKind::Client(e) => describe_client(e)?,
         EventKind::Csds(c) => describe_csds(c),
+        EventKind::Rpc { target, outcome } => match &outcome.backend {
+            Some(backend) if outcome.code == tonic::Code::Ok => {
+                format!("rpc {target}: OK from {backend}")
+            }
+            _ => format!(
+                "rpc {target}: {}",
+                status_text(outcome.code, &outcome.message)
+            ),
+        },
+        EventKind::Backend(BackendEvent::RpcServed { method }) => format!("served {method}"),
     })
 }
 

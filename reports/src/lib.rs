@@ -4,6 +4,20 @@
 //! It must not know how results were produced (scenario files, runner,
 //! clients): it renders the [`RunReport`] it is given.
 
+mod escape;
+pub mod matrix;
+pub mod matrix_html;
+pub mod matrix_md;
+#[cfg(test)]
+mod matrix_sample;
+pub mod matrix_write;
+pub mod svg;
+
+pub use matrix_html::matrix_html;
+pub use matrix_md::matrix_markdown;
+pub use matrix_write::write_matrix;
+pub use svg::timeline_svg;
+
 use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -46,6 +60,16 @@ pub enum Verdict {
     NotApplicable {
         reason: String,
     },
+    /// Passed through an alternative the scenario allows and marks as a
+    /// divergence between clients.
+    Divergent {
+        note: String,
+    },
+    /// Failed as the scenario records for this client, with the reason.
+    KnownFailure {
+        reason: String,
+        message: String,
+    },
     /// The run itself broke (bad bootstrap, crashed client, ...).
     Error {
         message: String,
@@ -58,6 +82,8 @@ impl Verdict {
             Verdict::Pass => "pass",
             Verdict::Fail { .. } => "FAIL",
             Verdict::NotApplicable { .. } => "n/a",
+            Verdict::Divergent { .. } => "divergent",
+            Verdict::KnownFailure { .. } => "known failure",
             Verdict::Error { .. } => "ERROR",
         }
     }
@@ -113,11 +139,23 @@ pub fn junit_xml(run: &RunReport) -> String {
                 s.set_message(reason.as_str());
                 s
             }
+            // A divergence the scenario allows passes.
+            Verdict::Divergent { .. } => TestCaseStatus::success(),
+            // A recorded known failure does not fail the gate.
+            Verdict::KnownFailure { reason, message } => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(format!("known failure: {reason}"))
+                    .set_description(message.as_str());
+                s
+            }
         };
         let mut case = TestCase::new(r.name.as_str(), status);
         case.set_classname(r.spec.first().map(String::as_str).unwrap_or("scenario"));
         case.set_time(r.wall_duration);
         case.add_property(Property::new("spec", r.spec.join(",")));
+        if let Verdict::Divergent { note } = &r.verdict {
+            case.add_property(Property::new("divergence", note.as_str()));
+        }
         case.add_property(Property::new(
             "virtual_seconds",
             format!("{:.3}", r.virtual_duration.as_secs_f64()),
@@ -142,9 +180,11 @@ pub fn markdown(run: &RunReport) -> String {
     let _ = writeln!(out, "# xds-conformance: {}\n", run.client);
     let _ = writeln!(
         out,
-        "{} scenarios: {} pass, {} fail, {} error, {} not applicable. Wall time {:.3}s.\n",
+        "{} scenarios: {} pass, {} divergent, {} known failure, {} fail, {} error, {} not applicable. Wall time {:.3}s.\n",
         run.results.len(),
         run.count("pass"),
+        run.count("divergent"),
+        run.count("known failure"),
         run.count("FAIL"),
         run.count("ERROR"),
         run.count("n/a"),
@@ -175,6 +215,8 @@ pub fn markdown(run: &RunReport) -> String {
             let detail = match &r.verdict {
                 Verdict::Fail { message } | Verdict::Error { message } => message,
                 Verdict::NotApplicable { reason } => reason,
+                Verdict::Divergent { note } => note,
+                Verdict::KnownFailure { reason, message } => &format!("{reason}\n\n{message}"),
                 Verdict::Pass => continue,
             };
             let _ = writeln!(

@@ -13,6 +13,7 @@ pub mod backoff;
 pub mod bootstrap;
 pub mod client;
 pub mod csds;
+pub mod dataplane;
 pub mod name;
 pub mod observer;
 pub mod profile;

@@ -20,6 +20,10 @@ pub struct ScenarioFile {
     /// The specs it tests: A27, A46, A47, A53, A57, A71, A88, delta.
     #[serde(default)]
     pub spec: Vec<Spanned<String>>,
+    /// Data-plane backends, by name: gRPC servers that answer with their
+    /// name. Endpoints refer to them as `backend:NAME`.
+    #[serde(default)]
+    pub backends: IndexMap<String, BackendSpec>,
     /// Fake ADS servers, by name, in priority order.
     pub servers: Spanned<IndexMap<String, ServerSpec>>,
     /// The client's bootstrap; generated from `servers` when absent.
@@ -28,6 +32,11 @@ pub struct ScenarioFile {
     pub client: Option<ClientSpec>,
     /// The script, played in order.
     pub steps: Vec<Spanned<StepSpec>>,
+    /// Clients known to fail this scenario, by client name, with the reason
+    /// (e.g. a gRFC they do not implement). Such a failure is reported as a
+    /// known failure; a pass is an error until the entry is removed.
+    #[serde(default)]
+    pub known_failures: IndexMap<String, String>,
     /// Compare the timeline with its stored insta snapshot (default true).
     pub snapshot: Option<bool>,
 }
@@ -46,6 +55,11 @@ pub struct ServerSpec {
     #[serde(default)]
     pub resources: Vec<Spanned<ResourceSpec>>,
 }
+
+/// A data-plane backend (no settings yet).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackendSpec {}
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -101,6 +115,9 @@ pub enum StepSpec {
     CancelWatch(WatchSpec),
     /// Resolve an `xds:` target as a gRPC channel would.
     Dial(Spanned<String>),
+    /// Send unary RPCs on the channel to a target (dialling it if needed);
+    /// each result goes on the timeline.
+    Rpc(RpcSpec),
     /// Add or replace resources on a server (auto mode pushes them).
     SetResources(SetResourcesSpec),
     /// Delete resources from a server.
@@ -119,6 +136,21 @@ pub enum StepSpec {
     Expect(ExpectSpec),
     /// No such event may happen for `for`.
     ExpectNone(ExpectNoneSpec),
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RpcSpec {
+    /// `xds:///svc`.
+    pub target: Spanned<String>,
+    /// How many RPCs, one after the other (default 1).
+    pub count: Option<u32>,
+    /// Deadline of each RPC (default 1s).
+    pub timeout: Option<Spanned<String>>,
+    /// Wait while the channel is failing instead of failing fast.
+    pub wait_for_ready: Option<bool>,
+    /// Full method path (default the backends' `/xds_conformance.Backend/Who`).
+    pub method: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -275,7 +307,8 @@ pub struct ClusterSpec {
 pub struct EndpointsSpec {
     /// cluster_name of the ClusterLoadAssignment.
     pub name: String,
-    /// `ip:port` list in one locality (r1/z1, weight 1, priority 0).
+    /// `ip:port` (or `backend:NAME`) list in one locality (r1/z1, weight 1,
+    /// priority 0).
     pub addresses: Option<Vec<String>>,
     pub localities: Option<Vec<LocalitySpec>>,
     /// drop_overloads: category -> parts per million.
@@ -326,10 +359,35 @@ pub struct ExpectSpec {
     pub server_event: Option<ServerEventMatcherSpec>,
     /// An event the reference client reports about itself.
     pub client: Option<ClientMatcherSpec>,
+    /// The result of an `rpc` step.
+    pub rpc: Option<RpcMatcherSpec>,
+    /// A dialled channel's connectivity state change.
+    pub channel: Option<ChannelMatcherSpec>,
+    /// Alternatives, any of which meets the expectation; one with a
+    /// `divergence` note marks the run as a divergence between clients.
+    pub any_of: Option<Vec<AlternativeSpec>>,
     /// At most this long after the step starts (default 1s).
     pub within: Option<Spanned<String>>,
     /// Exactly at this virtual time since the start, e.g. `15s`.
     pub at: Option<Spanned<String>>,
+}
+
+/// One alternative of `any_of`: one matcher, and the note that makes it
+/// a recorded divergence (e.g. "gRPC C-core: NACK carries the new version").
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AlternativeSpec {
+    pub request: Option<RequestMatcherSpec>,
+    pub response: Option<ResponseMatcherSpec>,
+    pub watcher: Option<WatcherMatcherSpec>,
+    pub dial: Option<DialMatcherSpec>,
+    pub csds: Option<CsdsMatcherSpec>,
+    pub server_event: Option<ServerEventMatcherSpec>,
+    pub client: Option<ClientMatcherSpec>,
+    pub rpc: Option<RpcMatcherSpec>,
+    pub channel: Option<ChannelMatcherSpec>,
+    /// Why this alternative is allowed, and whose behaviour it is.
+    pub divergence: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -342,6 +400,10 @@ pub struct ExpectNoneSpec {
     pub csds: Option<CsdsMatcherSpec>,
     pub server_event: Option<ServerEventMatcherSpec>,
     pub client: Option<ClientMatcherSpec>,
+    /// The result of an `rpc` step.
+    pub rpc: Option<RpcMatcherSpec>,
+    /// A dialled channel's connectivity state change.
+    pub channel: Option<ChannelMatcherSpec>,
     /// How long nothing may match, e.g. `15s`.
     #[serde(rename = "for")]
     pub duration: Spanned<String>,
@@ -365,6 +427,26 @@ pub struct RequestMatcherSpec {
     pub error_contains: Option<OneOrMany>,
     /// The request carries a node.
     pub node: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RpcMatcherSpec {
+    pub target: Option<String>,
+    /// Status code name (OK, UNAVAILABLE, DEADLINE_EXCEEDED, ...).
+    pub code: Option<Spanned<String>>,
+    /// The backend that served it.
+    pub backend: Option<Spanned<String>>,
+    /// Substring of the status message.
+    pub contains: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelMatcherSpec {
+    pub target: Option<String>,
+    /// IDLE, CONNECTING, READY, TRANSIENT_FAILURE or SHUTDOWN.
+    pub state: Spanned<String>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

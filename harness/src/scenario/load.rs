@@ -16,16 +16,17 @@ use xds_reference_client::ResourceType;
 
 use super::duration::parse_duration;
 use super::file::{
-    BootstrapSpec, ClientMatcherSpec, CsdsMatcherSpec, DialMatcherSpec, ExpectNoneSpec, ExpectSpec,
-    OneOrMany, RequestMatcherSpec, ResourceSpec, ResponseMatcherSpec, ScenarioFile,
-    ServerEventMatcherSpec, ServerSpec, Spanned, StepSpec, WatcherMatcherSpec,
+    AlternativeSpec, BootstrapSpec, ChannelMatcherSpec, ClientMatcherSpec, CsdsMatcherSpec,
+    DialMatcherSpec, ExpectNoneSpec, ExpectSpec, OneOrMany, RequestMatcherSpec, ResourceSpec,
+    ResponseMatcherSpec, RpcMatcherSpec, ScenarioFile, ServerEventMatcherSpec, ServerSpec, Spanned,
+    StepSpec, WatcherMatcherSpec,
 };
 use super::resources;
 use super::{
-    BootstrapPlan, ClientEventKind, ClientEventMatcher, ClientPlan, CsdsMatcher, CsdsStatus,
-    DialMatcher, Location, Matcher, RequestKind, RequestMatcher, ResponseMatcher, Scenario,
-    ServerDef, ServerEventKind, ServerEventMatcher, Step, StepDef, WatcherEventKind,
-    WatcherMatcher, Window,
+    Alternative, BootstrapPlan, ChannelMatcher, ClientEventKind, ClientEventMatcher, ClientPlan,
+    CsdsMatcher, CsdsStatus, DialMatcher, Location, Matcher, RequestKind, RequestMatcher,
+    ResponseMatcher, RpcMatcher, Scenario, ServerDef, ServerEventKind, ServerEventMatcher, Step,
+    StepDef, WatcherEventKind, WatcherMatcher, Window,
 };
 
 /// A scenario file that cannot be run: where, and what is wrong.
@@ -252,6 +253,8 @@ fn check(source_name: &str, file: ScenarioFile) -> Result<Scenario, Problem> {
         description: file.description,
         spec: file.spec.into_iter().map(|s| s.value).collect(),
         servers,
+        backends: file.backends.keys().cloned().collect(),
+        known_failures: file.known_failures.clone().into_iter().collect(),
         bootstrap,
         client,
         steps,
@@ -384,6 +387,20 @@ fn opt<T, U>(
 }
 
 /// The matcher keys `expect` and `expect_none` share; exactly one is set.
+impl MatcherSpecs<'_> {
+    fn any(&self) -> bool {
+        self.request.is_some()
+            || self.response.is_some()
+            || self.watcher.is_some()
+            || self.dial.is_some()
+            || self.csds.is_some()
+            || self.server_event.is_some()
+            || self.client.is_some()
+            || self.rpc.is_some()
+            || self.channel.is_some()
+    }
+}
+
 struct MatcherSpecs<'a> {
     request: Option<&'a RequestMatcherSpec>,
     response: Option<&'a ResponseMatcherSpec>,
@@ -392,6 +409,8 @@ struct MatcherSpecs<'a> {
     csds: Option<&'a CsdsMatcherSpec>,
     server_event: Option<&'a ServerEventMatcherSpec>,
     client: Option<&'a ClientMatcherSpec>,
+    rpc: Option<&'a RpcMatcherSpec>,
+    channel: Option<&'a ChannelMatcherSpec>,
 }
 
 impl<'a> From<&'a ExpectSpec> for MatcherSpecs<'a> {
@@ -404,6 +423,24 @@ impl<'a> From<&'a ExpectSpec> for MatcherSpecs<'a> {
             csds: e.csds.as_ref(),
             server_event: e.server_event.as_ref(),
             client: e.client.as_ref(),
+            rpc: e.rpc.as_ref(),
+            channel: e.channel.as_ref(),
+        }
+    }
+}
+
+impl<'a> From<&'a AlternativeSpec> for MatcherSpecs<'a> {
+    fn from(e: &'a AlternativeSpec) -> Self {
+        MatcherSpecs {
+            request: e.request.as_ref(),
+            response: e.response.as_ref(),
+            watcher: e.watcher.as_ref(),
+            dial: e.dial.as_ref(),
+            csds: e.csds.as_ref(),
+            server_event: e.server_event.as_ref(),
+            client: e.client.as_ref(),
+            rpc: e.rpc.as_ref(),
+            channel: e.channel.as_ref(),
         }
     }
 }
@@ -418,6 +455,8 @@ impl<'a> From<&'a ExpectNoneSpec> for MatcherSpecs<'a> {
             csds: e.csds.as_ref(),
             server_event: e.server_event.as_ref(),
             client: e.client.as_ref(),
+            rpc: e.rpc.as_ref(),
+            channel: e.channel.as_ref(),
         }
     }
 }
@@ -425,6 +464,7 @@ impl<'a> From<&'a ExpectNoneSpec> for MatcherSpecs<'a> {
 /// Checks against the scenario's declared servers.
 struct Checker {
     servers: Vec<String>,
+    backends: Vec<String>,
 }
 
 impl Checker {
@@ -437,6 +477,7 @@ impl Checker {
         }
         Ok(Checker {
             servers: file.servers.value.keys().cloned().collect(),
+            backends: file.backends.keys().cloned().collect(),
         })
     }
 
@@ -492,7 +533,7 @@ impl Checker {
             name: name.to_string(),
             scripted,
             server_features: spec.server_features.clone(),
-            resources: resource_list(&spec.resources, false)?,
+            resources: resource_list(&spec.resources, false, &self.backends)?,
         })
     }
 
@@ -630,9 +671,35 @@ impl Checker {
                     target: target.value.clone(),
                 }
             }
+            StepSpec::Rpc(r) => {
+                if !r.target.value.starts_with("xds:") {
+                    return Err(Problem::at(
+                        &r.target,
+                        format!(
+                            "rpc: target `{}` is not an xds: target, e.g. xds:///my-service",
+                            r.target.value
+                        ),
+                    ));
+                }
+                let count = r.count.unwrap_or(1);
+                if count == 0 {
+                    return Err(Problem::at(spec, "rpc: count must be at least 1"));
+                }
+                Step::Rpc {
+                    target: r.target.value.clone(),
+                    method: r
+                        .method
+                        .clone()
+                        .unwrap_or_else(|| xds_client_under_test::BACKEND_METHOD.to_string()),
+                    timeout: opt(r.timeout.as_ref(), |t| duration(t, "timeout"))?
+                        .unwrap_or(Duration::from_secs(1)),
+                    wait_for_ready: r.wait_for_ready.unwrap_or(false),
+                    count,
+                }
+            }
             StepSpec::SetResources(s) => Step::SetResources {
                 server: self.target_server(s.server.as_ref(), spec)?,
-                resources: resource_list(&s.resources, false)?,
+                resources: resource_list(&s.resources, false, &self.backends)?,
                 version: s.version.clone(),
             },
             StepSpec::RemoveResources(s) => Step::RemoveResources {
@@ -647,7 +714,7 @@ impl Checker {
                 version: s.version.clone(),
                 nonce: s.nonce.clone(),
                 // Duplicates allowed: they test how clients cope.
-                resources: resource_list(&s.resources, true)?,
+                resources: resource_list(&s.resources, true, &self.backends)?,
             },
             StepSpec::CloseStream(s) => Step::CloseStream {
                 server: self.target_server(s.server.as_ref(), spec)?,
@@ -662,7 +729,32 @@ impl Checker {
             },
             StepSpec::Wait(d) => Step::Wait(duration(d, "wait")?),
             StepSpec::Expect(e) => {
-                let matcher = self.matcher(spec, "expect", e.into())?;
+                let matcher = match &e.any_of {
+                    None => self.matcher(spec, "expect", e.into())?,
+                    Some(alternatives) => {
+                        let own: MatcherSpecs<'_> = e.into();
+                        if own.any() {
+                            return Err(Problem::at(
+                                spec,
+                                "expect: `any_of` replaces the matcher; put every alternative inside it",
+                            ));
+                        }
+                        if alternatives.is_empty() {
+                            return Err(Problem::at(
+                                spec,
+                                "expect: `any_of` needs at least one alternative",
+                            ));
+                        }
+                        let mut list = Vec::with_capacity(alternatives.len());
+                        for a in alternatives {
+                            list.push(Alternative {
+                                matcher: self.matcher(spec, "expect.any_of", a.into())?,
+                                divergence: a.divergence.clone(),
+                            });
+                        }
+                        Matcher::AnyOf(list)
+                    }
+                };
                 let window = match (&e.within, &e.at) {
                     (Some(_), Some(at)) => {
                         return Err(Problem::at(
@@ -697,6 +789,8 @@ impl Checker {
             ("csds", m.csds.is_some()),
             ("server_event", m.server_event.is_some()),
             ("client", m.client.is_some()),
+            ("rpc", m.rpc.is_some()),
+            ("channel", m.channel.is_some()),
         ]
         .into_iter()
         .filter_map(|(key, set)| set.then_some(key))
@@ -711,7 +805,7 @@ impl Checker {
                 step,
                 format!(
                     "{what}: expected exactly one of request, response, watcher, dial, csds, \
-                     server_event, client (found {found})"
+                     server_event, client, rpc, channel (found {found})"
                 ),
             ));
         }
@@ -782,6 +876,42 @@ impl Checker {
                 by_client: s.by_client,
             }));
         }
+        if let Some(r) = m.rpc {
+            let backend = match &r.backend {
+                Some(b) if !self.backends.contains(&b.value) => {
+                    return Err(Problem::at(
+                        b,
+                        format!(
+                            "unknown backend `{}`: scenario has backends [{}]",
+                            b.value,
+                            self.backends.join(", ")
+                        ),
+                    ));
+                }
+                other => other.as_ref().map(|b| b.value.clone()),
+            };
+            return Ok(Matcher::Rpc(RpcMatcher {
+                target: r.target.clone(),
+                code: opt(r.code.as_ref(), code)?,
+                backend,
+                contains: r.contains.clone(),
+            }));
+        }
+        if let Some(c) = m.channel {
+            let state = xds_client_under_test::ConnectivityState::parse(&c.state.value).ok_or_else(|| {
+                Problem::at(
+                    &c.state,
+                    format!(
+                        "channel state `{}`: expected IDLE, CONNECTING, READY, TRANSIENT_FAILURE or SHUTDOWN",
+                        c.state.value
+                    ),
+                )
+            })?;
+            return Ok(Matcher::Channel(ChannelMatcher {
+                target: c.target.clone(),
+                state,
+            }));
+        }
         // Exactly one is present, and it is not any of the above.
         let Some(c) = m.client else {
             return Err(Problem::at(step, format!("{what}: no matcher")));
@@ -826,11 +956,12 @@ fn generated(
 fn resource_list(
     specs: &[Spanned<ResourceSpec>],
     allow_duplicates: bool,
+    backends: &[String],
 ) -> Result<Vec<ServedResource>, Problem> {
     let mut seen: HashMap<(String, String), u64> = HashMap::new();
     let mut built = Vec::with_capacity(specs.len());
     for spec in specs {
-        let resource = resources::build(spec)?;
+        let resource = resources::build(spec, backends)?;
         if !allow_duplicates {
             let key = (resource.type_url.clone(), resource.name.clone());
             if let Some(first_line) = seen.insert(key, spec.line) {

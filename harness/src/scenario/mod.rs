@@ -21,6 +21,13 @@ use std::time::Duration;
 use xds_fake_server::ServedResource;
 use xds_reference_client::ResourceType;
 
+/// The address of the `index`-th backend in resources, in the RFC 2544
+/// benchmarking range (valid IPs that no real network uses). Runs over real
+/// TCP rewrite them to the backends' actual addresses.
+pub fn backend_address(index: usize) -> String {
+    format!("198.18.{}.{}:8080", index / 250, index % 250 + 1)
+}
+
 /// A source position, for error messages and failure reports.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Location {
@@ -45,9 +52,14 @@ pub struct Scenario {
     pub spec: Vec<String>,
     /// In declaration order (the default bootstrap lists them in this order).
     pub servers: Vec<ServerDef>,
+    /// Data-plane backends, in declaration order; backend `i` listens at
+    /// [`backend_address`]`(i)`.
+    pub backends: Vec<String>,
     pub bootstrap: BootstrapPlan,
     pub client: ClientPlan,
     pub steps: Vec<StepDef>,
+    /// Client name -> why it is known to fail this scenario.
+    pub known_failures: BTreeMap<String, String>,
     /// Compare the timeline against a stored snapshot.
     pub snapshot: bool,
     pub source: String,
@@ -105,6 +117,13 @@ pub enum Step {
     },
     Dial {
         target: String,
+    },
+    Rpc {
+        target: String,
+        method: String,
+        timeout: Duration,
+        wait_for_ready: bool,
+        count: u32,
     },
     SetResources {
         server: String,
@@ -165,6 +184,31 @@ pub enum Matcher {
     Csds(CsdsMatcher),
     ServerEvent(ServerEventMatcher),
     Client(ClientEventMatcher),
+    Rpc(RpcMatcher),
+    Channel(ChannelMatcher),
+    /// Any alternative will do; some mark a divergence.
+    AnyOf(Vec<Alternative>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Alternative {
+    pub matcher: Matcher,
+    /// Set for an alternative that is a recorded divergence.
+    pub divergence: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RpcMatcher {
+    pub target: Option<String>,
+    pub code: Option<tonic::Code>,
+    pub backend: Option<String>,
+    pub contains: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChannelMatcher {
+    pub target: Option<String>,
+    pub state: xds_client_under_test::ConnectivityState,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -48,7 +48,12 @@ use super::load::{Problem, parse_resource_type};
 use super::proto_json;
 
 /// Builds one resource; errors point at the resource or at its offending value.
-pub(super) fn build(spec: &Spanned<ResourceSpec>) -> Result<ServedResource, Problem> {
+/// `backends` are the scenario's backend names: endpoints may name them as
+/// `backend:NAME`.
+pub(super) fn build(
+    spec: &Spanned<ResourceSpec>,
+    backends: &[String],
+) -> Result<ServedResource, Problem> {
     let at_resource = |message: String| Problem::at(spec, message);
     match &spec.value {
         ResourceSpec::Listener(l) => listener(l)
@@ -60,12 +65,12 @@ pub(super) fn build(spec: &Spanned<ResourceSpec>) -> Result<ServedResource, Prob
         ResourceSpec::Cluster(c) => {
             cluster(c, spec).map(|msg| ServedResource::from_message(&c.name, &msg))
         }
-        ResourceSpec::Endpoints(e) => endpoints(e)
+        ResourceSpec::Endpoints(e) => endpoints(e, backends)
             .map(|msg| ServedResource::from_message(&e.name, &msg))
             .map_err(|m| at_resource(format!("endpoints `{}`: {m}", e.name))),
         ResourceSpec::Proto(json) => proto(json),
         ResourceSpec::Raw(raw) => self::raw(raw),
-        ResourceSpec::Wrapped(inner) => build(inner).map(|r| r.wrapped(None)),
+        ResourceSpec::Wrapped(inner) => build(inner, backends).map(|r| r.wrapped(None)),
     }
 }
 
@@ -439,21 +444,27 @@ fn lb_endpoint(address: String, port: u32) -> LbEndpoint {
     }
 }
 
-fn endpoints(spec: &EndpointsSpec) -> Result<ClusterLoadAssignment, String> {
+fn endpoints(spec: &EndpointsSpec, backends: &[String]) -> Result<ClusterLoadAssignment, String> {
     at_most_one(&[
         ("addresses", spec.addresses.is_some()),
         ("localities", spec.localities.is_some()),
     ])?;
     let localities = match (&spec.addresses, &spec.localities) {
-        (Some(addresses), _) => vec![locality(&LocalitySpec {
-            region: None,
-            zone: None,
-            sub_zone: None,
-            weight: None,
-            priority: None,
-            addresses: addresses.clone(),
-        })?],
-        (None, Some(localities)) => localities.iter().map(locality).collect::<Result<_, _>>()?,
+        (Some(addresses), _) => vec![locality(
+            &LocalitySpec {
+                region: None,
+                zone: None,
+                sub_zone: None,
+                weight: None,
+                priority: None,
+                addresses: addresses.clone(),
+            },
+            backends,
+        )?],
+        (None, Some(localities)) => localities
+            .iter()
+            .map(|l| locality(l, backends))
+            .collect::<Result<_, _>>()?,
         (None, None) => Vec::new(),
     };
     let policy = spec.drop.as_ref().map(|drops| Policy {
@@ -477,13 +488,24 @@ fn endpoints(spec: &EndpointsSpec) -> Result<ClusterLoadAssignment, String> {
     })
 }
 
-fn locality(spec: &LocalitySpec) -> Result<LocalityLbEndpoints, String> {
+fn locality(spec: &LocalitySpec, backends: &[String]) -> Result<LocalityLbEndpoints, String> {
     let lb_endpoints = spec
         .addresses
         .iter()
         .map(|text| {
+            let resolved;
+            let text = match text.strip_prefix("backend:") {
+                Some(name) => {
+                    let index = backends.iter().position(|b| b == name).ok_or_else(|| {
+                        format!("address `{text}`: unknown backend `{name}`; scenario has backends [{}]", backends.join(", "))
+                    })?;
+                    resolved = super::backend_address(index);
+                    resolved.as_str()
+                }
+                None => text.as_str(),
+            };
             let addr: SocketAddr = text.parse().map_err(|_| {
-                format!("address `{text}`: expected ip:port, e.g. 127.0.0.1:8080 or [::1]:8080")
+                format!("address `{text}`: expected ip:port (e.g. 127.0.0.1:8080, [::1]:8080) or backend:NAME")
             })?;
             Ok(lb_endpoint(addr.ip().to_string(), u32::from(addr.port())))
         })
@@ -586,11 +608,11 @@ mod tests {
     }
 
     fn built(yaml: &str) -> ServedResource {
-        build(&spec(yaml)).unwrap_or_else(|p| panic!("{}", p.message()))
+        build(&spec(yaml), &[]).unwrap_or_else(|p| panic!("{}", p.message()))
     }
 
     fn error(yaml: &str) -> String {
-        match build(&spec(yaml)) {
+        match build(&spec(yaml), &[]) {
             Ok(r) => panic!("built {r:?}"),
             Err(p) => p.message().to_string(),
         }
@@ -893,7 +915,7 @@ mod tests {
             error("cluster: {name: c1, eds_service_name: s, aggregate: [a]}")
                 .contains("exclude each other")
         );
-        let problem = build(&spec("cluster:\n  name: c1\n  lb_policy: SOMETIMES"))
+        let problem = build(&spec("cluster:\n  name: c1\n  lb_policy: SOMETIMES"), &[])
             .expect_err("bad lb_policy");
         assert_eq!((problem.line(), problem.column()), (3, 14));
     }

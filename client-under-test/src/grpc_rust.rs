@@ -1,0 +1,687 @@
+//! grpc-rust's XdsClient (the crates.io crate `xds-client` 0.1.0-alpha.4,
+//! from the tonic repository) behind the client-under-test interface.
+//!
+//! The crate is a watch-level client: ADS stream management, subscriptions,
+//! version/nonce, ACK/NACK, a does-not-exist timer. It has no bootstrap
+//! parser, no resource types of its own, no LDS->RDS->CDS->EDS cascade, no
+//! gRPC validation and no CSDS, so this adapter supplies:
+//!
+//! - the bootstrap: parsed with the reference client's parser; the crate
+//!   gets the first `xds_servers` entry (it has no A71 fallback) and the
+//!   node (id, cluster, locality, metadata). It has no place for server
+//!   features or channel credentials (only plaintext is used here).
+//! - resource types ([`Resource`] impls) for the four types. They only
+//!   protobuf-decode the entry and take its name; `validate` accepts
+//!   everything, because the crate does no validation and anything more
+//!   here would be our semantics, not the client's. So a NACK only ever
+//!   comes from an entry that is not a decodable protobuf of the type.
+//!   LDS/CDS are "all resources required in SotW", RDS/EDS are not, as the
+//!   crate's documentation prescribes.
+//! - the transport: [`HarnessTransportBuilder`], the crate's
+//!   [`TransportBuilder`] over the harness's byte streams (in memory or
+//!   TCP), with the same tonic endpoint settings as the crate's own
+//!   `TonicTransportBuilder` (eager connect, 10 s connect timeout, HTTP/2
+//!   keepalive 30 s / 10 s). Like that builder it opens a new channel (so a
+//!   new connection) on every call, i.e. for every stream attempt.
+//! - the runtime: the crate's `TokioRuntime` (`tokio::spawn`,
+//!   `tokio::time::sleep`), so it runs on the harness's virtual clock.
+//!
+//! Watcher events map one to one: a value is `Changed` (summarised with the
+//! reference client's decoder so timelines compare across clients),
+//! `Err(ResourceDoesNotExist)` is `DoesNotExist`, any other `Err` is a
+//! `ResourceError`, `AmbientError` is `AmbientError`. The crate's errors
+//! carry no gRPC code except stream errors; the code used for the others is
+//! the one the crate itself pairs with them (`INVALID_ARGUMENT` for
+//! validation and decode errors, as in its NACKs; `UNAVAILABLE` for
+//! connection errors), and the message is the crate's `Display` text.
+//!
+//! Not tunable from the harness: `rng_seed` (the crate's backoff jitter uses
+//! `rand::rng()`, so reconnect times vary by ±20 % from run to run) and
+//! `clock_epoch` (no CSDS).
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::io;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+use envoy_types::pb::envoy::config::listener::v3::Listener;
+use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
+use envoy_types::pb::envoy::service::status::v3::ClientStatusResponse;
+use envoy_types::pb::google::protobuf::Any;
+use hyper_util::rt::TokioIo;
+use prost::Message;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tonic::transport::{Endpoint, Uri};
+use xds_client::message::MetadataValue;
+use xds_client::resource::TypeUrl;
+use xds_client::{
+    ClientConfig, Locality, Node, ProstCodec, Resource, ResourceEvent, ResourceWatcher,
+    ServerConfig, TokioRuntime, TonicTransport, TransportBuilder, XdsClient,
+};
+use xds_reference_client::bootstrap::NodeConfig;
+use xds_reference_client::resource::decode_entry;
+use xds_reference_client::transport::BoxIo;
+use xds_reference_client::{
+    Bootstrap, ResourceType, TcpTransport, XdsError, XdsServerConfig, XdsTransportFactory,
+};
+
+use crate::{
+    Capabilities, ClientEnvironment, ClientError, ClientUnderTest, EventSink, ObservedEvent,
+    RpcOutcome, RpcRequest, Transport, WatcherNotification,
+};
+
+/// The `user_agent_name` this adapter puts in the node (the crate requires
+/// one and has no default).
+pub const USER_AGENT_NAME: &str = "grpc-rust xds-client";
+/// The `user_agent_version` this adapter puts in the node.
+pub const USER_AGENT_VERSION: &str = "0.1.0-alpha.4";
+
+/// The crate's own `TonicTransportBuilder` defaults, kept for our builder.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
+const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// grpc-rust's `xds-client` driven through [`ClientUnderTest`].
+#[derive(Default)]
+pub struct GrpcRustClient {
+    started: Option<Started>,
+    watches: BTreeMap<(ResourceType, String), Vec<JoinHandle<()>>>,
+}
+
+struct Started {
+    client: XdsClient,
+    events: EventSink,
+    /// Cuts the transport the crate was given (see [`Cutoff`]).
+    cutoff: Cutoff,
+}
+
+impl GrpcRustClient {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn started(&self) -> Result<&Started, ClientError> {
+        self.started
+            .as_ref()
+            .ok_or_else(|| ClientError::Failed("client not started".into()))
+    }
+}
+
+/// What the crate's [`ClientConfig`] is made of, from a bootstrap.
+#[derive(Clone, Debug)]
+pub struct CrateConfig {
+    /// The first `xds_servers` entry: the only server the crate uses.
+    pub server: XdsServerConfig,
+    pub node: Node,
+}
+
+impl CrateConfig {
+    /// Parses a bootstrap (with the reference client's parser: the crate
+    /// has none).
+    pub fn from_bootstrap_json(json: &str) -> Result<Self, ClientError> {
+        let bootstrap =
+            Bootstrap::from_json(json).map_err(|e| ClientError::Failed(e.to_string()))?;
+        let server = bootstrap
+            .xds_servers
+            .first()
+            .cloned()
+            .ok_or_else(|| ClientError::Failed("bootstrap has no xds_servers".into()))?;
+        Ok(Self {
+            server,
+            node: node(bootstrap.node.as_ref()),
+        })
+    }
+
+    /// The crate's configuration, with its defaults (retry policy, 30 s
+    /// resource timeout) untouched.
+    pub fn client_config(&self) -> ClientConfig {
+        ClientConfig::new(self.node.clone(), self.server.server_uri.clone())
+    }
+}
+
+fn node(config: Option<&NodeConfig>) -> Node {
+    let mut node = Node::new(USER_AGENT_NAME, USER_AGENT_VERSION);
+    let Some(config) = config else {
+        return node;
+    };
+    if !config.id.is_empty() {
+        node = node.with_id(config.id.clone());
+    }
+    if !config.cluster.is_empty() {
+        node = node.with_cluster(config.cluster.clone());
+    }
+    if let Some((region, zone, sub_zone)) = &config.locality {
+        node = node.with_locality(Locality {
+            region: region.clone(),
+            zone: zone.clone(),
+            sub_zone: sub_zone.clone(),
+        });
+    }
+    if let Some(metadata) = &config.metadata {
+        node = node.with_metadata(
+            metadata
+                .iter()
+                .map(|(k, v)| (k.clone(), metadata_value(v)))
+                .collect(),
+        );
+    }
+    node
+}
+
+fn metadata_value(value: &Value) -> MetadataValue {
+    match value {
+        Value::Null => MetadataValue::Null,
+        Value::Bool(b) => MetadataValue::Bool(*b),
+        Value::Number(n) => MetadataValue::Number(n.as_f64().unwrap_or_default()),
+        Value::String(s) => MetadataValue::String(s.clone()),
+        Value::Array(items) => MetadataValue::Array(items.iter().map(metadata_value).collect()),
+        Value::Object(fields) => MetadataValue::Object(
+            fields
+                .iter()
+                .map(|(k, v)| (k.clone(), metadata_value(v)))
+                .collect::<HashMap<_, _>>(),
+        ),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Resource types
+
+/// A proto type the adapter watches through the crate.
+pub trait WatchedProto: Message + Default + Send + Sync + 'static {
+    const RESOURCE_TYPE: ResourceType;
+    const TYPE_URL: &'static str;
+    fn resource_name(&self) -> &str;
+}
+
+impl WatchedProto for Listener {
+    const RESOURCE_TYPE: ResourceType = ResourceType::Listener;
+    const TYPE_URL: &'static str = "type.googleapis.com/envoy.config.listener.v3.Listener";
+    fn resource_name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl WatchedProto for RouteConfiguration {
+    const RESOURCE_TYPE: ResourceType = ResourceType::RouteConfiguration;
+    const TYPE_URL: &'static str = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
+    fn resource_name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl WatchedProto for Cluster {
+    const RESOURCE_TYPE: ResourceType = ResourceType::Cluster;
+    const TYPE_URL: &'static str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+    fn resource_name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl WatchedProto for ClusterLoadAssignment {
+    const RESOURCE_TYPE: ResourceType = ResourceType::ClusterLoadAssignment;
+    const TYPE_URL: &'static str =
+        "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
+    fn resource_name(&self) -> &str {
+        &self.cluster_name
+    }
+}
+
+/// The crate's view of one resource of type `P`: decoded, not validated.
+#[derive(Debug)]
+pub struct Watched<P> {
+    pub name: String,
+    /// The entry's bytes as received.
+    pub bytes: Bytes,
+    _proto: PhantomData<fn() -> P>,
+}
+
+/// [`Resource::Message`] of [`Watched`]: the decoded proto and its bytes.
+#[derive(Debug)]
+pub struct Decoded<P> {
+    pub proto: P,
+    pub bytes: Bytes,
+}
+
+impl<P: WatchedProto> Resource for Watched<P> {
+    type Message = Decoded<P>;
+
+    const TYPE_URL: TypeUrl = TypeUrl::new(P::TYPE_URL);
+
+    const ALL_RESOURCES_REQUIRED_IN_SOTW: bool = matches!(
+        P::RESOURCE_TYPE,
+        ResourceType::Listener | ResourceType::Cluster
+    );
+
+    fn deserialize(bytes: Bytes) -> xds_client::Result<Self::Message> {
+        let proto = P::decode(bytes.clone())?;
+        Ok(Decoded { proto, bytes })
+    }
+
+    fn name(message: &Self::Message) -> &str {
+        message.proto.resource_name()
+    }
+
+    fn validate(message: Self::Message) -> xds_client::Result<Self> {
+        Ok(Self {
+            name: message.proto.resource_name().to_string(),
+            bytes: message.bytes,
+            _proto: PhantomData,
+        })
+    }
+}
+
+impl<P: WatchedProto> Watched<P> {
+    /// A one-line description in the reference client's style, when the
+    /// reference decoder accepts the resource; otherwise a generic one.
+    pub fn summary(&self) -> String {
+        let any = Any {
+            type_url: P::TYPE_URL.to_string(),
+            value: self.bytes.to_vec(),
+        };
+        match decode_entry(P::RESOURCE_TYPE, &any).result {
+            Ok(resource) => resource.summary(),
+            Err(e) => format!(
+                "{} {:?} ({} bytes, accepted unvalidated; the reference client would reject it: {e})",
+                P::RESOURCE_TYPE.short_name(),
+                self.name,
+                self.bytes.len()
+            ),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Events
+
+/// The harness's view of one event of the crate's watcher.
+pub fn notification<P: WatchedProto>(event: &ResourceEvent<Watched<P>>) -> WatcherNotification {
+    match event {
+        ResourceEvent::ResourceChanged {
+            result: Ok(resource),
+            ..
+        } => WatcherNotification::Changed {
+            summary: resource.summary(),
+        },
+        ResourceEvent::ResourceChanged {
+            result: Err(xds_client::Error::ResourceDoesNotExist),
+            ..
+        } => WatcherNotification::DoesNotExist,
+        ResourceEvent::ResourceChanged { result: Err(e), .. } => {
+            WatcherNotification::ResourceError(xds_error(e))
+        }
+        ResourceEvent::AmbientError { error, .. } => {
+            WatcherNotification::AmbientError(xds_error(error))
+        }
+    }
+}
+
+/// The crate's error as a gRPC status (see the module docs for the codes).
+pub fn xds_error(error: &xds_client::Error) -> XdsError {
+    use xds_client::Error;
+    let code = match error {
+        Error::Stream(status) => status.code(),
+        Error::Connection(_) | Error::StreamClosed => tonic::Code::Unavailable,
+        Error::Validation(_) | Error::Decode(_) => tonic::Code::InvalidArgument,
+        Error::ResourceDoesNotExist => tonic::Code::NotFound,
+        _ => tonic::Code::Unknown,
+    };
+    XdsError::new(code, error.to_string())
+}
+
+/// Forwards every event of `watcher` to `sink`, releasing the crate's
+/// flow-control token after the sink returns.
+async fn pump<P: WatchedProto>(
+    mut watcher: ResourceWatcher<Watched<P>>,
+    name: String,
+    sink: EventSink,
+) {
+    while let Some(event) = watcher.next().await {
+        sink(ObservedEvent::Watcher {
+            resource_type: P::RESOURCE_TYPE,
+            name: name.clone(),
+            notification: notification(&event),
+        });
+        drop(event);
+    }
+}
+
+async fn start_watch<P: WatchedProto>(
+    client: &XdsClient,
+    name: &str,
+    sink: EventSink,
+) -> JoinHandle<()> {
+    // The watch command is queued before this returns, so commands reach
+    // the crate's worker in the order the harness gave them.
+    let watcher = client.watch::<Watched<P>>(name).await;
+    tokio::spawn(pump(watcher, name.to_string(), sink))
+}
+
+// ---------------------------------------------------------------------------
+// Transport
+
+/// Ends the connections of a [`HarnessTransportBuilder`] and refuses new
+/// ones, when set or dropped. The crate cannot be stopped (its worker holds
+/// a sender of its own command channel, so it outlives every handle), so
+/// this is how the adapter takes the client off the network at shutdown.
+#[derive(Debug)]
+pub struct Cutoff(watch::Sender<bool>);
+
+impl Cutoff {
+    pub fn cut(&self) {
+        self.0.send_replace(true);
+    }
+}
+
+/// The crate's [`TransportBuilder`] over the harness's byte streams.
+#[derive(Clone)]
+pub struct HarnessTransportBuilder {
+    factory: Arc<dyn XdsTransportFactory>,
+    /// Every field of the bootstrap's server entry (the crate's
+    /// [`ServerConfig`] only has the URI).
+    server: XdsServerConfig,
+    cut: watch::Receiver<bool>,
+}
+
+impl HarnessTransportBuilder {
+    pub fn new(factory: Arc<dyn XdsTransportFactory>, server: XdsServerConfig) -> (Self, Cutoff) {
+        let (tx, rx) = watch::channel(false);
+        (
+            Self {
+                factory,
+                server,
+                cut: rx,
+            },
+            Cutoff(tx),
+        )
+    }
+
+    /// For `transport`: the in-memory network, or TCP to `server_uri`.
+    pub fn for_transport(transport: &Transport, server: XdsServerConfig) -> (Self, Cutoff) {
+        let factory: Arc<dyn XdsTransportFactory> = match transport {
+            Transport::InMemory { xds, .. } => xds.clone(),
+            Transport::Tcp => Arc::new(TcpTransport),
+        };
+        Self::new(factory, server)
+    }
+
+    fn is_cut(&self) -> bool {
+        *self.cut.borrow() || self.cut.has_changed().is_err()
+    }
+}
+
+impl std::fmt::Debug for HarnessTransportBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HarnessTransportBuilder")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TransportBuilder for HarnessTransportBuilder {
+    type Transport = TonicTransport;
+
+    async fn build(&self, server: &ServerConfig) -> xds_client::Result<TonicTransport> {
+        if self.is_cut() {
+            return Err(xds_client::Error::Connection("client shut down".into()));
+        }
+        // The crate asks for its configured server; we configured the URI of
+        // `self.server`, whose other fields the factory may need.
+        let mut target = self.server.clone();
+        target.server_uri = server.uri().to_string();
+        // The URI only sets :authority; the connector decides where bytes go.
+        let endpoint = Endpoint::from_shared(format!("http://{}", authority_of(server.uri())))
+            .map_err(|e| xds_client::Error::Connection(e.to_string()))?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .http2_keep_alive_interval(KEEP_ALIVE_INTERVAL)
+            .keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
+            .keep_alive_while_idle(true);
+        let factory = self.factory.clone();
+        let cut = self.cut.clone();
+        let connector = tower::service_fn(move |_uri: Uri| {
+            let factory = factory.clone();
+            let target = target.clone();
+            let cut = cut.clone();
+            async move {
+                let io = factory.connect(&target).await?;
+                Ok::<_, io::Error>(TokioIo::new(CuttableIo::new(io, cut)))
+            }
+        });
+        let channel = endpoint
+            .connect_with_connector(connector)
+            .await
+            .map_err(|e| xds_client::Error::Connection(error_chain(&e)))?;
+        Ok(TonicTransport::from_channel(channel))
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        message.push_str(": ");
+        message.push_str(&e.to_string());
+        source = e.source();
+    }
+    message
+}
+
+fn authority_of(server_uri: &str) -> String {
+    let s = server_uri
+        .trim_start_matches("dns:///")
+        .trim_start_matches("http://");
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._:[]".contains(c))
+    {
+        s.to_string()
+    } else {
+        "xds-server".to_string()
+    }
+}
+
+/// A connection that fails (and lets go of its byte stream) once its
+/// [`Cutoff`] is set or dropped.
+struct CuttableIo {
+    inner: Option<BoxIo>,
+    cut: Pin<Box<dyn Future<Output = ()> + Send>>,
+}
+
+impl CuttableIo {
+    fn new(inner: BoxIo, mut cut: watch::Receiver<bool>) -> Self {
+        Self {
+            inner: Some(inner),
+            cut: Box::pin(async move {
+                // Err: the Cutoff was dropped, which cuts too.
+                let _ = cut.wait_for(|cut| *cut).await;
+            }),
+        }
+    }
+
+    /// The live stream, or None once cut. Polling the cut registers the
+    /// caller's waker, so a pending read or write wakes up when it happens.
+    fn live(&mut self, cx: &mut Context<'_>) -> Option<&mut BoxIo> {
+        if self.inner.is_some() && self.cut.as_mut().poll(cx).is_ready() {
+            self.inner = None;
+        }
+        self.inner.as_mut()
+    }
+}
+
+fn cut_error() -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionAborted, "client shut down")
+}
+
+impl AsyncRead for CuttableIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.live(cx) {
+            Some(io) => Pin::new(io).poll_read(cx, buf),
+            None => Poll::Ready(Err(cut_error())),
+        }
+    }
+}
+
+impl AsyncWrite for CuttableIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.live(cx) {
+            Some(io) => Pin::new(io).poll_write(cx, buf),
+            None => Poll::Ready(Err(cut_error())),
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.live(cx) {
+            Some(io) => Pin::new(io).poll_flush(cx),
+            None => Poll::Ready(Err(cut_error())),
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.live(cx) {
+            Some(io) => Pin::new(io).poll_shutdown(cx),
+            None => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+/// Builds the crate's client as the adapter does, for `transport`.
+pub fn build_client(config: &CrateConfig, transport: &Transport) -> (XdsClient, Cutoff) {
+    let (builder, cutoff) =
+        HarnessTransportBuilder::for_transport(transport, config.server.clone());
+    let client =
+        XdsClient::builder(config.client_config(), builder, ProstCodec, TokioRuntime).build();
+    (client, cutoff)
+}
+
+// ---------------------------------------------------------------------------
+// The adapter
+
+#[async_trait::async_trait]
+impl ClientUnderTest for GrpcRustClient {
+    fn name(&self) -> &str {
+        "grpc-rust"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            watch: true,
+            dial: false,
+            rpc: false,
+            dial_config: false,
+            csds: false,
+            client_events: false,
+            fallback: false,
+            delta: false,
+            virtual_time: true,
+            profiles: Vec::new(),
+        }
+    }
+
+    async fn start(&mut self, env: ClientEnvironment) -> Result<(), ClientError> {
+        if let Some(profile) = &env.profile {
+            return Err(ClientError::Unsupported(format!(
+                "profile \"{profile}\" (grpc-rust has none)"
+            )));
+        }
+        let config = CrateConfig::from_bootstrap_json(&env.bootstrap_json)?;
+        let (client, cutoff) = build_client(&config, &env.transport);
+        self.started = Some(Started {
+            client,
+            events: env.events,
+            cutoff,
+        });
+        Ok(())
+    }
+
+    async fn watch(&mut self, resource_type: ResourceType, name: &str) -> Result<(), ClientError> {
+        let started = self.started()?;
+        let client = &started.client;
+        let sink = started.events.clone();
+        let task = match resource_type {
+            ResourceType::Listener => start_watch::<Listener>(client, name, sink).await,
+            ResourceType::RouteConfiguration => {
+                start_watch::<RouteConfiguration>(client, name, sink).await
+            }
+            ResourceType::Cluster => start_watch::<Cluster>(client, name, sink).await,
+            ResourceType::ClusterLoadAssignment => {
+                start_watch::<ClusterLoadAssignment>(client, name, sink).await
+            }
+        };
+        self.watches
+            .entry((resource_type, name.to_string()))
+            .or_default()
+            .push(task);
+        Ok(())
+    }
+
+    async fn cancel_watch(
+        &mut self,
+        resource_type: ResourceType,
+        name: &str,
+    ) -> Result<(), ClientError> {
+        let key = (resource_type, name.to_string());
+        let task = self
+            .watches
+            .get_mut(&key)
+            .and_then(Vec::pop)
+            .ok_or_else(|| ClientError::Failed(format!("no watch on {resource_type} {name}")))?;
+        stop(task).await;
+        Ok(())
+    }
+
+    async fn dial(&mut self, _target: &str) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported(
+            "dial (grpc-rust's xds-client has no LDS->RDS->CDS->EDS cascade)".into(),
+        ))
+    }
+
+    async fn rpc(&mut self, _request: &RpcRequest) -> Result<RpcOutcome, ClientError> {
+        Err(ClientError::Unsupported(
+            "rpc (grpc-rust's xds-client has no channel)".into(),
+        ))
+    }
+
+    async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {
+        Err(ClientError::Unsupported(
+            "csds (grpc-rust's xds-client exposes no client state)".into(),
+        ))
+    }
+
+    async fn shutdown(&mut self) {
+        for (_, tasks) in std::mem::take(&mut self.watches) {
+            for task in tasks {
+                stop(task).await;
+            }
+        }
+        if let Some(started) = self.started.take() {
+            drop(started.client);
+            started.cutoff.cut();
+        }
+    }
+}
+
+/// Stops a watch: drops its [`ResourceWatcher`] (which unsubscribes) before
+/// returning.
+async fn stop(task: JoinHandle<()>) {
+    task.abort();
+    // Err(cancelled) is the expected outcome; a pump never panics.
+    let _ = task.await;
+}

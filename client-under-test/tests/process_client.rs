@@ -1,0 +1,904 @@
+//! `ProcessClient` against real child processes, in real time: the fixture
+//! adapters in `tests/fixtures/` (see its README) follow the protocol, or
+//! break it in one specific way each. Every test checks that no process
+//! outlives the client.
+
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use envoy_types::pb::envoy::service::status::v3::client_config::GenericXdsConfig;
+use envoy_types::pb::envoy::service::status::v3::client_status_discovery_service_server::{
+    ClientStatusDiscoveryService, ClientStatusDiscoveryServiceServer,
+};
+use envoy_types::pb::envoy::service::status::v3::{
+    ClientConfig, ClientStatusRequest, ClientStatusResponse,
+};
+use serde_json::{Value, json};
+use tonic::{Request, Response, Status, Streaming};
+use xds_client_under_test::{
+    Capabilities, ClientEnvironment, ClientError, ClientUnderTest, ConnectivityState,
+    DataPlaneConnector, ObservedEvent, ProcessClient, ProcessError, ProcessTimeouts, RpcOutcome,
+    RpcRequest, Transport, WatcherNotification,
+};
+use xds_reference_client::{
+    ClientEvent, LogLevel, ResourceType, TcpTransport, XdsError, XdsTransportFactory,
+};
+
+/// Timeouts for fixtures: generous where a python fixture must start (a
+/// loaded machine), short where a test waits for the timeout to fire.
+fn timeouts() -> ProcessTimeouts {
+    ProcessTimeouts {
+        hello: Duration::from_secs(20),
+        command: Duration::from_secs(5),
+        rpc_grace: Duration::from_secs(5),
+        shutdown: Duration::from_secs(5),
+        install: Duration::from_secs(60),
+    }
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// A fresh "repository root" for one test: it links `client-under-test/`
+/// to the real one, so the fixtures' manifests work unchanged, while what
+/// the fixtures write (pid files, install markers) stays in the scratch
+/// directory.
+struct Scratch {
+    root: PathBuf,
+}
+
+impl Scratch {
+    fn new(test: &str) -> Scratch {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let root = std::env::temp_dir().join(format!(
+            "xds-cut-process-{test}-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&root).unwrap();
+        std::os::unix::fs::symlink(env!("CARGO_MANIFEST_DIR"), root.join("client-under-test"))
+            .unwrap();
+        Scratch { root }
+    }
+
+    fn client(&self, fixture: &str) -> ProcessClient {
+        ProcessClient::load(&self.root, &fixtures().join(fixture))
+            .unwrap()
+            .with_timeouts(timeouts())
+    }
+
+    /// A variant of a fixture's manifest, written into the scratch
+    /// directory (for settings that only exist at run time, e.g. ports).
+    fn variant(&self, fixture: &str, edit: impl FnOnce(&mut Value)) -> ProcessClient {
+        let text = std::fs::read_to_string(fixtures().join(fixture).join("adapter.json")).unwrap();
+        let mut manifest: Value = serde_json::from_str(&text).unwrap();
+        edit(&mut manifest);
+        let dir = self.root.join(format!("variant-{fixture}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("adapter.json"), manifest.to_string()).unwrap();
+        ProcessClient::load(&self.root, &dir)
+            .unwrap()
+            .with_timeouts(timeouts())
+    }
+
+    /// A pid a fixture wrote into its working directory.
+    fn pid(&self, file: &str) -> i32 {
+        let path = self.root.join(file);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        text.trim().parse().unwrap()
+    }
+
+    fn read(&self, file: &str) -> String {
+        std::fs::read_to_string(self.root.join(file)).unwrap()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+#[derive(Clone, Default)]
+struct Events(Arc<Mutex<Vec<ObservedEvent>>>);
+
+impl Events {
+    fn all(&self) -> Vec<ObservedEvent> {
+        self.0.lock().unwrap().clone()
+    }
+
+    fn logs(&self, level: LogLevel) -> Vec<String> {
+        self.all()
+            .into_iter()
+            .filter_map(|e| match e {
+                ObservedEvent::Client(ClientEvent::Log { level: l, message }) if l == level => {
+                    Some(message)
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The first log line of `level`, waiting for it: events printed
+    /// after a reply may arrive after the command returned.
+    async fn first_log(&self, level: LogLevel) -> String {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(first) = self.logs(level).into_iter().next() {
+                return first;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {level:?} log in {:?}",
+                self.all()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+fn env(events: &Events) -> ClientEnvironment {
+    let sink = events.0.clone();
+    ClientEnvironment {
+        bootstrap_json: r#"{"fixture": "bootstrap"}"#.into(),
+        transport: Transport::Tcp,
+        rng_seed: 42,
+        profile: None,
+        clock_epoch: SystemTime::UNIX_EPOCH,
+        events: Arc::new(move |event| sink.lock().unwrap().push(event)),
+    }
+}
+
+/// Is the process there (and not a zombie)? Zombies count as gone: a
+/// grandchild reparented to a PID 1 that does not reap stays a zombie, but
+/// it runs nothing.
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat_fields(&stat).is_some_and(|(state, _)| state != "Z"),
+        Err(_) => false,
+    }
+}
+
+/// (state, pgrp) from /proc/<pid>/stat; the command name in parentheses
+/// may contain spaces, so fields are counted after its closing paren.
+fn stat_fields(stat: &str) -> Option<(String, i32)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.to_string();
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+/// Live (non-zombie) members of a process group.
+fn group_members(pgid: i32) -> Vec<i32> {
+    let mut members = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            && let Some((state, pgrp)) = stat_fields(&stat)
+            && pgrp == pgid
+            && state != "Z"
+        {
+            members.push(pid);
+        }
+    }
+    members
+}
+
+/// `kill -0`: does the pid exist at all (a zombie counts)?
+fn signalable(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// Waits (a little: SIGKILL is asynchronous) until none of `pids` runs and
+/// the group `pgid` is empty.
+async fn assert_all_gone(pgid: i32, pids: &[i32]) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let running: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+        let members = group_members(pgid);
+        if running.is_empty() && members.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running: {running:?}; group {pgid} members: {members:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn crashed(result: Result<impl std::fmt::Debug, ClientError>) -> (String, String) {
+    match result {
+        Err(ClientError::Crashed {
+            reason,
+            stderr_tail,
+        }) => (reason, stderr_tail),
+        other => panic!("expected Crashed, got {other:?}"),
+    }
+}
+
+fn rpc(target: &str) -> RpcRequest {
+    RpcRequest {
+        target: target.into(),
+        method: "/xds_conformance.Backend/Who".into(),
+        timeout: Duration::from_millis(1500),
+        wait_for_ready: true,
+    }
+}
+
+// ---- the happy path of the driver ----
+
+#[tokio::test]
+async fn minimal_fixture_start_passes_the_environment() {
+    let scratch = Scratch::new("start");
+    let events = Events::default();
+    let mut client = scratch.client("minimal");
+    assert_eq!(client.name(), "fixture-minimal");
+    let mut environment = env(&events);
+    environment.profile = Some("p1".into());
+    client.start(environment).await.unwrap();
+
+    let pid = client.pid().unwrap() as i32;
+    // The pid we hold is the adapter itself (pyenv's shim execs python).
+    assert_eq!(scratch.pid("fixture.pid"), pid);
+    let hello = client.hello().unwrap();
+    assert_eq!(
+        (hello.client.as_str(), hello.version.as_str()),
+        ("fixture", "0.0.1")
+    );
+    assert_eq!(
+        client.capabilities(),
+        Capabilities {
+            dial: true,
+            rpc: true,
+            watch: true,
+            profiles: vec!["p1".into()],
+            ..Capabilities::default()
+        }
+    );
+
+    // The fixture's first event echoes its environment.
+    let echoed: Value = serde_json::from_str(&events.first_log(LogLevel::Info).await).unwrap();
+    let bootstrap_path = PathBuf::from(echoed["bootstrap_path"].as_str().unwrap());
+    assert!(bootstrap_path.starts_with(std::env::temp_dir()));
+    assert_eq!(echoed["bootstrap"], r#"{"fixture": "bootstrap"}"#);
+    assert_eq!(echoed["profile"], "p1");
+    assert_eq!(echoed["seed"], "42");
+    assert_eq!(echoed["fixture_env"], "from-manifest");
+    assert!(bootstrap_path.exists());
+
+    client.shutdown().await;
+    assert!(client.pid().is_none());
+    // Reaped by the time shutdown returns: not even a zombie is left.
+    assert!(!signalable(pid));
+    assert_all_gone(pid, &[pid]).await;
+    assert!(!bootstrap_path.exists(), "the bootstrap file is deleted");
+    // A clean exit: no warnings, no errors on the timeline.
+    assert_eq!(events.logs(LogLevel::Warning), Vec::<String>::new());
+    assert_eq!(events.logs(LogLevel::Error), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn minimal_fixture_dial_and_rpc() {
+    let scratch = Scratch::new("dial-rpc");
+    let events = Events::default();
+    let mut client = scratch.client("minimal");
+    client.start(env(&events)).await.unwrap();
+    let pid = client.pid().unwrap() as i32;
+
+    client.dial("xds:///svc").await.unwrap();
+    // Events the adapter printed before its reply are delivered before the
+    // command returns, in order.
+    let states: Vec<ObservedEvent> = events
+        .all()
+        .into_iter()
+        .filter(|e| matches!(e, ObservedEvent::ChannelState { .. }))
+        .collect();
+    assert_eq!(
+        states,
+        [ConnectivityState::Connecting, ConnectivityState::Ready].map(|state| {
+            ObservedEvent::ChannelState {
+                target: "xds:///svc".into(),
+                state,
+            }
+        })
+    );
+
+    assert_eq!(
+        client.rpc(&rpc("xds:///svc")).await.unwrap(),
+        RpcOutcome {
+            code: tonic::Code::Ok,
+            message: String::new(),
+            backend: Some("b1".into()),
+        }
+    );
+    assert_eq!(
+        client.rpc(&rpc("xds:///unavailable")).await.unwrap(),
+        RpcOutcome {
+            code: tonic::Code::Unavailable,
+            message: "no healthy upstream".into(),
+            backend: None,
+        }
+    );
+    // The command as the adapter received it.
+    let echoed = events
+        .logs(LogLevel::Info)
+        .into_iter()
+        .find_map(|m| m.strip_prefix("rpc ").map(str::to_string))
+        .unwrap();
+    let echoed: Value = serde_json::from_str(&echoed).unwrap();
+    assert_eq!(
+        echoed,
+        json!({"id": 2, "op": "rpc", "target": "xds:///svc",
+               "method": "/xds_conformance.Backend/Who", "timeout_ms": 1500,
+               "wait_for_ready": true})
+    );
+
+    // Not declared by the fixture: refused without asking it.
+    assert!(matches!(
+        client.csds().await,
+        Err(ClientError::Unsupported(_))
+    ));
+
+    client.shutdown().await;
+    assert_all_gone(pid, &[pid]).await;
+}
+
+#[tokio::test]
+async fn minimal_fixture_watch_events_map_to_notifications() {
+    let scratch = Scratch::new("watch");
+    let events = Events::default();
+    let mut client = scratch.client("minimal");
+    client.start(env(&events)).await.unwrap();
+    let pid = client.pid().unwrap() as i32;
+
+    client.watch(ResourceType::Cluster, "c1").await.unwrap();
+    let notifications: Vec<WatcherNotification> = events
+        .all()
+        .into_iter()
+        .filter_map(|e| match e {
+            ObservedEvent::Watcher {
+                resource_type: ResourceType::Cluster,
+                name,
+                notification,
+            } if name == "c1" => Some(notification),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        notifications,
+        vec![
+            WatcherNotification::Changed {
+                summary: "fixture CDS c1".into()
+            },
+            WatcherNotification::AmbientError(XdsError::new(
+                tonic::Code::Unavailable,
+                "server down"
+            )),
+            WatcherNotification::AmbientErrorCleared,
+            WatcherNotification::ResourceError(XdsError::new(tonic::Code::InvalidArgument, "bad")),
+            WatcherNotification::DoesNotExist,
+        ]
+    );
+
+    client
+        .cancel_watch(ResourceType::Cluster, "c1")
+        .await
+        .unwrap();
+    // The adapter's own error comes back as Failed, and the client is
+    // still usable afterwards.
+    assert_eq!(
+        client.cancel_watch(ResourceType::Cluster, "c1").await,
+        Err(ClientError::Failed("no watch on CDS c1".into()))
+    );
+    client.dial("xds:///after").await.unwrap();
+
+    client.shutdown().await;
+    assert_all_gone(pid, &[pid]).await;
+}
+
+#[tokio::test]
+async fn hello_capabilities_override_the_manifest_with_a_warning() {
+    let scratch = Scratch::new("caps");
+    let events = Events::default();
+    let mut client = scratch.variant("minimal", |m| {
+        m["env"]["FIXTURE_HELLO_CAPABILITIES"] =
+            json!(json!({"dial": true, "watch": true, "profiles": ["p2", "p1"]}).to_string());
+    });
+    let declared = client.capabilities();
+    assert!(declared.rpc);
+    client.start(env(&events)).await.unwrap();
+    let pid = client.pid().unwrap() as i32;
+
+    let said = client.capabilities();
+    assert_eq!(
+        said,
+        Capabilities {
+            dial: true,
+            watch: true,
+            profiles: vec!["p1".into(), "p2".into()],
+            ..Capabilities::default()
+        }
+    );
+    let warnings = events.logs(LogLevel::Warning);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains(r#"rpc: adapter.json true, hello false; profiles: adapter.json ["p1"], hello ["p1", "p2"]"#),
+        "{}",
+        warnings[0]
+    );
+    // What the hello does not declare is refused.
+    assert!(matches!(
+        client.rpc(&rpc("xds:///svc")).await,
+        Err(ClientError::Unsupported(_))
+    ));
+
+    client.shutdown().await;
+    assert_all_gone(pid, &[pid]).await;
+}
+
+/// Serves one fixed ClientStatusResponse, with a bare type URL as grpc-js
+/// reports them.
+struct FixedCsds;
+
+#[tonic::async_trait]
+impl ClientStatusDiscoveryService for FixedCsds {
+    type StreamClientStatusStream =
+        Pin<Box<dyn tokio_stream::Stream<Item = Result<ClientStatusResponse, Status>> + Send>>;
+
+    async fn stream_client_status(
+        &self,
+        _request: Request<Streaming<ClientStatusRequest>>,
+    ) -> Result<Response<Self::StreamClientStatusStream>, Status> {
+        Err(Status::unimplemented("fixture"))
+    }
+
+    async fn fetch_client_status(
+        &self,
+        _request: Request<ClientStatusRequest>,
+    ) -> Result<Response<ClientStatusResponse>, Status> {
+        let entry = |type_url: &str, name: &str| GenericXdsConfig {
+            type_url: type_url.into(),
+            name: name.into(),
+            ..Default::default()
+        };
+        Ok(Response::new(ClientStatusResponse {
+            config: vec![ClientConfig {
+                client_scope: "xds:///svc".into(),
+                generic_xds_configs: vec![
+                    entry("envoy.config.cluster.v3.Cluster", "c1"),
+                    entry(ResourceType::Listener.type_url(), "l1"),
+                ],
+                ..Default::default()
+            }],
+        }))
+    }
+}
+
+#[tokio::test]
+async fn csds_is_fetched_from_the_hello_address_with_full_type_urls() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(ClientStatusDiscoveryServiceServer::new(FixedCsds))
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+    );
+
+    let scratch = Scratch::new("csds");
+    let events = Events::default();
+    let mut client = scratch.variant("minimal", |m| {
+        m["capabilities"]["csds"] = json!(true);
+        m["env"]["FIXTURE_HELLO_CAPABILITIES"] = json!(m["capabilities"].to_string());
+        m["env"]["FIXTURE_CSDS_ADDRESS"] = json!(address.to_string());
+    });
+    client.start(env(&events)).await.unwrap();
+    let pid = client.pid().unwrap() as i32;
+
+    for _ in 0..2 {
+        // (The second fetch reuses the channel.)
+        let response = client.csds().await.unwrap();
+        let config = &response.config[0];
+        assert_eq!(config.client_scope, "xds:///svc");
+        let entries: Vec<(&str, &str)> = config
+            .generic_xds_configs
+            .iter()
+            .map(|g| (g.type_url.as_str(), g.name.as_str()))
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                (ResourceType::Cluster.type_url(), "c1"),
+                (ResourceType::Listener.type_url(), "l1"),
+            ]
+        );
+    }
+
+    client.shutdown().await;
+    assert_all_gone(pid, &[pid]).await;
+}
+
+#[tokio::test]
+async fn unsupported_settings_start_nothing() {
+    let scratch = Scratch::new("unsupported");
+    let events = Events::default();
+    let mut client = scratch.client("minimal");
+
+    let mut in_memory = env(&events);
+    let transport: Arc<dyn XdsTransportFactory> = Arc::new(TcpTransport);
+    let data_plane: Arc<dyn DataPlaneConnector> = Arc::new(TcpTransport);
+    in_memory.transport = Transport::InMemory {
+        xds: transport,
+        data_plane,
+    };
+    assert!(matches!(
+        client.start(in_memory).await,
+        Err(ClientError::Unsupported(_))
+    ));
+
+    let mut profiled = env(&events);
+    profiled.profile = Some("a88".into());
+    match client.start(profiled).await {
+        Err(ClientError::Unsupported(what)) => assert!(what.contains("\"a88\""), "{what}"),
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+    // Refused from the manifest alone: no process was started.
+    assert!(!scratch.root.join("fixture.pid").exists());
+    assert!(client.pid().is_none());
+    assert!(matches!(
+        client.dial("xds:///svc").await,
+        Err(ClientError::Failed(_))
+    ));
+}
+
+// ---- failures ----
+
+#[tokio::test]
+async fn crash_before_hello() {
+    let scratch = Scratch::new("before-hello");
+    let events = Events::default();
+    let mut client = scratch.client("fail-before-hello");
+    let (reason, stderr_tail) = crashed(client.start(env(&events)).await);
+    assert_eq!(
+        reason,
+        "client process exited before hello (exit status: 3)"
+    );
+    assert_eq!(
+        stderr_tail,
+        "fail-before-hello: cannot load the client library\nfail-before-hello: giving up"
+    );
+    assert!(client.pid().is_none());
+    let pid = scratch.pid("fixture.pid");
+    assert_all_gone(pid, &[pid]).await;
+    assert_eq!(
+        events.logs(LogLevel::Error),
+        ["adapter fixture-fail-before-hello: client process exited before hello (exit status: 3)"]
+    );
+}
+
+#[tokio::test]
+async fn no_hello_times_out_and_kills_the_group() {
+    let scratch = Scratch::new("no-hello");
+    let events = Events::default();
+    let mut client = scratch
+        .client("fail-no-hello")
+        .with_timeouts(ProcessTimeouts {
+            hello: Duration::from_millis(700),
+            ..timeouts()
+        });
+    let started = Instant::now();
+    let (reason, stderr_tail) = crashed(client.start(env(&events)).await);
+    assert!(started.elapsed() >= Duration::from_millis(700));
+    assert_eq!(reason, "no hello within 700ms");
+    assert_eq!(stderr_tail, "fail-no-hello: initialising forever");
+    let (pid, grandchild) = (scratch.pid("fixture.pid"), scratch.pid("grandchild.pid"));
+    assert_all_gone(pid, &[pid, grandchild]).await;
+}
+
+#[tokio::test]
+async fn printing_before_hello_fails_the_start() {
+    let scratch = Scratch::new("print-before-hello");
+    let events = Events::default();
+    let mut client = scratch.variant("fail-no-hello", |m| {
+        m["command"] = json!(["bash", "-c", "echo $$ > fixture.pid; echo '{\"event\": \"log\", \"level\": \"info\"}'; exec sleep 1000"]);
+    });
+    let (reason, _) = crashed(client.start(env(&events)).await);
+    assert_eq!(
+        reason,
+        r#"printed a line before hello: {"event": "log", "level": "info"}"#
+    );
+    let pid = scratch.pid("fixture.pid");
+    assert_all_gone(pid, &[pid]).await;
+}
+
+#[tokio::test]
+async fn crash_on_dial() {
+    let scratch = Scratch::new("crash-on-dial");
+    let events = Events::default();
+    let mut client = scratch.client("fail-crash-on-dial");
+    client.start(env(&events)).await.unwrap();
+    let pid = client.pid().unwrap() as i32;
+
+    let (reason, stderr_tail) = crashed(client.dial("xds:///svc").await);
+    assert_eq!(
+        reason,
+        "client process exited unexpectedly (exit status: 4) (while waiting for the reply to dial)"
+    );
+    assert_eq!(stderr_tail, "fail-crash-on-dial: simulated crash in dial");
+    // Every later command fails the same way, at once.
+    let (reason, stderr_tail) = crashed(client.rpc(&rpc("xds:///svc")).await);
+    assert_eq!(
+        reason,
+        "client process exited unexpectedly (exit status: 4)"
+    );
+    assert_eq!(stderr_tail, "fail-crash-on-dial: simulated crash in dial");
+    assert_eq!(
+        events.logs(LogLevel::Error),
+        ["adapter fixture-fail-crash-on-dial: client process exited unexpectedly (exit status: 4)"]
+    );
+
+    client.shutdown().await;
+    assert_all_gone(pid, &[pid]).await;
+}
+
+#[tokio::test]
+async fn garbage_on_stdout_breaks_the_client() {
+    let scratch = Scratch::new("garbage");
+    let events = Events::default();
+    let mut client = scratch.client("fail-garbage");
+    client.start(env(&events)).await.unwrap();
+    let pid = client.pid().unwrap() as i32;
+
+    let (reason, stderr_tail) = crashed(client.dial("xds:///svc").await);
+    assert!(
+        reason.starts_with("printed a line that is not JSON (")
+            && reason.ends_with("): this is not json (while waiting for the reply to dial)"),
+        "{reason}"
+    );
+    assert_eq!(stderr_tail, "fail-garbage: about to print garbage");
+    // Killed at once, before any shutdown.
+    assert_all_gone(pid, &[pid]).await;
+    assert!(matches!(
+        client.dial("xds:///svc").await,
+        Err(ClientError::Crashed { .. })
+    ));
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn unanswered_rpc_times_out_and_kills_the_group() {
+    let scratch = Scratch::new("rpc-timeout");
+    let events = Events::default();
+    let mut client = scratch.client("fail-hangs").with_timeouts(ProcessTimeouts {
+        rpc_grace: Duration::from_millis(300),
+        ..timeouts()
+    });
+    client.start(env(&events)).await.unwrap();
+    let pid = client.pid().unwrap() as i32;
+    let grandchild = scratch.pid("grandchild.pid");
+    assert!(alive(grandchild));
+    client.dial("xds:///svc").await.unwrap();
+
+    let started = Instant::now();
+    let request = RpcRequest {
+        timeout: Duration::from_millis(200),
+        ..rpc("xds:///svc")
+    };
+    let (reason, stderr_tail) = crashed(client.rpc(&request).await);
+    assert!(started.elapsed() >= Duration::from_millis(500));
+    assert_eq!(reason, "no reply to rpc within 500ms");
+    assert_eq!(stderr_tail, "fail-hangs: not answering rpc");
+    // Killed at once, with its child, before any shutdown.
+    assert_all_gone(pid, &[pid, grandchild]).await;
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn ignored_shutdown_is_followed_by_a_kill() {
+    let scratch = Scratch::new("ignore-shutdown");
+    let events = Events::default();
+    let mut client = scratch.client("fail-hangs").with_timeouts(ProcessTimeouts {
+        shutdown: Duration::from_millis(500),
+        ..timeouts()
+    });
+    client.start(env(&events)).await.unwrap();
+    let pid = client.pid().unwrap() as i32;
+    let grandchild = scratch.pid("grandchild.pid");
+    let bootstrap = PathBuf::from(scratch.read("bootstrap.path"));
+    assert!(bootstrap.exists());
+
+    let started = Instant::now();
+    client.shutdown().await;
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(500), "{took:?}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(
+        !signalable(pid),
+        "the leader is reaped when shutdown returns"
+    );
+    assert_all_gone(pid, &[pid, grandchild]).await;
+    assert!(!bootstrap.exists());
+    assert_eq!(
+        events.logs(LogLevel::Warning),
+        ["adapter fixture-fail-hangs: did not exit within 500ms of shutdown; killed"]
+    );
+    // Killing it on purpose is not a crash.
+    assert_eq!(events.logs(LogLevel::Error), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn drop_kills_the_group_without_shutdown() {
+    let scratch = Scratch::new("drop");
+    let events = Events::default();
+    let mut client = scratch.client("fail-hangs");
+    client.start(env(&events)).await.unwrap();
+    let pid = client.pid().unwrap() as i32;
+    let grandchild = scratch.pid("grandchild.pid");
+    let bootstrap = PathBuf::from(scratch.read("bootstrap.path"));
+
+    drop(client);
+    assert!(!bootstrap.exists());
+    assert_all_gone(pid, &[pid, grandchild]).await;
+}
+
+// ---- install ----
+
+#[test]
+fn install_runs_once() {
+    let scratch = Scratch::new("install");
+    let client = scratch.client("install-counter");
+    let marker = scratch.root.join("peers/install-counter/.installed");
+    assert!(!marker.exists());
+    client.ensure_installed().unwrap();
+    assert!(marker.exists());
+    client.ensure_installed().unwrap();
+    assert_eq!(scratch.read("peers/install-counter/runs"), "run\n");
+}
+
+#[test]
+fn failed_install_reports_the_output_tail() {
+    let scratch = Scratch::new("install-fails");
+    let client = scratch.client("fail-install");
+    let error = client.ensure_installed().unwrap_err();
+    let ProcessError::InstallFailed {
+        adapter,
+        outcome,
+        output_tail,
+    } = &error
+    else {
+        panic!("{error:?}");
+    };
+    assert_eq!(adapter, "fixture-fail-install");
+    assert_eq!(outcome, "exited with exit status: 7");
+    // The last 40 lines, stdout and stderr interleaved as written.
+    let lines: Vec<&str> = output_tail.lines().collect();
+    assert_eq!(lines.len(), 40);
+    assert_eq!(lines[0], "fail-install: progress 63");
+    assert_eq!(
+        lines[37..],
+        [
+            "fail-install: progress 100",
+            "fail-install: ERROR: could not download the client (stderr)",
+            "fail-install: giving up (stdout)",
+        ]
+    );
+}
+
+#[test]
+fn install_without_its_marker_fails() {
+    let scratch = Scratch::new("install-no-marker");
+    let client = scratch.variant("install-counter", |m| {
+        m["install"] = json!(["bash", "-c", "echo done"]);
+    });
+    match client.ensure_installed() {
+        Err(ProcessError::InstallFailed {
+            outcome,
+            output_tail,
+            ..
+        }) => {
+            assert!(
+                outcome.starts_with("finished but did not create its marker ")
+                    && outcome.ends_with("peers/install-counter/.installed"),
+                "{outcome}"
+            );
+            assert_eq!(output_tail, "done");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn install_timeout_kills_the_install() {
+    let scratch = Scratch::new("install-timeout");
+    let client = scratch
+        .variant("install-counter", |m| {
+            // With a child, so that killing bash alone is not enough.
+            m["install"] = json!([
+                "bash",
+                "-c",
+                "echo $$ > install.pid; sleep 1000 & echo $! > install-child.pid; echo waiting; wait"
+            ]);
+        })
+        .with_timeouts(ProcessTimeouts {
+            install: Duration::from_millis(500),
+            ..timeouts()
+        });
+    match client.ensure_installed() {
+        Err(ProcessError::InstallFailed {
+            outcome,
+            output_tail,
+            ..
+        }) => {
+            assert_eq!(outcome, "timed out after 500ms");
+            assert_eq!(output_tail, "waiting");
+        }
+        other => panic!("{other:?}"),
+    }
+    let (pid, child) = (scratch.pid("install.pid"), scratch.pid("install-child.pid"));
+    assert!(!signalable(pid), "the install's leader is reaped");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while alive(child) || !group_members(pid).is_empty() {
+        assert!(Instant::now() < deadline, "{:?}", group_members(pid));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ---- manifests ----
+
+fn manifest_error(json: &str) -> ProcessError {
+    xds_client_under_test::AdapterManifest::parse(json, Path::new("x/adapter.json")).unwrap_err()
+}
+
+#[test]
+fn manifest_errors() {
+    let error = manifest_error(r#"{"name": "a", "command": ["x"]}"#);
+    assert!(
+        matches!(&error, ProcessError::ParseManifest { .. })
+            && error.to_string().contains("missing field `capabilities`"),
+        "{error}"
+    );
+    // A misspelt capability would silently read as false.
+    let error =
+        manifest_error(r#"{"name": "a", "command": ["x"], "capabilities": {"dail": true}}"#);
+    assert!(
+        error.to_string().contains("unknown field `dail`"),
+        "{error}"
+    );
+    let error = manifest_error(r#"{"name": "a", "command": ["x"], "capabilties": {}}"#);
+    assert!(
+        error.to_string().contains("unknown field `capabilties`"),
+        "{error}"
+    );
+    let error =
+        manifest_error(r#"{"name": "a", "command": ["x"], "install": ["i"], "capabilities": {}}"#);
+    assert_eq!(
+        error.to_string(),
+        "x/adapter.json: `install` needs an `installed` marker"
+    );
+    let error = manifest_error(r#"{"name": "a", "command": [], "capabilities": {}}"#);
+    assert_eq!(error.to_string(), "x/adapter.json: `command` is empty");
+
+    let missing = ProcessClient::load(Path::new("/"), Path::new("/nonexistent"));
+    assert!(matches!(missing, Err(ProcessError::ReadManifest { .. })));
+}
+
+/// Every fixture manifest (and so the documented shape) loads.
+#[test]
+fn fixture_manifests_load() {
+    for entry in std::fs::read_dir(fixtures()).unwrap().flatten() {
+        if entry.path().is_dir() {
+            ProcessClient::load(Path::new("/"), &entry.path()).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}

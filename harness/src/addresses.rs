@@ -1,0 +1,269 @@
+//! Endpoint addresses for runs over real TCP.
+//!
+//! Scenarios name endpoints by canonical addresses: a backend's
+//! [`backend_address`](crate::scenario::backend_address), or any other
+//! `ip:port`. Real clients really connect to what EDS says, so before a
+//! ClusterLoadAssignment is served over TCP its addresses are rewritten:
+//! backends to where they actually listen, every other address to a
+//! distinct closed loopback address (127.1.x.y, same port), so no traffic
+//! leaves the machine and each endpoint stays distinct (duplicate
+//! addresses are invalid EDS). Timelines are rewritten back, so they read
+//! the same in every mode.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+
+use envoy_types::pb::envoy::config::core::v3::{
+    SocketAddress, address, socket_address::PortSpecifier,
+};
+use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+use envoy_types::pb::envoy::config::endpoint::v3::lb_endpoint::HostIdentifier;
+use envoy_types::pb::envoy::service::discovery::v3::Resource;
+use envoy_types::pb::google::protobuf::Any;
+use prost::{Message, Name};
+use xds_fake_server::ServedResource;
+
+/// Rewrites endpoint addresses one way and timeline text the other way.
+#[derive(Clone, Debug, Default)]
+pub struct AddressMap {
+    /// canonical `ip:port` -> real `ip:port`, for backends.
+    backends: BTreeMap<String, String>,
+    /// canonical IP -> loopback IP, for everything else.
+    others: BTreeMap<String, String>,
+    /// real text -> canonical text, applied to rendered timelines.
+    reverse: Vec<(String, String)>,
+}
+
+impl AddressMap {
+    /// No rewriting (in-memory runs use canonical addresses directly).
+    pub fn identity() -> Self {
+        Self::default()
+    }
+
+    pub fn add_backend(&mut self, canonical: &str, real: SocketAddr) {
+        self.backends
+            .insert(canonical.to_string(), real.to_string());
+        self.reverse.push((real.to_string(), canonical.to_string()));
+    }
+
+    /// Rendered timelines name a server by its in-memory URI.
+    pub fn add_server(&mut self, canonical_uri: &str, real: SocketAddr) {
+        self.reverse
+            .push((real.to_string(), canonical_uri.to_string()));
+    }
+
+    pub fn is_identity(&self) -> bool {
+        self.backends.is_empty() && self.reverse.is_empty()
+    }
+
+    /// The resources with every EDS endpoint address rewritten.
+    pub fn rewrite(&mut self, resources: &[ServedResource]) -> Vec<ServedResource> {
+        if self.is_identity() {
+            return resources.to_vec();
+        }
+        resources.iter().map(|r| self.rewrite_one(r)).collect()
+    }
+
+    fn rewrite_one(&mut self, resource: &ServedResource) -> ServedResource {
+        let mut out = resource.clone();
+        out.entry = self.rewrite_any(&resource.entry);
+        out
+    }
+
+    fn rewrite_any(&mut self, any: &Any) -> Any {
+        if any.type_url == Resource::type_url()
+            && let Ok(mut wrapper) = Resource::decode(any.value.as_slice())
+            && let Some(inner) = wrapper.resource.take()
+        {
+            wrapper.resource = Some(self.rewrite_any(&inner));
+            return Any {
+                type_url: any.type_url.clone(),
+                value: wrapper.encode_to_vec(),
+            };
+        }
+        if any.type_url != ClusterLoadAssignment::type_url() {
+            return any.clone();
+        }
+        // Undecodable entries are served as they are: that is their point.
+        let Ok(mut cla) = ClusterLoadAssignment::decode(any.value.as_slice()) else {
+            return any.clone();
+        };
+        for locality in &mut cla.endpoints {
+            for lb in &mut locality.lb_endpoints {
+                let Some(HostIdentifier::Endpoint(endpoint)) = &mut lb.host_identifier else {
+                    continue;
+                };
+                let addresses = endpoint.address.iter_mut().chain(
+                    endpoint
+                        .additional_addresses
+                        .iter_mut()
+                        .filter_map(|a| a.address.as_mut()),
+                );
+                for address in addresses {
+                    if let Some(address::Address::SocketAddress(sa)) = &mut address.address {
+                        self.rewrite_socket_address(sa);
+                    }
+                }
+            }
+        }
+        Any {
+            type_url: any.type_url.clone(),
+            value: cla.encode_to_vec(),
+        }
+    }
+
+    fn rewrite_socket_address(&mut self, sa: &mut SocketAddress) {
+        let Some(PortSpecifier::PortValue(port)) = sa.port_specifier else {
+            return;
+        };
+        let Ok(ip) = sa.address.parse::<IpAddr>() else {
+            return;
+        };
+        let canonical = SocketAddr::new(ip, port as u16).to_string();
+        if let Some(real) = self
+            .backends
+            .get(&canonical)
+            .and_then(|r| r.parse::<SocketAddr>().ok())
+        {
+            sa.address = real.ip().to_string();
+            sa.port_specifier = Some(PortSpecifier::PortValue(u32::from(real.port())));
+            return;
+        }
+        let next = self.others.len() + 1;
+        let loopback = self
+            .others
+            .entry(sa.address.clone())
+            .or_insert_with(|| format!("127.1.{}.{}", next / 250, next % 250 + 1))
+            .clone();
+        let real = format!("{loopback}:{port}");
+        if !self.reverse.iter().any(|(r, _)| *r == real) {
+            self.reverse.push((real, canonical));
+        }
+        sa.address = loopback;
+    }
+
+    /// Timeline text with real addresses turned back into canonical ones.
+    pub fn normalize(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        // Longest first, so 127.0.0.1:4000 is not mangled by 127.0.0.1:400.
+        let mut pairs = self.reverse.clone();
+        pairs.sort_by_key(|(real, _)| std::cmp::Reverse(real.len()));
+        for (real, canonical) in pairs {
+            out = out.replace(&real, &canonical);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use envoy_types::pb::envoy::config::core::v3::Address;
+    use envoy_types::pb::envoy::config::endpoint::v3::{Endpoint, LbEndpoint, LocalityLbEndpoints};
+
+    fn cla(addresses: &[(&str, u32)]) -> ServedResource {
+        let lb_endpoints = addresses
+            .iter()
+            .map(|(ip, port)| LbEndpoint {
+                host_identifier: Some(HostIdentifier::Endpoint(Endpoint {
+                    address: Some(Address {
+                        address: Some(address::Address::SocketAddress(SocketAddress {
+                            address: ip.to_string(),
+                            port_specifier: Some(PortSpecifier::PortValue(*port)),
+                            ..Default::default()
+                        })),
+                    }),
+                    ..Default::default()
+                })),
+                ..Default::default()
+            })
+            .collect();
+        let msg = ClusterLoadAssignment {
+            cluster_name: "e1".into(),
+            endpoints: vec![LocalityLbEndpoints {
+                lb_endpoints,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        ServedResource::from_message("e1", &msg)
+    }
+
+    fn addresses(r: &ServedResource) -> Vec<String> {
+        let any = if r.entry.type_url == Resource::type_url() {
+            Resource::decode(r.entry.value.as_slice())
+                .unwrap()
+                .resource
+                .unwrap()
+        } else {
+            r.entry.clone()
+        };
+        let cla = ClusterLoadAssignment::decode(any.value.as_slice()).unwrap();
+        cla.endpoints[0]
+            .lb_endpoints
+            .iter()
+            .map(|lb| match &lb.host_identifier {
+                Some(HostIdentifier::Endpoint(e)) => match &e.address.as_ref().unwrap().address {
+                    Some(address::Address::SocketAddress(sa)) => match sa.port_specifier {
+                        Some(PortSpecifier::PortValue(p)) => format!("{}:{p}", sa.address),
+                        _ => unreachable!(),
+                    },
+                    _ => unreachable!(),
+                },
+                _ => unreachable!(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn backends_go_to_their_ports_and_others_to_distinct_loopbacks() {
+        let mut map = AddressMap::identity();
+        map.add_backend("198.18.0.1:8080", "127.0.0.1:40001".parse().unwrap());
+        let served = cla(&[
+            ("198.18.0.1", 8080),
+            ("10.0.0.1", 80),
+            ("10.0.0.2", 80),
+            ("10.0.0.1", 81),
+        ]);
+        let rewritten = map.rewrite(std::slice::from_ref(&served));
+        assert_eq!(
+            addresses(&rewritten[0]),
+            [
+                "127.0.0.1:40001",
+                "127.1.0.2:80",
+                "127.1.0.3:80",
+                "127.1.0.2:81"
+            ]
+        );
+        // Wrapped entries are rewritten inside the wrapper.
+        let wrapped = map.rewrite(&[served.wrapped(None)]);
+        assert_eq!(addresses(&wrapped[0])[0], "127.0.0.1:40001");
+        // And timelines read as if nothing had been rewritten.
+        assert_eq!(
+            map.normalize("ipv4:127.1.0.2:80 refused; 127.0.0.1:40001 served; 127.1.0.2:81"),
+            "ipv4:10.0.0.1:80 refused; 198.18.0.1:8080 served; 10.0.0.1:81"
+        );
+    }
+
+    #[test]
+    fn identity_changes_nothing_and_other_types_pass_through() {
+        let mut map = AddressMap::identity();
+        let served = cla(&[("10.0.0.1", 80)]);
+        assert_eq!(
+            map.rewrite(std::slice::from_ref(&served)),
+            vec![served.clone()]
+        );
+        let mut map = AddressMap::identity();
+        map.add_server("primary:443", "127.0.0.1:5000".parse().unwrap());
+        let garbage = ServedResource::raw(
+            ClusterLoadAssignment::type_url(),
+            "bad",
+            Any {
+                type_url: ClusterLoadAssignment::type_url(),
+                value: vec![0xff, 0xff],
+            },
+        );
+        assert_eq!(map.rewrite(std::slice::from_ref(&garbage)), vec![garbage]);
+        assert_eq!(map.normalize("server 127.0.0.1:5000"), "server primary:443");
+    }
+}

@@ -1,0 +1,229 @@
+//! The conformance matrix: every scenario against every client, each cell
+//! a verdict with its reason and its timeline (text, and the data for a
+//! picture), into `xds_conformance_reports::matrix`.
+
+use std::path::{Path, PathBuf};
+
+use xds_client_under_test::ObservedEvent;
+use xds_conformance_reports::matrix::{
+    CellStatus, ClientColumn, DocEvent, DocKind, Matrix, MatrixCell, MatrixRow, TimelineDoc,
+};
+use xds_conformance_reports::{RunReport, ScenarioReport, Verdict, timeline_path};
+use xds_fake_server::event::{RequestKind, ServerEvent};
+
+use crate::runner::run_scenario;
+use crate::scenario::{Scenario, load_file};
+use crate::suite::BoxedFactory;
+use crate::timeline::{EventKind, TimelineEvent, describe, type_name};
+
+/// A client to put in the matrix.
+pub struct MatrixClient {
+    pub name: String,
+    pub version: String,
+    pub factory: BoxedFactory,
+}
+
+/// One run of the matrix: the matrix itself and a report per client.
+pub struct MatrixRun {
+    pub matrix: Matrix,
+    pub reports: Vec<RunReport>,
+}
+
+/// Runs every scenario file against every client. Files that do not load
+/// are an ERROR row for every client.
+pub fn run_matrix(files: &[PathBuf], filter: Option<&str>, clients: &[MatrixClient]) -> MatrixRun {
+    let mut rows = Vec::new();
+    let mut reports: Vec<RunReport> = clients
+        .iter()
+        .map(|c| RunReport {
+            client: c.name.clone(),
+            results: Vec::new(),
+            wall_duration: Default::default(),
+        })
+        .collect();
+    for file in files {
+        let source = file.display().to_string();
+        let loaded = load_file(file);
+        let scenario = loaded.as_ref().ok();
+        let name = scenario.map_or(source.clone(), |s| s.name.clone());
+        if filter.is_some_and(|f| !name.contains(f) && !source.contains(f)) {
+            continue;
+        }
+        let mut cells = Vec::new();
+        for (client, report) in clients.iter().zip(reports.iter_mut()) {
+            let (cell, scenario_report) = match &loaded {
+                Err(e) => error_cell(&source, &e.to_string()),
+                Ok(s) => run_cell(s, &source, client),
+            };
+            report.wall_duration += scenario_report.wall_duration;
+            report.results.push(scenario_report);
+            cells.push(cell);
+        }
+        rows.push(MatrixRow {
+            scenario: name,
+            spec: scenario.map(|s| s.spec.clone()).unwrap_or_default(),
+            description: scenario
+                .map(|s| s.description.trim().to_string())
+                .unwrap_or_default(),
+            cells,
+        });
+    }
+    let matrix = Matrix {
+        title: "xds-conformance matrix".to_string(),
+        clients: clients
+            .iter()
+            .map(|c| ClientColumn {
+                name: c.name.clone(),
+                version: c.version.clone(),
+            })
+            .collect(),
+        rows,
+    };
+    MatrixRun { matrix, reports }
+}
+
+fn error_cell(source: &str, message: &str) -> (MatrixCell, ScenarioReport) {
+    let cell = MatrixCell {
+        status: CellStatus::Error,
+        detail: message.to_string(),
+        timeline_file: None,
+        timeline: None,
+        virtual_duration: Default::default(),
+        wall_duration: Default::default(),
+    };
+    let report = ScenarioReport {
+        name: source.to_string(),
+        description: String::new(),
+        spec: Vec::new(),
+        source: source.to_string(),
+        verdict: Verdict::Error {
+            message: message.to_string(),
+        },
+        virtual_duration: Default::default(),
+        wall_duration: Default::default(),
+        timeline: String::new(),
+    };
+    (cell, report)
+}
+
+fn run_cell(
+    scenario: &Scenario,
+    source: &str,
+    client: &MatrixClient,
+) -> (MatrixCell, ScenarioReport) {
+    let outcome = run_scenario(scenario, client.factory.as_ref());
+    let (status, detail) = match &outcome.verdict {
+        Verdict::Pass => (CellStatus::Pass, String::new()),
+        Verdict::Fail { message } => (CellStatus::Fail, message.clone()),
+        Verdict::NotApplicable { reason } => (CellStatus::NotApplicable, reason.clone()),
+        Verdict::Error { message } => (CellStatus::Error, message.clone()),
+        Verdict::Divergent { note } => (CellStatus::Divergent, note.clone()),
+        Verdict::KnownFailure { reason, message } => {
+            (CellStatus::KnownFailure, format!("{reason}\n\n{message}"))
+        }
+    };
+    let has_timeline = !outcome.events.is_empty();
+    let timeline_file = has_timeline.then(|| cell_timeline_path(&client.name, &scenario.name));
+    let cell = MatrixCell {
+        status,
+        detail,
+        timeline_file: timeline_file.clone().map(|p| p.display().to_string()),
+        timeline: has_timeline.then(|| timeline_doc(&outcome.events)),
+        virtual_duration: outcome.virtual_duration,
+        wall_duration: outcome.wall_duration,
+    };
+    let report = ScenarioReport {
+        name: scenario.name.clone(),
+        description: scenario.description.clone(),
+        spec: scenario.spec.clone(),
+        source: source.to_string(),
+        verdict: outcome.verdict,
+        virtual_duration: outcome.virtual_duration,
+        wall_duration: outcome.wall_duration,
+        timeline: outcome.timeline,
+    };
+    (cell, report)
+}
+
+/// Where a cell's text timeline goes, relative to the report directory.
+pub fn cell_timeline_path(client: &str, scenario: &str) -> PathBuf {
+    Path::new(client).join(timeline_path(scenario))
+}
+
+/// The picture's view of a timeline: servers and backends as lanes in order
+/// of appearance, then the client; requests and responses as messages.
+pub fn timeline_doc(events: &[TimelineEvent]) -> TimelineDoc {
+    let mut lanes: Vec<String> = Vec::new();
+    let mut doc_events = Vec::new();
+    for event in events {
+        let Some(detail) = describe(&event.kind) else {
+            continue;
+        };
+        let at_ms = u64::try_from(event.at.as_millis()).unwrap_or(u64::MAX);
+        let source = event.source.clone();
+        let (lane, to_lane, kind, label) = match &event.kind {
+            EventKind::Server(e) => match &**e {
+                ServerEvent::RequestReceived { request, .. } => {
+                    let kind = match request.kind {
+                        RequestKind::Ack => DocKind::Ack,
+                        RequestKind::Nack => DocKind::Nack,
+                        RequestKind::Initial | RequestKind::UnknownNonce => DocKind::Request,
+                    };
+                    let label = format!(
+                        "{} v={} n={} [{}]",
+                        type_name(&request.type_url),
+                        request.version_info,
+                        request.response_nonce,
+                        request.resource_names.join(",")
+                    );
+                    ("client".to_string(), Some(source), kind, label)
+                }
+                ServerEvent::ResponseSent { response, .. } => {
+                    let label = format!(
+                        "{} v={} n={} [{}]",
+                        type_name(&response.type_url),
+                        response.version_info,
+                        response.nonce,
+                        response.resource_names.join(",")
+                    );
+                    (source, Some("client".to_string()), DocKind::Response, label)
+                }
+                ServerEvent::FaultApplied { .. } => (source, None, DocKind::Fault, detail.clone()),
+                ServerEvent::ResourcesChanged { .. } => {
+                    (source, None, DocKind::Step, detail.clone())
+                }
+                _ => (source, None, DocKind::Connection, detail.clone()),
+            },
+            EventKind::Step(text) => (source, None, DocKind::Step, text.clone()),
+            EventKind::Csds(_) => ("client".to_string(), None, DocKind::Csds, detail.clone()),
+            EventKind::Backend(_) => (source, None, DocKind::ClientEvent, detail.clone()),
+            EventKind::Client(ObservedEvent::Watcher { .. })
+            | EventKind::Client(_)
+            | EventKind::Rpc { .. }
+            | EventKind::Note(_) => (
+                "client".to_string(),
+                None,
+                DocKind::ClientEvent,
+                detail.clone(),
+            ),
+        };
+        for l in [Some(&lane), to_lane.as_ref()].into_iter().flatten() {
+            if l != "step" && l != "client" && !lanes.contains(l) {
+                lanes.push(l.clone());
+            }
+        }
+        doc_events.push(DocEvent {
+            at_ms,
+            lane,
+            to_lane,
+            kind,
+            label,
+            detail,
+        });
+    }
+    lanes.push("client".to_string());
+    TimelineDoc {
+        lanes,
+        events: doc_events,
+    }
+}

@@ -1,0 +1,126 @@
+//! The conformance matrix: scenarios × clients, every cell explained, each
+//! run's timeline attached (as text and as a picture).
+//!
+//! Inputs are plain data; how a timeline was produced is not this module's
+//! business. Rendering lives in `matrix_markdown`, `matrix_html` and
+//! `timeline_svg`.
+
+use std::time::Duration;
+
+/// One column of the matrix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientColumn {
+    /// e.g. `reference`, `grpc-rust`, `grpcio`, `grpc-js`.
+    pub name: String,
+    /// e.g. `grpcio 1.85.0`; empty if unknown.
+    pub version: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Matrix {
+    pub title: String,
+    pub clients: Vec<ClientColumn>,
+    pub rows: Vec<MatrixRow>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatrixRow {
+    /// e.g. `a46/nack-keeps-valid-resources`.
+    pub scenario: String,
+    pub spec: Vec<String>,
+    pub description: String,
+    /// One per client, in `Matrix::clients` order.
+    pub cells: Vec<MatrixCell>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CellStatus {
+    Pass,
+    /// Passed through an alternative the scenario allows, marked as a
+    /// divergence between clients (e.g. C-core's NACK version_info).
+    Divergent,
+    /// Failed in a way the scenario records as a known failure of this
+    /// client, with the reason.
+    KnownFailure,
+    /// The client lacks something the scenario needs.
+    NotApplicable,
+    Fail,
+    /// The run broke (client crashed, bad setup).
+    Error,
+}
+
+impl CellStatus {
+    pub fn label(&self) -> &'static str {
+        match self {
+            CellStatus::Pass => "pass",
+            CellStatus::Divergent => "divergent",
+            CellStatus::KnownFailure => "known failure",
+            CellStatus::NotApplicable => "n/a",
+            CellStatus::Fail => "FAIL",
+            CellStatus::Error => "ERROR",
+        }
+    }
+
+    /// Whether this cell should fail a CI gate.
+    pub fn is_failure(&self) -> bool {
+        matches!(self, CellStatus::Fail | CellStatus::Error)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatrixCell {
+    pub status: CellStatus,
+    /// Why: the failure message, the n/a reason, the divergence or
+    /// known-failure note. Empty for a plain pass.
+    pub detail: String,
+    /// The run's text timeline, relative to the report directory.
+    pub timeline_file: Option<String>,
+    /// The run's timeline as data, for the picture.
+    pub timeline: Option<TimelineDoc>,
+    pub virtual_duration: Duration,
+    pub wall_duration: Duration,
+}
+
+/// A run's timeline, reduced to what the picture needs: lanes (servers and
+/// the client) and events on them, some of them messages between lanes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TimelineDoc {
+    /// Lane names, left to right: servers first, then `client`.
+    pub lanes: Vec<String>,
+    pub events: Vec<DocEvent>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DocEvent {
+    /// Milliseconds since the run started.
+    pub at_ms: u64,
+    /// The lane it happens on (the sender, for messages).
+    pub lane: String,
+    /// For messages: the receiving lane.
+    pub to_lane: Option<String>,
+    pub kind: DocKind,
+    /// Short text shown beside it, e.g. `CDS v=1 n=1 [c1]`.
+    pub label: String,
+    /// The full timeline line, shown on hover.
+    pub detail: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DocKind {
+    /// client -> server DiscoveryRequest (initial / subscription change)
+    Request,
+    Ack,
+    Nack,
+    /// server -> client DiscoveryResponse
+    Response,
+    /// A fault applied to a server (close, refuse, ...).
+    Fault,
+    /// Connections and streams opening and closing.
+    Connection,
+    /// A script action.
+    Step,
+    /// What the client reported (watchers, dial, channel state, RPCs).
+    ClientEvent,
+    /// A CSDS state change.
+    Csds,
+}
