@@ -902,3 +902,20 @@ fn fixture_manifests_load() {
         }
     }
 }
+
+/// The real adapters' manifests (grpcio, grpc-js, ...) follow the
+/// documented shape. Loading installs and starts nothing.
+#[test]
+fn real_adapter_manifests_load() {
+    let adapters = Path::new(env!("CARGO_MANIFEST_DIR")).join("adapters");
+    let Ok(entries) = std::fs::read_dir(&adapters) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.path().join("adapter.json").is_file() {
+            let client = ProcessClient::load(Path::new("/"), &entry.path())
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(!client.capabilities().virtual_time);
+        }
+    }
+}

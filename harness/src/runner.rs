@@ -50,8 +50,12 @@ pub const CLOCK_EPOCH_UNIX_SECONDS: u64 = 1_767_225_600; // 2026-01-01T00:00:00Z
 pub struct RunOutcome {
     pub verdict: Verdict,
     pub events: Vec<TimelineEvent>,
-    /// The rendered timeline (what snapshots store).
+    /// The rendered timeline, with times (for reports).
     pub timeline: String,
+    /// What snapshots store: the timeline itself for virtual-time runs; a
+    /// normalised rendering for real-time runs (see
+    /// `timeline::render_normalized`).
+    pub snapshot: String,
     pub virtual_duration: Duration,
     pub wall_duration: Duration,
 }
@@ -93,6 +97,7 @@ pub fn run_scenario(scenario: &Scenario, make_client: ClientFactory<'_>) -> RunO
             verdict: Verdict::NotApplicable { reason },
             events: Vec::new(),
             timeline: String::new(),
+            snapshot: String::new(),
             virtual_duration: Duration::ZERO,
             wall_duration: wall_start.elapsed(),
         };
@@ -118,6 +123,7 @@ pub fn run_scenario(scenario: &Scenario, make_client: ClientFactory<'_>) -> RunO
                 },
                 events: Vec::new(),
                 timeline: String::new(),
+                snapshot: String::new(),
                 virtual_duration: Duration::ZERO,
                 wall_duration: wall_start.elapsed(),
             };
@@ -140,8 +146,9 @@ pub fn run_scenario(scenario: &Scenario, make_client: ClientFactory<'_>) -> RunO
     });
     // Dropping the runtime cancels whatever the client and servers left.
     drop(runtime);
-    let timeline = match mode {
-        RunMode::Virtual => crate::timeline::render_events(&events, 0),
+    let timeline = addresses.normalize(&crate::timeline::render_events(&events, 0));
+    let snapshot = match mode {
+        RunMode::Virtual => timeline.clone(),
         RunMode::RealTime => {
             crate::timeline::render_normalized(&events, &|line| addresses.normalize(line))
         }
@@ -151,6 +158,7 @@ pub fn run_scenario(scenario: &Scenario, make_client: ClientFactory<'_>) -> RunO
         verdict,
         events,
         timeline,
+        snapshot,
         virtual_duration: duration,
         wall_duration: wall_start.elapsed(),
     }

@@ -148,15 +148,17 @@ pub fn render_events(events: &[TimelineEvent], from: usize) -> String {
 /// timestamps; events grouped by the step they follow; inside a group,
 /// each source's events in their order but sources one after another (the
 /// interleaving of independent sources is a race); and nothing whose
-/// content depends on timing: CSDS poll results (polling catches or misses
-/// intermediate states), adapters' log lines, status messages of failed
+/// content or place depends on timing: CSDS poll results (polling catches
+/// or misses intermediate states), channel state changes (they race with
+/// the script's steps), adapters' log lines, status messages of failed
 /// RPCs (they embed durations). Expectations still check all of those.
 pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> String) -> String {
     let mut groups: Vec<Vec<(&str, String)>> = vec![Vec::new()];
     for event in events {
         let text = match &event.kind {
             EventKind::Csds(_)
-            | EventKind::Client(ObservedEvent::Client(ClientEvent::Log { .. })) => continue,
+            | EventKind::Client(ObservedEvent::Client(ClientEvent::Log { .. }))
+            | EventKind::Client(ObservedEvent::ChannelState { .. }) => continue,
             EventKind::Rpc { target, outcome } => match &outcome.backend {
                 Some(backend) if outcome.code == tonic::Code::Ok => {
                     format!("rpc {target}: OK from {backend}")

@@ -37,7 +37,7 @@ fn scenario(#[files("../scenarios/**/*.yaml")] path: PathBuf) {
             omit_expression => true,
             prepend_module_to_snapshot => false,
         }, {
-            insta::assert_snapshot!(snapshot_name, first.timeline);
+            insta::assert_snapshot!(snapshot_name, first.snapshot);
         });
     }
 }
