@@ -10,7 +10,14 @@ use xds_conformance_reports::Verdict;
 fn readme_scenario_loads_and_passes() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
-    let start = readme.find("```yaml\n").expect("README has a yaml block") + "```yaml\n".len();
+    let section = readme
+        .find("## A scenario, annotated")
+        .expect("README has the annotated scenario");
+    let start = section
+        + readme[section..]
+            .find("```yaml\n")
+            .expect("the section has a yaml block")
+        + "```yaml\n".len();
     let end = start + readme[start..].find("```").expect("the yaml block ends");
     let scenario = load_str("README.md", &readme[start..end]).unwrap_or_else(|e| panic!("{e}"));
     let reference = || Box::new(ReferenceClient::new()) as Box<dyn ClientUnderTest>;
