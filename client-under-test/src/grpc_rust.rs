@@ -39,7 +39,7 @@
 //! `rand::rng()`, so reconnect times vary by ±20 % from run to run) and
 //! `clock_epoch` (no CSDS).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::marker::PhantomData;
@@ -77,7 +77,7 @@ use xds_reference_client::{
 
 use crate::{
     Capabilities, ClientEnvironment, ClientError, ClientUnderTest, EventSink, ObservedEvent,
-    RpcOutcome, RpcRequest, Transport, WatcherNotification,
+    RpcOutcome, RpcRequest, Transport, WatchStacks, WatcherNotification,
 };
 
 /// The `user_agent_name` this adapter puts in the node (the crate requires
@@ -95,7 +95,7 @@ const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Default)]
 pub struct GrpcRustClient {
     started: Option<Started>,
-    watches: BTreeMap<(ResourceType, String), Vec<JoinHandle<()>>>,
+    watches: WatchStacks<JoinHandle<()>>,
 }
 
 struct Started {
@@ -625,10 +625,7 @@ impl ClientUnderTest for GrpcRustClient {
                 start_watch::<ClusterLoadAssignment>(client, name, sink).await
             }
         };
-        self.watches
-            .entry((resource_type, name.to_string()))
-            .or_default()
-            .push(task);
+        self.watches.push(resource_type, name, task);
         Ok(())
     }
 
@@ -637,12 +634,7 @@ impl ClientUnderTest for GrpcRustClient {
         resource_type: ResourceType,
         name: &str,
     ) -> Result<(), ClientError> {
-        let key = (resource_type, name.to_string());
-        let task = self
-            .watches
-            .get_mut(&key)
-            .and_then(Vec::pop)
-            .ok_or_else(|| ClientError::Failed(format!("no watch on {resource_type} {name}")))?;
+        let task = self.watches.pop(resource_type, name)?;
         stop(task).await;
         Ok(())
     }
@@ -666,10 +658,9 @@ impl ClientUnderTest for GrpcRustClient {
     }
 
     async fn shutdown(&mut self) {
-        for (_, tasks) in std::mem::take(&mut self.watches) {
-            for task in tasks {
-                stop(task).await;
-            }
+        let tasks: Vec<_> = self.watches.drain().collect();
+        for task in tasks {
+            stop(task).await;
         }
         if let Some(started) = self.started.take() {
             drop(started.client);

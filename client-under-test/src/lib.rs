@@ -201,6 +201,41 @@ pub enum ClientError {
     Crashed { reason: String, stderr_tail: String },
 }
 
+/// The watches an adapter holds, per resource, most recent last: the
+/// interface cancels "the most recent watcher of the resource".
+#[derive(Debug)]
+pub(crate) struct WatchStacks<T>(std::collections::BTreeMap<(ResourceType, String), Vec<T>>);
+
+impl<T> Default for WatchStacks<T> {
+    fn default() -> Self {
+        WatchStacks(Default::default())
+    }
+}
+
+impl<T> WatchStacks<T> {
+    pub(crate) fn push(&mut self, resource_type: ResourceType, name: &str, watch: T) {
+        self.0
+            .entry((resource_type, name.to_string()))
+            .or_default()
+            .push(watch);
+    }
+
+    pub(crate) fn pop(
+        &mut self,
+        resource_type: ResourceType,
+        name: &str,
+    ) -> Result<T, ClientError> {
+        self.0
+            .get_mut(&(resource_type, name.to_string()))
+            .and_then(Vec::pop)
+            .ok_or_else(|| ClientError::Failed(format!("no watch on {resource_type} {name}")))
+    }
+
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = T> {
+        std::mem::take(&mut self.0).into_values().flatten()
+    }
+}
+
 /// An xDS client the harness can drive.
 #[async_trait::async_trait]
 pub trait ClientUnderTest: Send {
@@ -222,5 +257,11 @@ pub trait ClientUnderTest: Send {
     async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError>;
     /// The client's CSDS view: one ClientConfig per client scope.
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError>;
+    /// The client's peak resident set size so far, in bytes, when it can be
+    /// told apart from the harness's own (a client in its own process);
+    /// None otherwise. Read before [`ClientUnderTest::shutdown`].
+    fn peak_rss_bytes(&self) -> Option<u64> {
+        None
+    }
     async fn shutdown(&mut self);
 }

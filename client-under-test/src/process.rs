@@ -1340,6 +1340,20 @@ impl ClientUnderTest for ProcessClient {
         Ok(response)
     }
 
+    /// `VmHWM` of the adapter process from `/proc/<pid>/status`, while it
+    /// runs (Linux only; None elsewhere, and once it has exited). That is
+    /// the group leader: the client library runs in it (python, node, or
+    /// the binary itself); helpers it starts are not counted.
+    fn peak_rss_bytes(&self) -> Option<u64> {
+        let running = self.running.as_ref()?;
+        if running.shared.reaped.load(Ordering::Acquire) {
+            // The pid may belong to another process by now.
+            return None;
+        }
+        let status = std::fs::read_to_string(format!("/proc/{}/status", running.pid)).ok()?;
+        vm_hwm_bytes(&status)
+    }
+
     async fn shutdown(&mut self) {
         let Some(mut running) = self.running.take() else {
             return;
@@ -1397,6 +1411,23 @@ impl ClientUnderTest for ProcessClient {
         drop(running);
         let _ = tokio::time::timeout(REAP_AFTER_KILL, exit.wait_for(Option::is_some)).await;
     }
+}
+
+/// The `VmHWM` (peak resident set size) line of a `/proc/<pid>/status`
+/// text, in bytes: `VmHWM:\t   12345 kB`.
+fn vm_hwm_bytes(status: &str) -> Option<u64> {
+    let value = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))?
+        .trim();
+    let (number, unit) = value.split_once(char::is_whitespace).unwrap_or((value, ""));
+    let number: u64 = number.parse().ok()?;
+    let scale = match unit.trim() {
+        "kB" => 1024,
+        "" => 1,
+        _ => return None,
+    };
+    number.checked_mul(scale)
 }
 
 fn into_map(value: Value) -> Map<String, Value> {
@@ -1498,6 +1529,19 @@ mod tests {
                 ResourceType::Listener.type_url()
             ]
         );
+    }
+
+    #[test]
+    fn peak_rss_from_proc_status() {
+        let status =
+            "Name:\tpython3\nVmPeak:\t  400000 kB\nVmHWM:\t   12345 kB\nVmRSS:\t   10000 kB\n";
+        assert_eq!(vm_hwm_bytes(status), Some(12345 * 1024));
+        assert_eq!(vm_hwm_bytes("Name:\tkthreadd\n"), None);
+        assert_eq!(vm_hwm_bytes("VmHWM:\t 12 MB\n"), None);
+        if cfg!(target_os = "linux") {
+            let own = std::fs::read_to_string("/proc/self/status").unwrap();
+            assert!(vm_hwm_bytes(&own).is_some_and(|b| b > 0));
+        }
     }
 
     #[test]

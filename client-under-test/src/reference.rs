@@ -17,7 +17,7 @@ use xds_reference_client::{
 
 use crate::{
     Capabilities, ClientEnvironment, ClientError, ClientUnderTest, DialNotification, ObservedEvent,
-    RpcOutcome, RpcRequest, Transport, WatcherNotification,
+    RpcOutcome, RpcRequest, Transport, WatchStacks, WatcherNotification,
 };
 
 /// Profiles the reference client accepts.
@@ -29,7 +29,7 @@ const WATCH_SCOPE: &str = "";
 #[derive(Default)]
 pub struct ReferenceClient {
     started: Option<Started>,
-    watches: BTreeMap<(ResourceType, String), Vec<WatchId>>,
+    watches: WatchStacks<WatchId>,
     dials: BTreeMap<String, DialState>,
 }
 
@@ -165,10 +165,7 @@ impl ClientUnderTest for ReferenceClient {
                 });
             }),
         );
-        self.watches
-            .entry((resource_type, name.to_string()))
-            .or_default()
-            .push(id);
+        self.watches.push(resource_type, name, id);
         Ok(())
     }
 
@@ -177,12 +174,7 @@ impl ClientUnderTest for ReferenceClient {
         resource_type: ResourceType,
         name: &str,
     ) -> Result<(), ClientError> {
-        let key = (resource_type, name.to_string());
-        let id = self
-            .watches
-            .get_mut(&key)
-            .and_then(Vec::pop)
-            .ok_or_else(|| ClientError::Failed(format!("no watch on {resource_type} {name}")))?;
+        let id = self.watches.pop(resource_type, name)?;
         self.started()?.watch_client.cancel_watch(id);
         Ok(())
     }
@@ -288,7 +280,7 @@ impl ClientUnderTest for ReferenceClient {
 
     async fn shutdown(&mut self) {
         self.dials.clear();
-        self.watches.clear();
+        self.watches = WatchStacks::default();
         self.started = None;
     }
 }

@@ -26,11 +26,18 @@ pub struct ConnectionInfo {
 /// Runs once when the server side of a connection is dropped.
 type OnClose = Box<dyn FnOnce() + Send>;
 
+/// Resolves when the server drops every connection at once (a restart).
+type Reset = Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
 /// An accepted connection: the transport's I/O plus the server's id for it.
 pub struct ServerConnection<IO> {
     io: IO,
     info: ConnectionInfo,
     on_close: Option<OnClose>,
+    /// Once resolved, every read and write fails, so the HTTP/2 connection
+    /// ends and is dropped (the client sees the transport go away).
+    reset: Option<Reset>,
+    was_reset: bool,
 }
 
 impl<IO> ServerConnection<IO> {
@@ -40,6 +47,32 @@ impl<IO> ServerConnection<IO> {
             io,
             info: ConnectionInfo { connection },
             on_close: Some(on_close),
+            reset: None,
+            was_reset: false,
+        }
+    }
+
+    /// The connection fails once `reset` resolves.
+    pub(crate) fn with_reset(mut self, reset: Reset) -> Self {
+        self.reset = Some(reset);
+        self
+    }
+
+    /// Polls the reset signal: an error once the server reset connections.
+    fn check_reset(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        if !self.was_reset
+            && let Some(reset) = &mut self.reset
+            && reset.as_mut().poll(cx).is_ready()
+        {
+            self.was_reset = true;
+        }
+        if self.was_reset {
+            Err(io::Error::new(
+                io::ErrorKind::ConnectionReset,
+                "the fake server reset its connections",
+            ))
+        } else {
+            Ok(())
         }
     }
 
@@ -79,6 +112,7 @@ impl<IO: AsyncRead + Unpin> AsyncRead for ServerConnection<IO> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        self.check_reset(cx)?;
         Pin::new(&mut self.io).poll_read(cx, buf)
     }
 }
@@ -89,6 +123,7 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for ServerConnection<IO> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        self.check_reset(cx)?;
         Pin::new(&mut self.io).poll_write(cx, buf)
     }
 

@@ -5,8 +5,8 @@
 //! recorded as [`crate::event::ServerEvent::FaultApplied`], so a timeline shows
 //! what was done to the server next to what the client did about it.
 //!
-//! New verbs (blackhole, hang, delay, drop, GOAWAY, restart, hold sends) slot
-//! in here as new variants.
+//! Not yet here (gRFC A57 harness work in progress): blackhole, delay,
+//! drop one response, GOAWAY, holding the handshake.
 
 /// A fault to apply to one fake server.
 #[derive(Clone, Debug, PartialEq)]
@@ -21,6 +21,29 @@ pub enum Fault {
     RefuseConnections,
     /// Accept connections again (TCP: re-bind the same address).
     AcceptConnections,
+    /// Keep streams open and requests recorded, but send nothing by
+    /// itself (auto mode) for `type_url`, or for every type if `None`.
+    /// Scripted sends still go out: the scenario asked for them.
+    Hang { type_url: Option<String> },
+    /// End every hang; auto mode then answers what it owes at once.
+    Resume,
+    /// From now on close every stream, with this status, once it has been
+    /// sent `responses` responses; 0 closes each stream at its first
+    /// request, before any response (A57: a stream that fails before a
+    /// response is a connectivity error; after one it is not).
+    CloseStreamsAfter {
+        responses: u32,
+        code: tonic::Code,
+        message: String,
+    },
+    /// Stop closing streams (ends `CloseStreamsAfter`).
+    KeepStreams,
+    /// The server process restarts: every stream ends (UNAVAILABLE) and
+    /// every connection is dropped, so stream state (nonces, what was
+    /// sent) is lost; the store is kept or emptied. Whether it listens
+    /// again at once is up to `RefuseConnections` (a restart that takes a
+    /// while is `refuse_connections`, `restart`, later `accept_connections`).
+    Restart { keep_resources: bool },
 }
 
 /// Applying a fault did not fully take effect.

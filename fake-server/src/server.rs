@@ -221,6 +221,22 @@ impl FakeAdsServer {
                 Fault::CloseStreams { code, message } => state.close_all_streams(*code, message),
                 Fault::RefuseConnections => state.refusing = true,
                 Fault::AcceptConnections => state.refusing = false,
+                Fault::Hang { type_url } => state.hang(type_url.clone()),
+                Fault::Resume => state.resume(),
+                Fault::CloseStreamsAfter {
+                    responses,
+                    code,
+                    message,
+                } => state.close_streams_after(*responses, *code, message.clone()),
+                Fault::KeepStreams => state.stream_limit = None,
+                Fault::Restart { keep_resources } => {
+                    state.drop_all_streams("server restarting: no trailers, connection reset");
+                    if !*keep_resources {
+                        for change in state.store.clear() {
+                            state.record(change.into_event());
+                        }
+                    }
+                }
             }
         });
         // TCP listeners are outside the state lock (see `Inner::tcp`).
@@ -243,7 +259,15 @@ impl FakeAdsServer {
                 }
                 result
             }
-            Fault::CloseStreams { .. } => Ok(()),
+            Fault::CloseStreams { .. }
+            | Fault::Hang { .. }
+            | Fault::Resume
+            | Fault::CloseStreamsAfter { .. }
+            | Fault::KeepStreams => Ok(()),
+            Fault::Restart { .. } => {
+                self.inner.reset_connections();
+                Ok(())
+            }
         }
     }
 

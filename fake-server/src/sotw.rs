@@ -29,6 +29,8 @@ pub(crate) struct SotwStream {
     /// tells the stream's request reader the server is done with it.
     _stop_reader: oneshot::Sender<()>,
     types: BTreeMap<String, StreamType>,
+    /// Responses sent on this stream, scripted ones included.
+    responses_sent: u32,
 }
 
 /// One stream's view of one resource type.
@@ -50,6 +52,7 @@ impl SotwStream {
             responses,
             _stop_reader: stop_reader,
             types: BTreeMap::new(),
+            responses_sent: 0,
         }
     }
 }
@@ -84,8 +87,80 @@ impl State {
             stream: stream_id,
             request: RecordedRequest::new(&request, kind),
         });
+        if self.limit_reached(stream_id) {
+            return;
+        }
         if self.mode == ServingMode::Auto {
             self.auto_respond(stream_id, &request.type_url);
+        }
+    }
+
+    /// Closes the stream if `Fault::CloseStreamsAfter` says its time has
+    /// come; says whether it did.
+    fn limit_reached(&mut self, stream_id: u64) -> bool {
+        let Some(limit) = self.stream_limit.clone() else {
+            return false;
+        };
+        let sent = match self.streams.get(&stream_id) {
+            Some(stream) => stream.responses_sent,
+            None => return false,
+        };
+        if sent < limit.responses {
+            return false;
+        }
+        self.close_stream(stream_id, limit.code, limit.message, false);
+        true
+    }
+
+    pub fn hang(&mut self, type_url: Option<String>) {
+        match type_url {
+            Some(type_url) => {
+                self.hung.types.insert(type_url);
+            }
+            None => self.hung.all = true,
+        }
+    }
+
+    /// Ends every hang; auto mode sends what the streams are owed.
+    pub fn resume(&mut self) {
+        let was = std::mem::take(&mut self.hung);
+        if self.mode != ServingMode::Auto {
+            return;
+        }
+        let owed: Vec<(u64, String)> = self
+            .streams
+            .iter()
+            .flat_map(|(id, stream)| {
+                stream
+                    .types
+                    .iter()
+                    .filter(|(type_url, t)| t.requested && was.covers(type_url))
+                    .map(move |(type_url, _)| (*id, type_url.clone()))
+            })
+            .collect();
+        for (id, type_url) in owed {
+            self.auto_respond(id, &type_url);
+        }
+    }
+
+    /// Starts `Fault::CloseStreamsAfter`; streams already past the limit
+    /// are closed now.
+    pub fn close_streams_after(&mut self, responses: u32, code: Code, message: String) {
+        self.stream_limit = Some(crate::state::StreamLimit {
+            responses,
+            code,
+            message,
+        });
+        // Only streams that have been asked something: a stream that sent
+        // no request yet is closed at its first one.
+        let ids: Vec<u64> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| s.types.values().any(|t| t.requested))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.limit_reached(id);
         }
     }
 
@@ -102,6 +177,10 @@ impl State {
     }
 
     fn auto_respond(&mut self, stream_id: u64, type_url: &str) {
+        // Hung: nothing is decided, so `resume` finds everything owed.
+        if self.hung.covers(type_url) {
+            return;
+        }
         let Some(type_state) = self
             .streams
             .get_mut(&stream_id)
@@ -182,6 +261,7 @@ impl State {
             .or_default()
             .nonces
             .insert(nonce.clone());
+        stream.responses_sent += 1;
         self.record(ServerEvent::ResponseSent {
             stream: stream_id,
             response: RecordedResponse {
@@ -191,6 +271,7 @@ impl State {
                 resource_names: resources.iter().map(|r| r.name.clone()).collect(),
             },
         });
+        self.limit_reached(stream_id);
         true
     }
 
@@ -214,6 +295,23 @@ impl State {
             by_client,
         });
         // Dropping `stream` here ends its response stream and stops its reader.
+    }
+
+    /// Drops every open stream without trailers, as a process that died
+    /// would (the connection reset that follows is what the client sees).
+    /// Recorded as closed by the server with UNAVAILABLE and `why`.
+    pub fn drop_all_streams(&mut self, why: &str) {
+        let ids: Vec<u64> = self.streams.keys().copied().collect();
+        for id in ids {
+            // Removing the stream ends its response stream without a status.
+            self.streams.remove(&id);
+            self.record(ServerEvent::StreamClosed {
+                stream: id,
+                code: Code::Unavailable,
+                message: why.to_string(),
+                by_client: false,
+            });
+        }
     }
 
     /// Closes every open stream with the same status, in stream-id order.

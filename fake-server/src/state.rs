@@ -30,6 +30,8 @@ pub(crate) struct Inner {
     tcp: Mutex<Vec<Arc<TcpGate>>>,
     /// Flips to true once, on shutdown; tonic servers watch it.
     shutdown: watch::Sender<bool>,
+    /// Bumped by `Fault::Restart`: every connection accepted before fails.
+    resets: watch::Sender<u64>,
 }
 
 /// A memory address this server listens on, kept to unbind it on shutdown.
@@ -45,6 +47,10 @@ pub(crate) struct State {
     pub store: Store,
     pub streams: BTreeMap<u64, SotwStream>,
     pub refusing: bool,
+    /// Types auto mode does not answer (`Fault::Hang`).
+    pub hung: Hung,
+    /// `Fault::CloseStreamsAfter`, while in force.
+    pub stream_limit: Option<StreamLimit>,
     pub shut_down: bool,
     pub memory_bindings: Vec<MemoryBinding>,
     last_connection: u64,
@@ -56,6 +62,27 @@ pub(crate) struct State {
     undelivered: VecDeque<Recorded<ServerEvent>>,
     /// Someone is handing `undelivered` to the observer right now.
     delivering: bool,
+}
+
+/// What `Fault::Hang` stopped.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Hung {
+    pub all: bool,
+    pub types: std::collections::BTreeSet<String>,
+}
+
+impl Hung {
+    pub fn covers(&self, type_url: &str) -> bool {
+        self.all || self.types.contains(type_url)
+    }
+}
+
+/// Streams are closed with `code`/`message` after `responses` responses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct StreamLimit {
+    pub responses: u32,
+    pub code: tonic::Code,
+    pub message: String,
 }
 
 impl State {
@@ -99,6 +126,8 @@ impl Inner {
                 store: Store::default(),
                 streams: BTreeMap::new(),
                 refusing: false,
+                hung: Hung::default(),
+                stream_limit: None,
                 shut_down: false,
                 memory_bindings: Vec::new(),
                 last_connection: 0,
@@ -112,6 +141,7 @@ impl Inner {
             name,
             tcp: Mutex::new(Vec::new()),
             shutdown: watch::Sender::new(false),
+            resets: watch::Sender::new(0),
         }
     }
 
@@ -195,6 +225,7 @@ impl Inner {
         // Weak: a connection that outlives every handle must not keep the
         // server alive just to record its own end.
         let inner = Arc::downgrade(self);
+        let mut resets = self.resets.subscribe();
         ServerConnection::new(
             io,
             connection,
@@ -205,6 +236,19 @@ impl Inner {
                 }
             }),
         )
+        .with_reset(Box::pin(async move {
+            // Any change after this connection was accepted is a reset; a
+            // dropped sender means the server is gone, which the shutdown
+            // path handles.
+            if resets.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }))
+    }
+
+    /// Fails every open connection (see `ServerConnection::with_reset`).
+    pub fn reset_connections(&self) {
+        self.resets.send_modify(|n| *n += 1);
     }
 
     /// Whether a new in-memory connection to `address` may be accepted;

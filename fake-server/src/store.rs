@@ -99,6 +99,22 @@ impl Store {
         }
     }
 
+    /// Forgets everything, versions included, as a control plane that
+    /// restarted without persistent state: the next change of a type is
+    /// version "1" again. One change per type that had resources.
+    pub fn clear(&mut self) -> Vec<Change> {
+        std::mem::take(&mut self.types)
+            .into_iter()
+            .filter(|(_, store)| !store.resources.is_empty())
+            .map(|(type_url, store)| Change {
+                type_url,
+                version: String::new(),
+                updated: Vec::new(),
+                removed: store.resources.into_keys().collect(),
+            })
+            .collect()
+    }
+
     /// The type's current version; empty when the type was never changed.
     pub fn version(&self, type_url: &str) -> String {
         self.types

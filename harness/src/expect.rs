@@ -1,6 +1,7 @@
 //! Expectations: which timeline events a matcher accepts, and how to say
 //! what it was looking for when nothing matched.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
@@ -21,17 +22,34 @@ fn eq<T: PartialEq>(want: &Option<T>, got: &T) -> bool {
 }
 
 fn same_set(want: &Option<Vec<String>>, got: &[String]) -> bool {
+    // Lengths first: requests can name thousands of resources.
     want.as_ref().is_none_or(|w| {
-        w.iter().collect::<BTreeSet<_>>() == got.iter().collect::<BTreeSet<_>>()
-            && w.len() == got.len()
+        w.len() == got.len()
+            && w.iter().collect::<BTreeSet<_>>() == got.iter().collect::<BTreeSet<_>>()
     })
 }
 
-fn contains(want: &Option<String>, got: &str) -> bool {
-    want.as_ref().is_none_or(|w| got.contains(w.as_str()))
+/// `got`, translated only if there is something to look for in it.
+fn contains_in(want: &Option<String>, got: &str, text: Translate<'_>) -> bool {
+    want.as_ref().is_none_or(|w| text(got).contains(w.as_str()))
+}
+
+/// How a client's text reads in the scenario's terms (over real TCP,
+/// endpoint addresses were rewritten before the client saw them).
+pub type Translate<'a> = &'a dyn Fn(&str) -> Cow<'_, str>;
+
+fn as_written(text: &str) -> Cow<'_, str> {
+    Cow::Borrowed(text)
 }
 
 pub fn matches(matcher: &Matcher, event: &TimelineEvent) -> bool {
+    matches_translated(matcher, event, &as_written)
+}
+
+/// [`matches`], with the text the client reported (watcher summaries and
+/// errors, NACK messages, dial configs, RPC status messages) translated
+/// first. Only events that pass the other checks get translated.
+pub fn matches_translated(matcher: &Matcher, event: &TimelineEvent, text: Translate<'_>) -> bool {
     match (matcher, &event.kind) {
         (Matcher::Request(m), EventKind::Server(e)) => {
             let ServerEvent::RequestReceived { request, .. } = &**e else {
@@ -58,6 +76,7 @@ pub fn matches(matcher: &Matcher, event: &TimelineEvent) -> bool {
                 })
                 && (m.error_contains.is_empty()
                     || request.error_detail.as_ref().is_some_and(|(_, message)| {
+                        let message = text(message);
                         m.error_contains
                             .iter()
                             .all(|w| message.contains(w.as_str()))
@@ -83,7 +102,7 @@ pub fn matches(matcher: &Matcher, event: &TimelineEvent) -> bool {
                 notification,
             }),
         ) => {
-            let (kind, code, text) = match notification {
+            let (kind, code, reported) = match notification {
                 WatcherNotification::Changed { summary } => {
                     (WatcherEventKind::Changed, None, summary.as_str())
                 }
@@ -106,7 +125,7 @@ pub fn matches(matcher: &Matcher, event: &TimelineEvent) -> bool {
                 && eq(&m.name, name)
                 && eq(&m.event, &kind)
                 && m.code.is_none_or(|c| code == Some(c))
-                && contains(&m.contains, text)
+                && contains_in(&m.contains, reported, text)
         }
         (Matcher::Dial(m), EventKind::Client(ObservedEvent::Dial { target, update })) => {
             if !eq(&m.target, target) {
@@ -117,12 +136,12 @@ pub fn matches(matcher: &Matcher, event: &TimelineEvent) -> bool {
                     m.resolved != Some(true)
                         && m.clusters.is_none()
                         && m.code.is_none_or(|c| c == e.code)
-                        && contains(&m.contains, &e.message)
+                        && contains_in(&m.contains, &e.message, text)
                 }
                 DialNotification::Config { summary, clusters } => {
                     m.resolved != Some(false)
                         && m.code.is_none()
-                        && contains(&m.contains, summary)
+                        && contains_in(&m.contains, summary, text)
                         && m.clusters.as_ref().is_none_or(|want| {
                             want.len() == clusters.len()
                                 && want.iter().all(|(name, addresses)| {
@@ -131,7 +150,9 @@ pub fn matches(matcher: &Matcher, event: &TimelineEvent) -> bool {
                                         Some(Err(_)) => &[],
                                         None => return false,
                                     };
-                                    same_set(&Some(addresses.clone()), got)
+                                    let got: Vec<String> =
+                                        got.iter().map(|a| text(a).into_owned()).collect();
+                                    same_set(&Some(addresses.clone()), &got)
                                 })
                         })
                 }
@@ -149,14 +170,14 @@ pub fn matches(matcher: &Matcher, event: &TimelineEvent) -> bool {
                 && m.backend
                     .as_ref()
                     .is_none_or(|b| outcome.backend.as_ref() == Some(b))
-                && contains(&m.contains, &outcome.message)
+                && contains_in(&m.contains, &outcome.message, text)
         }
         (Matcher::Channel(m), EventKind::Client(ObservedEvent::ChannelState { target, state })) => {
             eq(&m.target, target) && m.state == *state
         }
-        (Matcher::AnyOf(alternatives), _) => {
-            alternatives.iter().any(|a| matches(&a.matcher, event))
-        }
+        (Matcher::AnyOf(alternatives), _) => alternatives
+            .iter()
+            .any(|a| matches_translated(&a.matcher, event, text)),
         _ => false,
     }
 }
@@ -166,8 +187,20 @@ pub fn matching_alternative<'a>(
     matcher: &'a Matcher,
     event: &TimelineEvent,
 ) -> Option<&'a Alternative> {
+    matching_alternative_translated(matcher, event, &as_written)
+}
+
+/// [`matching_alternative`] with the client's text translated (see
+/// [`matches_translated`]).
+pub fn matching_alternative_translated<'a>(
+    matcher: &'a Matcher,
+    event: &TimelineEvent,
+    text: Translate<'_>,
+) -> Option<&'a Alternative> {
     match matcher {
-        Matcher::AnyOf(alternatives) => alternatives.iter().find(|a| matches(&a.matcher, event)),
+        Matcher::AnyOf(alternatives) => alternatives
+            .iter()
+            .find(|a| matches_translated(&a.matcher, event, text)),
         _ => None,
     }
 }
@@ -252,7 +285,11 @@ fn client_event_matches(m: &ClientEventMatcher, e: &ClientEvent, kind: &EventKin
             return false;
         }
     }
-    contains(&m.contains, &describe(kind).unwrap_or_default())
+    contains_in(
+        &m.contains,
+        &describe(kind).unwrap_or_default(),
+        &as_written,
+    )
 }
 
 fn level_name(level: LogLevel) -> &'static str {

@@ -8,6 +8,7 @@
 pub mod addresses;
 pub mod expect;
 pub mod matrix;
+pub mod peer_bench;
 pub mod runner;
 pub mod scenario;
 pub mod serve;

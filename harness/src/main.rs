@@ -11,7 +11,7 @@ use xds_conformance::matrix::{MatrixClient, cell_timeline_path, run_matrix};
 use xds_conformance::runner::run_scenario;
 use xds_conformance::scenario::load_file;
 use xds_conformance::suite::{
-    ADAPTERS_DIR, available_clients, client_factory, discover, repo_root, run_files,
+    ADAPTERS_DIR, client_factory, default_matrix_clients, discover, repo_root, run_files,
 };
 use xds_conformance_reports::Verdict;
 
@@ -45,7 +45,8 @@ enum Command {
     /// (Markdown and HTML), a JUnit report per client, every timeline.
     Matrix {
         paths: Vec<PathBuf>,
-        /// Comma-separated clients (default: every client available).
+        /// Comma-separated clients (default: every client available but
+        /// reference-process, the reference client again as a process).
         #[arg(long, value_delimiter = ',')]
         clients: Vec<String>,
         #[arg(long)]
@@ -81,6 +82,35 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         iterations: u32,
     },
+    /// Time real clients on one large CDS and one large EDS response: from
+    /// the fake server sending it to receiving the client's ACK (or NACK),
+    /// and each client's peak RSS. See README, "Benchmarks".
+    BenchPeers {
+        /// Comma-separated adapters (from client-under-test/adapters).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "reference-process,grpcio,grpc-js"
+        )]
+        clients: Vec<String>,
+        /// Clusters in the CDS response; endpoints in the EDS response.
+        #[arg(long, default_value_t = 10_000)]
+        size: usize,
+        /// Runs per client and workload (min and median are reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Also measure the reference client in the harness's own process
+        /// and thread, on real TCP (slow at large sizes; see README).
+        #[arg(long)]
+        in_process: bool,
+        /// Keep the adapters' debug logging (GRPC_TRACE, GRPC_VERBOSITY
+        /// from their manifests) instead of gRPC's defaults.
+        #[arg(long)]
+        adapter_logging: bool,
+        /// Also write the two generated scenarios to this folder.
+        #[arg(long)]
+        write_scenarios: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -108,6 +138,21 @@ fn main() -> ExitCode {
             scenario,
             iterations,
         } => bench(suite, scenario, iterations),
+        Command::BenchPeers {
+            clients,
+            size,
+            runs,
+            in_process,
+            adapter_logging,
+            write_scenarios,
+        } => bench_peers(xds_conformance::peer_bench::BenchOptions {
+            clients,
+            size,
+            runs,
+            in_process,
+            adapter_logging,
+            write_scenarios,
+        }),
         Command::Serve {
             scenario,
             bootstrap_out,
@@ -157,14 +202,9 @@ fn run(paths: Vec<PathBuf>, filter: Option<String>, report_dir: PathBuf, client:
     }
     match xds_conformance_reports::write_all(&report, &report_dir) {
         Ok(_) => println!(
-            "\n{} scenarios: {} pass, {} divergent, {} known failure, {} fail, {} error, {} n/a in {:.3}s; reports in {}",
+            "\n{} scenarios: {} in {:.3}s; reports in {}",
             report.results.len(),
-            report.count("pass"),
-            report.count("divergent"),
-            report.count("known failure"),
-            report.count("FAIL"),
-            report.count("ERROR"),
-            report.count("n/a"),
+            report.counts_line(),
             report.wall_duration.as_secs_f64(),
             report_dir.display()
         ),
@@ -187,7 +227,7 @@ fn matrix(
     report_dir: PathBuf,
 ) -> ExitCode {
     let names = if clients.is_empty() {
-        available_clients()
+        default_matrix_clients()
     } else {
         clients
     };
@@ -237,16 +277,7 @@ fn matrix(
         return ExitCode::from(2);
     }
     for report in &run.reports {
-        println!(
-            "{:<10} {} pass, {} divergent, {} known failure, {} n/a, {} FAIL, {} ERROR",
-            report.client,
-            report.count("pass"),
-            report.count("divergent"),
-            report.count("known failure"),
-            report.count("n/a"),
-            report.count("FAIL"),
-            report.count("ERROR")
-        );
+        println!("{:<10} {}", report.client, report.counts_line());
         for r in report.results.iter().filter(|r| r.verdict.is_failure()) {
             failed = true;
             if let Verdict::Fail { message } | Verdict::Error { message } = &r.verdict {
@@ -396,6 +427,18 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
         virtual_duration.as_secs_f64() / median.as_secs_f64().max(1e-9)
     );
     ExitCode::SUCCESS
+}
+
+fn bench_peers(options: xds_conformance::peer_bench::BenchOptions) -> ExitCode {
+    match xds_conformance::peer_bench::bench_peers(&options) {
+        Ok(true) => ExitCode::SUCCESS,
+        // Printed: the runs without a measurement, and why.
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("bench-peers: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn serve(path: PathBuf, bootstrap_out: PathBuf) -> ExitCode {

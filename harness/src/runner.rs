@@ -25,7 +25,7 @@ use xds_conformance_reports::Verdict;
 use xds_fake_server::backend::Backend;
 use xds_fake_server::fault::Fault;
 use xds_fake_server::network::MemoryNetwork;
-use xds_fake_server::{FakeAdsServer, ScriptedResponse, ServerConfig, ServingMode};
+use xds_fake_server::{FakeAdsServer, ScriptedResponse, ServedResource, ServerConfig, ServingMode};
 use xds_reference_client::XdsServerConfig;
 use xds_reference_client::transport::{
     BoxIo, ConnectFuture, DataPlaneConnector, XdsTransportFactory,
@@ -33,10 +33,12 @@ use xds_reference_client::transport::{
 
 use envoy_types::pb::envoy::admin::v3::ClientResourceStatus;
 
-use crate::addresses::AddressMap;
-use crate::expect::{csds_state_matches, describe_matcher, matches, matching_alternative};
+use crate::addresses::{AddressMap, Normalizer};
+use crate::expect::{
+    csds_state_matches, describe_matcher, matches_translated, matching_alternative_translated,
+};
 use crate::scenario::{
-    BootstrapPlan, CsdsMatcher, CsdsStatus, Matcher, Scenario, Step, StepDef, Window,
+    BootstrapPlan, CsdsMatcher, CsdsStatus, Matcher, Scenario, ServerDef, Step, StepDef, Window,
     backend_address,
 };
 use crate::settle::IdleSignal;
@@ -58,6 +60,9 @@ pub struct RunOutcome {
     pub snapshot: String,
     pub virtual_duration: Duration,
     pub wall_duration: Duration,
+    /// The client's peak resident set size, read just before it was shut
+    /// down, when the client can report it (one in its own process).
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// Makes a fresh client for each run.
@@ -77,6 +82,23 @@ pub enum RunMode {
     RealTime,
 }
 
+impl RunMode {
+    /// How late an expected event may be seen. Virtual time is exact. On
+    /// real time the harness observes a client through processes, sockets
+    /// and CSDS polls, so windows written for virtual time (`within: 0s`,
+    /// `at: 15s`) get this much more; events are never accepted early.
+    pub fn lateness(self) -> Duration {
+        match self {
+            RunMode::Virtual => Duration::ZERO,
+            RunMode::RealTime => REAL_TIME_LATENESS,
+        }
+    }
+}
+
+/// See [`RunMode::lateness`]: above one CSDS poll ([`REAL_TIME_POLL`]),
+/// well below the 1 s scale of the timers under test.
+pub const REAL_TIME_LATENESS: Duration = Duration::from_millis(300);
+
 /// The mode a client runs in: virtual time when it can.
 pub fn mode_for(caps: &Capabilities) -> RunMode {
     if caps.virtual_time {
@@ -89,20 +111,38 @@ pub fn mode_for(caps: &Capabilities) -> RunMode {
 /// Plays `scenario` against a client from `make_client`, in the mode the
 /// client supports (virtual time for in-process clients).
 pub fn run_scenario(scenario: &Scenario, make_client: ClientFactory<'_>) -> RunOutcome {
+    run_scenario_in(scenario, make_client, None)
+}
+
+/// [`run_scenario`] in a given mode: `Some(RunMode::RealTime)` runs an
+/// in-process client over real TCP on real time too (for measurements).
+/// A client that cannot run in the mode is an ERROR.
+pub fn run_scenario_in(
+    scenario: &Scenario,
+    make_client: ClientFactory<'_>,
+    mode: Option<RunMode>,
+) -> RunOutcome {
     let wall_start = std::time::Instant::now();
     let client = make_client();
     let caps = client.capabilities();
+    let early = |verdict| RunOutcome {
+        verdict,
+        events: Vec::new(),
+        timeline: String::new(),
+        snapshot: String::new(),
+        virtual_duration: Duration::ZERO,
+        wall_duration: wall_start.elapsed(),
+        peak_rss_bytes: None,
+    };
     if let Some(reason) = not_applicable(scenario, &caps) {
-        return RunOutcome {
-            verdict: Verdict::NotApplicable { reason },
-            events: Vec::new(),
-            timeline: String::new(),
-            snapshot: String::new(),
-            virtual_duration: Duration::ZERO,
-            wall_duration: wall_start.elapsed(),
-        };
+        return early(Verdict::NotApplicable { reason });
     }
-    let mode = mode_for(&caps);
+    let mode = mode.unwrap_or_else(|| mode_for(&caps));
+    if mode == RunMode::Virtual && !caps.virtual_time {
+        return early(Verdict::Error {
+            message: format!("client {} cannot run on virtual time", client.name()),
+        });
+    }
     let scenario_known_failure = scenario
         .known_failures
         .get(client.name())
@@ -117,40 +157,41 @@ pub fn run_scenario(scenario: &Scenario, make_client: ClientFactory<'_>) -> RunO
     let runtime = match builder.build() {
         Ok(r) => r,
         Err(e) => {
-            return RunOutcome {
-                verdict: Verdict::Error {
-                    message: format!("cannot build a runtime: {e}"),
-                },
-                events: Vec::new(),
-                timeline: String::new(),
-                snapshot: String::new(),
-                virtual_duration: Duration::ZERO,
-                wall_duration: wall_start.elapsed(),
-            };
+            return early(Verdict::Error {
+                message: format!("cannot build a runtime: {e}"),
+            });
         }
     };
     let scenario = scenario.clone();
-    let (verdict, events, duration, addresses) = runtime.block_on(async move {
+    let Played {
+        verdict,
+        events,
+        duration,
+        addresses,
+        peak_rss_bytes,
+    } = runtime.block_on(async move {
         // The player must be a spawned task for idle detection (see settle).
         match tokio::spawn(play(scenario, client, idle, mode)).await {
             Ok(result) => result,
-            Err(e) => (
-                Verdict::Error {
+            Err(e) => Played {
+                verdict: Verdict::Error {
                     message: format!("the runner panicked: {e}"),
                 },
-                Vec::new(),
-                Duration::ZERO,
-                AddressMap::identity(),
-            ),
+                events: Vec::new(),
+                duration: Duration::ZERO,
+                addresses: AddressMap::identity(),
+                peak_rss_bytes: None,
+            },
         }
     });
     // Dropping the runtime cancels whatever the client and servers left.
     drop(runtime);
-    let timeline = addresses.normalize(&crate::timeline::render_events(&events, 0));
+    let normalizer = addresses.normalizer();
+    let timeline = normalizer.normalize(&crate::timeline::render_events(&events, 0));
     let snapshot = match mode {
         RunMode::Virtual => timeline.clone(),
         RunMode::RealTime => {
-            crate::timeline::render_normalized(&events, &|line| addresses.normalize(line))
+            crate::timeline::render_normalized(&events, &|line| normalizer.normalize(line))
         }
     };
     let verdict = with_known_failure(verdict, scenario_known_failure);
@@ -161,6 +202,7 @@ pub fn run_scenario(scenario: &Scenario, make_client: ClientFactory<'_>) -> RunO
         snapshot,
         virtual_duration: duration,
         wall_duration: wall_start.elapsed(),
+        peak_rss_bytes,
     }
 }
 
@@ -311,6 +353,28 @@ pub fn bootstrap_json(scenario: &Scenario, uri: &dyn Fn(&str) -> String) -> Stri
     }
 }
 
+/// A scenario's fake server, recording into `timeline`.
+pub fn fake_server(def: &ServerDef, timeline: &Timeline) -> FakeAdsServer {
+    let mode = if def.scripted {
+        ServingMode::Scripted
+    } else {
+        ServingMode::Auto
+    };
+    let server = FakeAdsServer::new(ServerConfig {
+        name: def.name.clone(),
+        mode,
+    });
+    let tl = timeline.clone();
+    server.set_observer(Arc::new(move |recorded| {
+        tl.record_at(
+            recorded.at,
+            recorded.server.clone(),
+            EventKind::Server(Box::new(recorded.event.clone())),
+        )
+    }));
+    server
+}
+
 /// Why a step failed.
 struct Failure(String);
 
@@ -328,9 +392,20 @@ struct Player {
     consumed: BTreeSet<usize>,
     /// Endpoint addresses as served (real TCP runs rewrite them).
     addresses: AddressMap,
+    /// `addresses` the other way, for what clients report.
+    normalizer: Normalizer,
     mode: RunMode,
     /// Notes of the `any_of` alternatives met that are divergences.
     divergences: Vec<String>,
+}
+
+/// What [`play`] gives back.
+struct Played {
+    verdict: Verdict,
+    events: Vec<TimelineEvent>,
+    duration: Duration,
+    addresses: AddressMap,
+    peak_rss_bytes: Option<u64>,
 }
 
 async fn play(
@@ -338,40 +413,23 @@ async fn play(
     client: Box<dyn ClientUnderTest>,
     idle: IdleSignal,
     mode: RunMode,
-) -> (Verdict, Vec<TimelineEvent>, Duration, AddressMap) {
+) -> Played {
     let start = Instant::now();
     let timeline = Timeline::new(start);
     let network = MemoryNetwork::new();
     let mut addresses = AddressMap::identity();
     let mut uris = BTreeMap::new();
-    let fail = |message: String, timeline: &Timeline, addresses: AddressMap| {
-        (
-            Verdict::Error { message },
-            timeline.events(),
-            Duration::ZERO,
-            addresses,
-        )
+    let fail = |message: String, timeline: &Timeline, addresses: AddressMap| Played {
+        verdict: Verdict::Error { message },
+        events: timeline.events(),
+        duration: Duration::ZERO,
+        addresses,
+        peak_rss_bytes: None,
     };
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let mut servers = BTreeMap::new();
     for def in &scenario.servers {
-        let serving = if def.scripted {
-            ServingMode::Scripted
-        } else {
-            ServingMode::Auto
-        };
-        let server = FakeAdsServer::new(ServerConfig {
-            name: def.name.clone(),
-            mode: serving,
-        });
-        let tl = timeline.clone();
-        server.set_observer(Arc::new(move |recorded| {
-            tl.record_at(
-                recorded.at,
-                recorded.server.clone(),
-                EventKind::Server(Box::new(recorded.event.clone())),
-            )
-        }));
+        let server = fake_server(def, &timeline);
         let uri = match mode {
             RunMode::Virtual => match server.serve_in_memory(&network, &server_uri(&def.name)) {
                 Ok(()) => server_uri(&def.name),
@@ -471,6 +529,7 @@ async fn play(
         csds_state: BTreeMap::new(),
         action_mark: 0,
         consumed: BTreeSet::new(),
+        normalizer: addresses.normalizer(),
         addresses,
         mode,
         divergences: Vec::new(),
@@ -483,6 +542,7 @@ async fn play(
     };
     let duration = Instant::now() - start;
     let events = player.timeline.events();
+    let peak_rss_bytes = player.client.peak_rss_bytes();
     player.client.shutdown().await;
     for server in player.servers.values() {
         server.shutdown();
@@ -490,7 +550,13 @@ async fn play(
     for backend in &backends {
         backend.shutdown();
     }
-    (verdict, events, duration, player.addresses)
+    Played {
+        verdict,
+        events,
+        duration,
+        addresses: player.addresses,
+        peak_rss_bytes,
+    }
 }
 
 impl Player {
@@ -520,6 +586,16 @@ impl Player {
         self.servers
             .get(name)
             .ok_or_else(|| StepError::Failed(Failure(format!("no server named {name}"))))
+    }
+
+    /// Resources with their endpoint addresses where they really are (see
+    /// `addresses`); the way back is kept up to date for matching.
+    fn rewrite(&mut self, resources: &[ServedResource]) -> Vec<ServedResource> {
+        let rewritten = self.addresses.rewrite(resources);
+        if !self.addresses.is_identity() {
+            self.normalizer = self.addresses.normalizer();
+        }
+        rewritten
     }
 
     fn record_step(&mut self, text: String) {
@@ -585,7 +661,7 @@ impl Player {
             } => {
                 let names: Vec<String> = resources.iter().map(|r| r.name.clone()).collect();
                 self.record_step(format!("{server}: set resources [{}]", names.join(",")));
-                let resources = self.addresses.rewrite(resources);
+                let resources = self.rewrite(resources);
                 self.server(server)?
                     .set_resources(resources, version.clone());
             }
@@ -613,7 +689,7 @@ impl Player {
                 resources,
             } => {
                 self.record_step(format!("{server}: send {resource_type} response"));
-                let resources = self.addresses.rewrite(resources);
+                let resources = self.rewrite(resources);
                 let sent = self.server(server)?.send_response(ScriptedResponse {
                     type_url: resource_type.type_url().to_string(),
                     version_info: version.clone(),
@@ -648,6 +724,13 @@ impl Player {
             Step::AcceptConnections { server } => {
                 self.record_step(format!("{server}: accept connections"));
                 self.server(server)?.apply(Fault::AcceptConnections);
+            }
+            Step::Fault { server, fault } => {
+                self.record_step(format!(
+                    "{server}: {}",
+                    crate::timeline::describe_fault(fault)
+                ));
+                self.server(server)?.apply(fault.clone());
             }
             Step::Wait(duration) => {
                 // On the timeline, but not an action: expectations still
@@ -702,13 +785,15 @@ impl Player {
     /// The first event since the last action, not used by an earlier
     /// expectation, that matches and happened by `deadline`.
     fn find(&self, matcher: &Matcher, deadline: Duration) -> Option<(usize, TimelineEvent)> {
-        let events = self.timeline.events();
-        events
-            .into_iter()
-            .enumerate()
-            .skip(self.search_from())
-            .filter(|(i, e)| !self.consumed.contains(i) && e.at.as_millis() <= deadline.as_millis())
-            .find(|(_, e)| matches(matcher, e))
+        // Searched in place: copying the timeline on every look would cost
+        // the fake servers (same thread) time when events are large. Over
+        // real TCP, what the client reports names the real endpoint
+        // addresses; scenarios name the canonical ones.
+        self.timeline.find_from(self.search_from(), |i, e| {
+            !self.consumed.contains(&i)
+                && e.at.as_millis() <= deadline.as_millis()
+                && matches_translated(matcher, e, &|text| self.normalizer.translate(text))
+        })
     }
 
     async fn expect(
@@ -722,26 +807,30 @@ impl Player {
         }
         let start = self.timeline.start();
         let began = Instant::now() - start;
-        let (deadline, exact) = window_bounds(window, began);
+        let lateness = self.mode.lateness();
+        let (deadline, exact) = window_bounds(window, began, lateness);
         loop {
             self.checkpoint().await;
             if let Some((index, event)) = self.find(matcher, deadline) {
                 if let Some(t) = exact
-                    && event.at.as_millis() != t.as_millis()
+                    && !on_time(event.at, t, lateness)
                 {
                     let message = format!(
-                        "{}: expected {} at {:.3}s, but it happened at {:.3}s\n{}",
+                        "{}: expected {} at {:.3}s{}, but it happened at {:.3}s\n{}",
                         def.location,
                         describe_matcher(matcher),
                         t.as_secs_f64(),
+                        describe_lateness(lateness),
                         event.at.as_secs_f64(),
                         self.context(index)
                     );
                     return Err(StepError::Failed(Failure(message)));
                 }
                 self.consumed.insert(index);
-                if let Some(note) =
-                    matching_alternative(matcher, &event).and_then(|a| a.divergence.clone())
+                if let Some(note) = matching_alternative_translated(matcher, &event, &|text| {
+                    self.normalizer.translate(text)
+                })
+                .and_then(|a| a.divergence.clone())
                     && !self.divergences.contains(&note)
                 {
                     self.divergences.push(note);
@@ -781,13 +870,14 @@ impl Player {
     ) -> Result<(), StepError> {
         let start = self.timeline.start();
         let began = Instant::now() - start;
-        let (deadline, _) = window_bounds(window, began);
+        let lateness = self.mode.lateness();
+        let (deadline, _) = window_bounds(window, began, lateness);
         loop {
             self.checkpoint().await;
             let now = Instant::now() - start;
             let in_window = match window {
                 Window::Within(_) => true,
-                Window::At(t) => now.as_millis() == t.as_millis(),
+                Window::At(t) => on_time(now, t, lateness),
             };
             if in_window && csds_state_matches(m, &self.csds_state) {
                 return Ok(());
@@ -987,10 +1077,30 @@ const REAL_TIME_POLL: Duration = Duration::from_millis(200);
 
 /// The latest time (since the start) an expectation may be met, and the
 /// exact time it must be met at, for `at:` windows.
-fn window_bounds(window: Window, began: Duration) -> (Duration, Option<Duration>) {
+fn window_bounds(
+    window: Window,
+    began: Duration,
+    lateness: Duration,
+) -> (Duration, Option<Duration>) {
     match window {
-        Window::Within(d) => (began + d, None),
-        Window::At(t) => (t.max(began), Some(t)),
+        Window::Within(d) => (began + d + lateness, None),
+        Window::At(t) => ((t + lateness).max(began), Some(t)),
+    }
+}
+
+/// Whether something seen at `seen` meets an `at: t` window: exactly (to
+/// the millisecond) on virtual time, never early and at most `lateness`
+/// late on real time.
+fn on_time(seen: Duration, t: Duration, lateness: Duration) -> bool {
+    let (seen, t) = (seen.as_millis(), t.as_millis());
+    seen >= t && seen <= t + lateness.as_millis()
+}
+
+fn describe_lateness(lateness: Duration) -> String {
+    if lateness.is_zero() {
+        String::new()
+    } else {
+        format!(" (up to {}ms late on real time)", lateness.as_millis())
     }
 }
 
@@ -1002,5 +1112,41 @@ enum StepError {
 impl From<ClientError> for StepError {
     fn from(e: ClientError) -> Self {
         StepError::Client(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn virtual_time_windows_are_exact() {
+        let lateness = RunMode::Virtual.lateness();
+        assert!(on_time(MS(15_000), MS(15_000), lateness));
+        assert!(!on_time(MS(15_001), MS(15_000), lateness));
+        assert!(!on_time(MS(14_999), MS(15_000), lateness));
+        assert_eq!(
+            window_bounds(Window::Within(MS(0)), MS(3), lateness),
+            (MS(3), None)
+        );
+    }
+
+    #[test]
+    fn real_time_windows_allow_lateness_never_earliness() {
+        let lateness = RunMode::RealTime.lateness();
+        assert!(on_time(MS(15_008), MS(15_000), lateness));
+        assert!(on_time(MS(15_300), MS(15_000), lateness));
+        assert!(!on_time(MS(15_301), MS(15_000), lateness));
+        assert!(!on_time(MS(14_999), MS(15_000), lateness));
+        assert_eq!(
+            window_bounds(Window::Within(MS(0)), MS(3), lateness),
+            (MS(303), None)
+        );
+        assert_eq!(
+            window_bounds(Window::At(MS(15_000)), MS(3), lateness),
+            (MS(15_300), Some(MS(15_000)))
+        );
     }
 }

@@ -4,40 +4,32 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
 
-use xds_fake_server::{FakeAdsServer, ServerConfig, ServingMode};
-
-use crate::runner::bootstrap_json;
+use crate::runner::{bootstrap_json, fake_server};
 use crate::scenario::Scenario;
-use crate::timeline::{EventKind, Timeline, render_line};
+use crate::timeline::{Timeline, render_line};
 
 /// Serves until Ctrl-C. Server events are printed as timeline lines.
 pub async fn serve_tcp(scenario: &Scenario, bootstrap_out: &Path) -> Result<(), String> {
     let timeline = Timeline::new(tokio::time::Instant::now());
+    // Print every event as it is recorded.
+    let printer = timeline.clone();
+    tokio::spawn(async move {
+        let mut printed = 0;
+        loop {
+            for event in printer.events().iter().skip(printed) {
+                if let Some(line) = render_line(event) {
+                    println!("{line}");
+                }
+                printed += 1;
+            }
+            printer.changed().await;
+        }
+    });
     let mut addresses = BTreeMap::new();
     let mut servers = Vec::new();
     for def in &scenario.servers {
-        let mode = if def.scripted {
-            ServingMode::Scripted
-        } else {
-            ServingMode::Auto
-        };
-        let server = FakeAdsServer::new(ServerConfig {
-            name: def.name.clone(),
-            mode,
-        });
-        let tl = timeline.clone();
-        server.set_observer(Arc::new(move |recorded| {
-            tl.record_at(
-                recorded.at,
-                recorded.server.clone(),
-                EventKind::Server(Box::new(recorded.event.clone())),
-            );
-            if let Some(line) = tl.events().last().and_then(render_line) {
-                println!("{line}");
-            }
-        }));
+        let server = fake_server(def, &timeline);
         let addr: SocketAddr = server
             .serve_tcp(SocketAddr::from(([127, 0, 0, 1], 0)))
             .await

@@ -50,6 +50,21 @@ pub fn available_clients() -> Vec<String> {
     names
 }
 
+/// Adapters the matrix leaves out unless asked for by name:
+/// `reference-process` is the reference client again (as a process, for
+/// benchmarks); a column of it would compare the implementation with
+/// itself, and real time makes a few virtual-time windows unmeetable.
+pub const NOT_IN_DEFAULT_MATRIX: &[&str] = &["reference-process"];
+
+/// The clients `matrix` runs by default: every client but
+/// [`NOT_IN_DEFAULT_MATRIX`].
+pub fn default_matrix_clients() -> Vec<String> {
+    available_clients()
+        .into_iter()
+        .filter(|c| !NOT_IN_DEFAULT_MATRIX.contains(&c.as_str()))
+        .collect()
+}
+
 /// A factory for the named client. External clients are installed first
 /// (into `.peers/`, by their adapter's install script) if they are not yet.
 pub fn client_factory(name: &str) -> Result<BoxedFactory, String> {

@@ -121,6 +121,21 @@ impl Timeline {
         self.lock().get(index).cloned()
     }
 
+    /// The first event from index `from` on that `accept`s, with its index;
+    /// searched in place (nothing else is copied).
+    pub fn find_from(
+        &self,
+        from: usize,
+        mut accept: impl FnMut(usize, &TimelineEvent) -> bool,
+    ) -> Option<(usize, TimelineEvent)> {
+        self.lock()
+            .iter()
+            .enumerate()
+            .skip(from)
+            .find(|(i, e)| accept(*i, e))
+            .map(|(i, e)| (i, e.clone()))
+    }
+
     /// Resolves when an event is recorded (or one was since the last call).
     pub async fn changed(&self) {
         self.changed.notified().await
@@ -323,13 +338,33 @@ fn describe_request(stream: u64, r: &RecordedRequest) -> String {
     )
 }
 
-fn describe_fault(fault: &Fault) -> String {
+pub fn describe_fault(fault: &Fault) -> String {
     match fault {
         Fault::CloseStreams { code, message } => {
             format!("close streams with {}", status_text(*code, message))
         }
         Fault::RefuseConnections => "refuse connections".to_string(),
         Fault::AcceptConnections => "accept connections".to_string(),
+        Fault::Hang { type_url: None } => "hang (every type)".to_string(),
+        Fault::Hang {
+            type_url: Some(type_url),
+        } => format!("hang {}", type_name(type_url)),
+        Fault::Resume => "resume".to_string(),
+        Fault::CloseStreamsAfter {
+            responses,
+            code,
+            message,
+        } => format!(
+            "close every stream after {responses} response(s) with {}",
+            status_text(*code, message)
+        ),
+        Fault::KeepStreams => "keep streams open".to_string(),
+        Fault::Restart {
+            keep_resources: true,
+        } => "restart (resources kept)".to_string(),
+        Fault::Restart {
+            keep_resources: false,
+        } => "restart (resources lost)".to_string(),
     }
 }
 

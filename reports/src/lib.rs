@@ -102,6 +102,19 @@ impl RunReport {
             .count()
     }
 
+    /// `3 pass, 1 divergent, 0 known failure, 2 n/a, 0 FAIL, 0 ERROR`.
+    pub fn counts_line(&self) -> String {
+        format!(
+            "{} pass, {} divergent, {} known failure, {} n/a, {} FAIL, {} ERROR",
+            self.count("pass"),
+            self.count("divergent"),
+            self.count("known failure"),
+            self.count("n/a"),
+            self.count("FAIL"),
+            self.count("ERROR")
+        )
+    }
+
     pub fn failed(&self) -> bool {
         self.results.iter().any(|r| r.verdict.is_failure())
     }

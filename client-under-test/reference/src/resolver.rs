@@ -278,7 +278,18 @@ impl Resolver {
                 biased;
                 _ = &mut stop => break,
                 event = events.recv() => match event {
-                    Some((key, event)) => self.on_event(key, event),
+                    Some((key, event)) => {
+                        // A response about N resources queues N events:
+                        // apply all that are already here, then walk the
+                        // graph once (a walk per event is quadratic).
+                        let mut changed = self.on_event(key, event);
+                        while let Ok((key, event)) = events.try_recv() {
+                            changed |= self.on_event(key, event);
+                        }
+                        if changed {
+                            self.update_watches();
+                        }
+                    }
                     None => break,
                 },
             }
@@ -288,9 +299,10 @@ impl Resolver {
         }
     }
 
-    fn on_event(&mut self, key: Key, event: WatcherEvent) {
+    /// Records `event`; says whether the graph must be walked again.
+    fn on_event(&mut self, key: Key, event: WatcherEvent) -> bool {
         if !self.watches.contains_key(&key) {
-            return; // From a watch already cancelled.
+            return false; // From a watch already cancelled.
         }
         match event {
             WatcherEvent::Changed(value) => {
@@ -303,9 +315,9 @@ impl Resolver {
                 self.cache.insert(key, Known::Missing);
             }
             // A cached value stays in use.
-            WatcherEvent::AmbientError(_) | WatcherEvent::AmbientErrorCleared => return,
+            WatcherEvent::AmbientError(_) | WatcherEvent::AmbientErrorCleared => return false,
         }
-        self.update_watches();
+        true
     }
 
     /// Watches exactly what the current graph needs, then reports. New

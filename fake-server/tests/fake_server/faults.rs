@@ -1,4 +1,5 @@
-//! Faults: closing streams with a status, refusing and accepting
+//! Faults: closing streams with a status (now or after N responses),
+//! hanging and resuming, restarting, refusing and accepting
 //! connections, shutting down.
 
 use std::io;
@@ -151,4 +152,113 @@ async fn two_servers_cannot_share_an_address() {
         second.serve_in_memory(&network, ADDRESS),
         Err(xds_fake_server::ServeError::AddressInUse(_))
     ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn hang_withholds_one_type_until_resume_sends_what_is_owed() {
+    let (server, network) = serving(ServingMode::Auto);
+    server.set_resources(vec![listener("l1", "a"), cluster("c1", "a")], None);
+    server.apply(Fault::Hang {
+        type_url: Some(CDS.into()),
+    });
+    let mut client = AdsStream::open_in_memory(&network).await;
+    client.request(CDS, &["c1"], None);
+    assert!(client.is_silent().await, "a hung type gets nothing");
+    // Other types are answered; the stream stays open.
+    client.request(LDS, &["l1"], None);
+    assert_eq!(client.next().await.type_url, LDS);
+    assert!(client.is_silent().await);
+
+    server.apply(Fault::Resume);
+    let owed = client.next().await;
+    assert_eq!((owed.type_url.as_str(), owed.resources.len()), (CDS, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn hang_of_every_type_still_lets_scripted_sends_through() {
+    let (server, network) = serving(ServingMode::Auto);
+    server.set_resources(vec![cluster("c1", "a")], None);
+    server.apply(Fault::Hang { type_url: None });
+    let mut client = AdsStream::open_in_memory(&network).await;
+    client.request(CDS, &["c1"], None);
+    assert!(client.is_silent().await);
+    server.send_response(xds_fake_server::ScriptedResponse {
+        type_url: CDS.into(),
+        version_info: Some("scripted".into()),
+        nonce: None,
+        resources: vec![],
+    });
+    assert_eq!(client.next().await.version_info, "scripted");
+}
+
+#[tokio::test(start_paused = true)]
+async fn close_streams_after_counts_responses_per_stream() {
+    let (server, network) = serving(ServingMode::Auto);
+    server.set_resources(vec![cluster("c1", "a")], None);
+    server.apply(Fault::CloseStreamsAfter {
+        responses: 1,
+        code: Code::Unavailable,
+        message: "max responses".into(),
+    });
+    let channel = connect(&network).await.expect("connect");
+    let mut client = AdsStream::open(channel.clone()).await.expect("stream");
+    client.request(CDS, &["c1"], None);
+    assert_eq!(client.next().await.resources.len(), 1);
+    let status = client
+        .responses
+        .message()
+        .await
+        .expect_err("closed after 1");
+    assert_eq!(
+        (status.code(), status.message()),
+        (Code::Unavailable, "max responses")
+    );
+
+    // 0: closed at the first request, before any response.
+    server.apply(Fault::CloseStreamsAfter {
+        responses: 0,
+        code: Code::ResourceExhausted,
+        message: String::new(),
+    });
+    let mut second = AdsStream::open(channel.clone()).await.expect("stream");
+    second.request(CDS, &["c1"], None);
+    let status = second
+        .responses
+        .message()
+        .await
+        .expect_err("closed at once");
+    assert_eq!(status.code(), Code::ResourceExhausted);
+
+    server.apply(Fault::KeepStreams);
+    let mut third = AdsStream::open(channel).await.expect("stream");
+    third.request(CDS, &["c1"], None);
+    assert_eq!(third.next().await.resources.len(), 1);
+    assert!(third.is_silent().await, "no longer closed");
+}
+
+#[tokio::test(start_paused = true)]
+async fn restart_drops_connections_and_can_lose_the_store() {
+    let (server, network) = serving(ServingMode::Auto);
+    server.set_resources(vec![cluster("c1", "a")], None);
+    let channel = connect(&network).await.expect("connect");
+    let mut client = AdsStream::open(channel).await.expect("stream");
+    client.request(CDS, &["c1"], None);
+    assert_eq!(client.next().await.version_info, "1");
+
+    server.apply(Fault::Restart {
+        keep_resources: false,
+    });
+    // No trailers: the transport goes away under the stream.
+    let status = client.responses.message().await.expect_err("reset");
+    assert_ne!(status.message(), "server restarting");
+    let events = events_only(server.events());
+    assert!(events.contains(&ServerEvent::ConnectionClosed { connection: 1 }));
+    assert!(server.resource_names(CDS).is_empty());
+    assert_eq!(server.type_version(CDS), "");
+
+    // A new connection works; versions start again from 1.
+    server.set_resources(vec![cluster("c1", "b")], None);
+    let mut again = AdsStream::open_in_memory(&network).await;
+    again.request(CDS, &["c1"], None);
+    assert_eq!(again.next().await.version_info, "1");
 }

@@ -130,6 +130,19 @@ pub enum StepSpec {
     RefuseConnections(ServerRef),
     /// The server accepts connections again.
     AcceptConnections(ServerRef),
+    /// The server keeps its streams open but answers nothing by itself:
+    /// for one type (`type: CDS`), or every type.
+    Hang(HangSpec),
+    /// End every hang: the server sends what it owes at once.
+    Resume(ServerRef),
+    /// From now on the server closes every ADS stream with a status once it
+    /// has sent it `responses` responses (0: at its first request).
+    CloseStreamsAfter(CloseStreamsAfterSpec),
+    /// Stop closing streams (ends `close_streams_after`).
+    KeepStreams(ServerRef),
+    /// The server restarts: its streams end and its connections drop;
+    /// `keep_resources: false` also empties its store (versions restart).
+    Restart(RestartSpec),
     /// Let virtual time pass: `15s`, `250ms`, `1.5s`, `2m`.
     Wait(Spanned<String>),
     /// An event must happen (after the last action or match).
@@ -208,6 +221,34 @@ pub struct SendResponseSpec {
 #[serde(deny_unknown_fields)]
 pub struct CloseStreamSpec {
     pub server: Option<Spanned<String>>,
+    /// gRPC status code name (default UNAVAILABLE).
+    pub code: Option<Spanned<String>>,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HangSpec {
+    pub server: Option<Spanned<String>>,
+    /// LDS, RDS, CDS or EDS (default: every type).
+    #[serde(rename = "type")]
+    pub resource_type: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestartSpec {
+    pub server: Option<Spanned<String>>,
+    /// Keep the store (default true).
+    pub keep_resources: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CloseStreamsAfterSpec {
+    pub server: Option<Spanned<String>>,
+    /// Responses a stream gets before it is closed (0: none).
+    pub responses: u32,
     /// gRPC status code name (default UNAVAILABLE).
     pub code: Option<Spanned<String>>,
     pub message: Option<String>,

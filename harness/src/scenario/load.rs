@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde_saphyr::MessageFormatter as _;
 use xds_fake_server::ServedResource;
+use xds_fake_server::fault::Fault;
 use xds_reference_client::ResourceType;
 
 use super::duration::parse_duration;
@@ -727,6 +728,37 @@ impl Checker {
             StepSpec::AcceptConnections(s) => Step::AcceptConnections {
                 server: self.target_server(s.server.as_ref(), spec)?,
             },
+            StepSpec::Hang(s) => Step::Fault {
+                server: self.target_server(s.server.as_ref(), spec)?,
+                fault: Fault::Hang {
+                    type_url: match &s.resource_type {
+                        Some(t) => Some(parse_resource_type(t)?.type_url().to_string()),
+                        None => None,
+                    },
+                },
+            },
+            StepSpec::Resume(s) => Step::Fault {
+                server: self.target_server(s.server.as_ref(), spec)?,
+                fault: Fault::Resume,
+            },
+            StepSpec::CloseStreamsAfter(s) => Step::Fault {
+                server: self.target_server(s.server.as_ref(), spec)?,
+                fault: Fault::CloseStreamsAfter {
+                    responses: s.responses,
+                    code: opt(s.code.as_ref(), code)?.unwrap_or(tonic::Code::Unavailable),
+                    message: s.message.clone().unwrap_or_default(),
+                },
+            },
+            StepSpec::KeepStreams(s) => Step::Fault {
+                server: self.target_server(s.server.as_ref(), spec)?,
+                fault: Fault::KeepStreams,
+            },
+            StepSpec::Restart(s) => Step::Fault {
+                server: self.target_server(s.server.as_ref(), spec)?,
+                fault: Fault::Restart {
+                    keep_resources: s.keep_resources.unwrap_or(true),
+                },
+            },
             StepSpec::Wait(d) => Step::Wait(duration(d, "wait")?),
             StepSpec::Expect(e) => {
                 let matcher = match &e.any_of {
@@ -1044,6 +1076,62 @@ steps:
 
     fn load_error(text: &str) -> ScenarioError {
         load_str("t.yaml", text).expect_err("should not load")
+    }
+
+    #[test]
+    fn fault_verbs_load_as_faults() {
+        let s = load(
+            "description: d\nservers: {main: {}}\nsteps:\n  \
+             - hang: {type: CDS}\n  - hang: {}\n  - resume: {}\n  \
+             - close_streams_after: {responses: 2, code: INTERNAL, message: m}\n  \
+             - close_streams_after: {responses: 0}\n  - keep_streams: {}\n  \
+             - restart: {}\n  - restart: {keep_resources: false}\n",
+        );
+        let faults: Vec<Fault> = s
+            .steps
+            .iter()
+            .map(|step| match &step.step {
+                Step::Fault { server, fault } => {
+                    assert_eq!(server, "main");
+                    fault.clone()
+                }
+                other => panic!("not a fault: {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            faults,
+            [
+                Fault::Hang {
+                    type_url: Some(ResourceType::Cluster.type_url().to_string())
+                },
+                Fault::Hang { type_url: None },
+                Fault::Resume,
+                Fault::CloseStreamsAfter {
+                    responses: 2,
+                    code: tonic::Code::Internal,
+                    message: "m".into()
+                },
+                Fault::CloseStreamsAfter {
+                    responses: 0,
+                    code: tonic::Code::Unavailable,
+                    message: String::new()
+                },
+                Fault::KeepStreams,
+                Fault::Restart {
+                    keep_resources: true
+                },
+                Fault::Restart {
+                    keep_resources: false
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_hang_of_an_unknown_type_names_the_place() {
+        let e = load_error("description: d\nservers: {main: {}}\nsteps:\n  - hang: {type: XDS}\n");
+        assert_eq!((e.line, e.column), (4, 18), "{e}");
+        assert!(e.message.contains("unknown resource type `XDS`"), "{e}");
     }
 
     #[test]

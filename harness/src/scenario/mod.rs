@@ -154,6 +154,12 @@ pub enum Step {
     AcceptConnections {
         server: String,
     },
+    /// Any other fault verb: `hang`, `resume`, `close_streams_after`,
+    /// `keep_streams`.
+    Fault {
+        server: String,
+        fault: xds_fake_server::fault::Fault,
+    },
     Wait(Duration),
     Expect {
         matcher: Matcher,

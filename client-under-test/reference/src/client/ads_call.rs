@@ -106,7 +106,7 @@ pub(crate) async fn run(
             }
             result = &mut started => match result {
                 Ok(response) => break response.into_inner(),
-                Err(status) => { send(CallEvent::Finished(status)); return; }
+                Err(status) => { send(CallEvent::Finished(transport_status(status))); return; }
             },
         }
     };
@@ -120,8 +120,20 @@ pub(crate) async fn run(
             message = responses.message() => match message {
                 Ok(Some(response)) => send(CallEvent::Response(response)),
                 Ok(None) => { send(CallEvent::Finished(tonic::Status::new(tonic::Code::Ok, "stream closed by server"))); return; }
-                Err(status) => { send(CallEvent::Finished(status)); return; }
+                Err(status) => { send(CallEvent::Finished(transport_status(status))); return; }
             },
         }
+    }
+}
+
+/// gRPC reports a lost transport as UNAVAILABLE; tonic reports the h2 or
+/// hyper error behind it as UNKNOWN. Only errors with a transport source
+/// are mapped: an UNKNOWN a server sent in trailers stays UNKNOWN.
+fn transport_status(status: tonic::Status) -> tonic::Status {
+    use std::error::Error as _;
+    if status.code() == tonic::Code::Unknown && status.source().is_some() {
+        tonic::Status::unavailable(status.message().to_string())
+    } else {
+        status
     }
 }

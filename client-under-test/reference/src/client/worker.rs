@@ -7,7 +7,7 @@
 //! A71); a channel holds a retryable ADS call; a call holds, per resource
 //! type, the nonce and the subscribed names with their does-not-exist timers.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -287,7 +287,7 @@ impl Worker {
     }
 
     /// Queues `event` for the given watchers, in watch order.
-    fn notify(&mut self, watchers: &BTreeSet<WatchId>, event: WatcherEvent) {
+    fn notify<'a>(&mut self, watchers: impl IntoIterator<Item = &'a WatchId>, event: WatcherEvent) {
         let event = self.with_node_id(event);
         for id in watchers {
             if let Some(entry) = self.watchers.get(id) {
@@ -904,62 +904,77 @@ impl Worker {
         let now = self.now();
         let version = response.version_info.clone();
         let mut errors = Vec::new();
-        let mut valid = 0usize;
-        let mut seen_in_response: BTreeSet<ResourceName> = BTreeSet::new();
-        let mut names_in_response: BTreeSet<String> = BTreeSet::new();
+        let mut seen_in_response: HashSet<ResourceName> = HashSet::new();
+        let mut names_in_response: HashSet<String> =
+            HashSet::with_capacity(response.resources.len());
         let channel_status = self.channels.get(server).and_then(|c| c.status.clone());
+        // Watcher events and logs wait until every resource is looked at:
+        // the loop borrows the call, the cache and the timers at once (one
+        // lookup each per response, not per resource: responses can carry
+        // 10,000 resources).
+        let mut events: Vec<(Vec<WatchId>, WatcherEvent)> = Vec::new();
+        let mut logs = Vec::new();
+        let mut call_type = self
+            .channels
+            .get_mut(server)
+            .and_then(|c| c.retryable.as_mut())
+            .and_then(|r| r.call.as_mut())
+            .and_then(|c| c.types.get_mut(&resource_type));
+        let authorities = &mut self.authorities;
+        let timers = &mut self.timers;
+        let sotw_all = resource_type.all_resources_required_in_sotw();
 
         for (index, entry) in response.resources.iter().enumerate() {
             let decoded = decode_entry(resource_type, entry);
-            let Some(name) = decoded.name.clone() else {
+            let Some(name) = decoded.name else {
                 if let Err(e) = &decoded.result {
                     errors.push(format!("resource index {index}: {e}"));
                 }
                 continue;
             };
-            let prefix = format!("resource index {index}: {name}: ");
+            let prefix = |name: &str| format!("resource index {index}: {name}: ");
             // Envoy rejects a response naming one resource twice; so do we.
             if !names_in_response.insert(name.clone()) {
-                errors.push(format!("{prefix}duplicate resource name in response"));
+                errors.push(format!(
+                    "{}duplicate resource name in response",
+                    prefix(&name)
+                ));
                 continue;
             }
             let decode_error = decoded.result.as_ref().err().map(|e| e.to_string());
             if let Some(e) = &decode_error {
-                errors.push(format!("{prefix}INVALID_ARGUMENT: {e}"));
+                errors.push(format!("{}INVALID_ARGUMENT: {e}", prefix(&name)));
             }
             let Ok(parsed) = ResourceName::parse(&name, resource_type) else {
-                errors.push(format!("{prefix}Cannot parse xDS resource name"));
+                errors.push(format!("{}Cannot parse xDS resource name", prefix(&name)));
                 continue;
             };
             // Seen on this stream: its does-not-exist timer is moot.
-            let timer = self
-                .call_mut(server)
-                .and_then(|c| c.types.get_mut(&resource_type))
+            if let Some(subscribed) = call_type
+                .as_mut()
                 .and_then(|t| t.subscribed.get_mut(&parsed))
-                .and_then(|t| {
-                    t.seen = true;
-                    t.timer.take()
-                });
-            if let Some(timer) = timer {
-                self.timers.remove(&timer);
+            {
+                subscribed.seen = true;
+                if let Some(timer) = subscribed.timer.take() {
+                    timers.remove(&timer);
+                }
             }
-            let Some(state) = self.resource_mut(&parsed, resource_type) else {
+            let Some(state) = authorities
+                .get_mut(&parsed.authority)
+                .and_then(|a| a.resources.get_mut(&resource_type))
+                .and_then(|r| r.get_mut(&parsed.key))
+            else {
                 continue; // Not subscribed: ignore it.
             };
-            if resource_type.all_resources_required_in_sotw() {
-                seen_in_response.insert(parsed.clone());
-            }
-            let mut log = None;
             if state.ignored_deletion {
                 state.ignored_deletion = false;
-                log = Some(format!(
+                logs.push(format!(
                     "xds server {}: server returned new version of resource for which we previously ignored a deletion: type {} name {}",
                     server.server_uri,
                     resource_type.type_url(),
                     name
                 ));
             }
-            let watchers = state.watchers.clone();
             let event = match (decoded.result, decode_error) {
                 (Err(_), Some(details)) => {
                     state.status = CacheStatus::Nacked;
@@ -977,7 +992,6 @@ impl Worker {
                     })
                 }
                 (Ok(value), _) => {
-                    valid += 1;
                     if state.value.as_deref() == Some(&*value) {
                         // Identical: nothing to tell, unless an ambient
                         // connectivity error is now over.
@@ -998,12 +1012,18 @@ impl Worker {
                 }
                 (Err(_), None) => None,
             };
-            if let Some(message) = log {
-                self.log(LogLevel::Info, message);
-            }
             if let Some(event) = event {
-                self.notify(&watchers, event);
+                events.push((state.watchers.iter().copied().collect(), event));
             }
+            if sotw_all {
+                seen_in_response.insert(parsed);
+            }
+        }
+        for message in logs {
+            self.log(LogLevel::Info, message);
+        }
+        for (watchers, event) in events {
+            self.notify(&watchers, event);
         }
 
         if let Some(call) = self.call_mut(server) {
@@ -1036,7 +1056,6 @@ impl Worker {
         {
             channel.versions.insert(resource_type, version);
         }
-        let _ = valid;
         self.send_request(server, resource_type);
     }
 
@@ -1047,7 +1066,7 @@ impl Worker {
         &mut self,
         server: &XdsServerConfig,
         resource_type: ResourceType,
-        seen: &BTreeSet<ResourceName>,
+        seen: &HashSet<ResourceName>,
     ) {
         let ignore = server.ignore_resource_deletion();
         let mut deleted = Vec::new();
