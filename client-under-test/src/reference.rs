@@ -11,7 +11,7 @@ use xds_reference_client::dataplane::DataPlane;
 use xds_reference_client::resolver::{self, ClusterConfig, Dial, DialUpdate};
 use xds_reference_client::transport::DataPlaneConnector;
 use xds_reference_client::{
-    Bootstrap, ClientProfile, ResourceType, RetryAfterGoodStream, TcpTransport, WatchId,
+    Bootstrap, ClientProfile, Defects, ResourceType, RetryAfterGoodStream, TcpTransport, WatchId,
     WatcherEvent, XdsClient, XdsClientConfig, XdsTransportFactory,
 };
 
@@ -28,6 +28,8 @@ const WATCH_SCOPE: &str = "";
 
 #[derive(Default)]
 pub struct ReferenceClient {
+    /// Deliberate A57 violations (tests of the scenarios only).
+    defects: Defects,
     started: Option<Started>,
     watches: WatchStacks<WatchId>,
     dials: BTreeMap<String, DialState>,
@@ -53,6 +55,16 @@ struct Started {
 impl ReferenceClient {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The reference client with rules deliberately broken, to show that
+    /// the scenarios catch a client that breaks them. Named "broken" in
+    /// reports so no result of it passes for the reference's.
+    pub fn with_defects(defects: Defects) -> Self {
+        Self {
+            defects,
+            ..Self::default()
+        }
     }
 
     fn started(&self) -> Result<&Started, ClientError> {
@@ -101,7 +113,11 @@ fn new_client(
 #[async_trait::async_trait]
 impl ClientUnderTest for ReferenceClient {
     fn name(&self) -> &str {
-        "reference"
+        if self.defects == Defects::default() {
+            "reference"
+        } else {
+            "reference-broken"
+        }
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -122,7 +138,8 @@ impl ClientUnderTest for ReferenceClient {
     async fn start(&mut self, env: ClientEnvironment) -> Result<(), ClientError> {
         let bootstrap = Bootstrap::from_json(&env.bootstrap_json)
             .map_err(|e| ClientError::Failed(e.to_string()))?;
-        let profile = profile(env.profile.as_deref())?;
+        let mut profile = profile(env.profile.as_deref())?;
+        profile.defects = self.defects;
         let (transport, connector): (Arc<dyn XdsTransportFactory>, Arc<dyn DataPlaneConnector>) =
             match &env.transport {
                 Transport::InMemory { xds, data_plane } => (xds.clone(), data_plane.clone()),

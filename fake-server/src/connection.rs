@@ -38,6 +38,47 @@ pub struct ServerConnection<IO> {
     /// ends and is dropped (the client sees the transport go away).
     reset: Option<Reset>,
     was_reset: bool,
+    /// While held, reads and writes wait: bytes stay in the socket and the
+    /// client never hears the server's HTTP/2 preface (see `Fault::Hold`).
+    read_gate: Option<HoldGate>,
+    write_gate: Option<HoldGate>,
+}
+
+/// Waits while the server holds its connections. One per direction, so
+/// a read and a write polled from different tasks each get woken.
+pub(crate) struct HoldGate {
+    held: tokio::sync::watch::Receiver<bool>,
+    waiting: Option<Reset>,
+}
+
+impl HoldGate {
+    pub(crate) fn new(held: tokio::sync::watch::Receiver<bool>) -> Self {
+        Self {
+            held,
+            waiting: None,
+        }
+    }
+
+    fn poll_open(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if !*self.held.borrow() {
+            self.waiting = None;
+            return Poll::Ready(());
+        }
+        let waiting = self.waiting.get_or_insert_with(|| {
+            let mut held = self.held.clone();
+            Box::pin(async move {
+                // A dropped sender means the server is gone: stop holding.
+                let _ = held.wait_for(|held| !*held).await;
+            })
+        });
+        match waiting.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                self.waiting = None;
+                Poll::Ready(())
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
 }
 
 impl<IO> ServerConnection<IO> {
@@ -49,7 +90,16 @@ impl<IO> ServerConnection<IO> {
             on_close: Some(on_close),
             reset: None,
             was_reset: false,
+            read_gate: None,
+            write_gate: None,
         }
+    }
+
+    /// Reads and writes wait while `held` is true.
+    pub(crate) fn with_hold(mut self, held: tokio::sync::watch::Receiver<bool>) -> Self {
+        self.read_gate = Some(HoldGate::new(held.clone()));
+        self.write_gate = Some(HoldGate::new(held));
+        self
     }
 
     /// The connection fails once `reset` resolves.
@@ -113,6 +163,11 @@ impl<IO: AsyncRead + Unpin> AsyncRead for ServerConnection<IO> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         self.check_reset(cx)?;
+        if let Some(gate) = &mut self.read_gate
+            && gate.poll_open(cx).is_pending()
+        {
+            return Poll::Pending;
+        }
         Pin::new(&mut self.io).poll_read(cx, buf)
     }
 }
@@ -124,6 +179,11 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for ServerConnection<IO> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         self.check_reset(cx)?;
+        if let Some(gate) = &mut self.write_gate
+            && gate.poll_open(cx).is_pending()
+        {
+            return Poll::Pending;
+        }
         Pin::new(&mut self.io).poll_write(cx, buf)
     }
 
@@ -140,6 +200,12 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for ServerConnection<IO> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        self.check_reset(cx)?;
+        if let Some(gate) = &mut self.write_gate
+            && gate.poll_open(cx).is_pending()
+        {
+            return Poll::Pending;
+        }
         Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
     }
 

@@ -5,8 +5,8 @@
 //! recorded as [`crate::event::ServerEvent::FaultApplied`], so a timeline shows
 //! what was done to the server next to what the client did about it.
 //!
-//! Not yet here (gRFC A57 harness work in progress): blackhole, delay,
-//! drop one response, GOAWAY, holding the handshake.
+//! Not yet here (gRFC A57 harness work in progress): delaying or dropping
+//! one response, GOAWAY.
 
 /// A fault to apply to one fake server.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,6 +44,15 @@ pub enum Fault {
     /// again at once is up to `RefuseConnections` (a restart that takes a
     /// while is `refuse_connections`, `restart`, later `accept_connections`).
     Restart { keep_resources: bool },
+    /// Accept connections but move no bytes on them, new or open: the
+    /// client's connection never becomes ready (it never hears the
+    /// server's HTTP/2 preface), so its requests stay queued and are not
+    /// "sent on a connected stream" (A57). Held forever, this is a
+    /// blackhole.
+    HoldConnections,
+    /// Let held connections go on (the handshake completes, queued
+    /// requests arrive).
+    ReleaseConnections,
 }
 
 /// Applying a fault did not fully take effect.

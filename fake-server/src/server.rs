@@ -229,6 +229,7 @@ impl FakeAdsServer {
                     message,
                 } => state.close_streams_after(*responses, *code, message.clone()),
                 Fault::KeepStreams => state.stream_limit = None,
+                Fault::HoldConnections | Fault::ReleaseConnections => {}
                 Fault::Restart { keep_resources } => {
                     state.drop_all_streams("server restarting: no trailers, connection reset");
                     if !*keep_resources {
@@ -266,6 +267,14 @@ impl FakeAdsServer {
             | Fault::KeepStreams => Ok(()),
             Fault::Restart { .. } => {
                 self.inner.reset_connections();
+                Ok(())
+            }
+            Fault::HoldConnections => {
+                self.inner.hold_connections(true);
+                Ok(())
+            }
+            Fault::ReleaseConnections => {
+                self.inner.hold_connections(false);
                 Ok(())
             }
         }

@@ -32,6 +32,8 @@ pub(crate) struct Inner {
     shutdown: watch::Sender<bool>,
     /// Bumped by `Fault::Restart`: every connection accepted before fails.
     resets: watch::Sender<u64>,
+    /// True while `Fault::HoldConnections` is in force.
+    holds: watch::Sender<bool>,
 }
 
 /// A memory address this server listens on, kept to unbind it on shutdown.
@@ -142,6 +144,7 @@ impl Inner {
             tcp: Mutex::new(Vec::new()),
             shutdown: watch::Sender::new(false),
             resets: watch::Sender::new(0),
+            holds: watch::Sender::new(false),
         }
     }
 
@@ -236,6 +239,7 @@ impl Inner {
                 }
             }),
         )
+        .with_hold(self.holds.subscribe())
         .with_reset(Box::pin(async move {
             // Any change after this connection was accepted is a reset; a
             // dropped sender means the server is gone, which the shutdown
@@ -244,6 +248,11 @@ impl Inner {
                 std::future::pending::<()>().await;
             }
         }))
+    }
+
+    /// Holds (or releases) the I/O of every connection, open or new.
+    pub fn hold_connections(&self, hold: bool) {
+        self.holds.send_replace(hold);
     }
 
     /// Fails every open connection (see `ServerConnection::with_reset`).

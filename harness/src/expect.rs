@@ -254,6 +254,7 @@ fn client_event_matches(m: &ClientEventMatcher, e: &ClientEvent, kind: &EventKin
             (ClientEventKind::RetryScheduled, Some(server))
         }
         ClientEvent::ServerStatus { server, .. } => (ClientEventKind::ServerStatus, Some(server)),
+        ClientEvent::Connected { server, .. } => (ClientEventKind::Connected, Some(server)),
         ClientEvent::ResourceTimerStarted { .. } => (ClientEventKind::ResourceTimerStarted, None),
         ClientEvent::SubscriptionSent { server, .. } => {
             (ClientEventKind::SubscriptionSent, Some(server))

@@ -11,7 +11,7 @@ use xds_conformance::matrix::{MatrixClient, cell_timeline_path, run_matrix};
 use xds_conformance::runner::run_scenario;
 use xds_conformance::scenario::load_file;
 use xds_conformance::suite::{
-    ADAPTERS_DIR, client_factory, default_matrix_clients, discover, repo_root, run_files,
+    ADAPTERS_DIR, Selection, client_factory, default_matrix_clients, discover, repo_root, run_files,
 };
 use xds_conformance_reports::Verdict;
 
@@ -40,6 +40,10 @@ enum Command {
         /// The client under test.
         #[arg(long, default_value = "reference")]
         client: String,
+        /// Leave out scenarios with this tag (repeatable), e.g.
+        /// `slow-on-real-time`.
+        #[arg(long)]
+        skip_tag: Vec<String>,
     },
     /// Run scenarios against several clients: the conformance matrix
     /// (Markdown and HTML), a JUnit report per client, every timeline.
@@ -53,6 +57,9 @@ enum Command {
         filter: Option<String>,
         #[arg(long, default_value = "reports-out/matrix")]
         report_dir: PathBuf,
+        /// Leave out scenarios with this tag (repeatable).
+        #[arg(long)]
+        skip_tag: Vec<String>,
     },
     /// Check scenario files; errors name file:line:column.
     Validate {
@@ -121,13 +128,31 @@ fn main() -> ExitCode {
             filter,
             report_dir,
             client,
-        } => run(paths, filter, report_dir, &client),
+            skip_tag,
+        } => run(
+            paths,
+            Selection {
+                filter,
+                skip_tags: skip_tag,
+            },
+            report_dir,
+            &client,
+        ),
         Command::Matrix {
             paths,
             clients,
             filter,
             report_dir,
-        } => matrix(paths, clients, filter, report_dir),
+            skip_tag,
+        } => matrix(
+            paths,
+            clients,
+            Selection {
+                filter,
+                skip_tags: skip_tag,
+            },
+            report_dir,
+        ),
         Command::Validate { paths } => validate(paths),
         Command::Schema => {
             print!("{}", xds_conformance::scenario::scenario_schema());
@@ -168,7 +193,7 @@ fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
     }
 }
 
-fn run(paths: Vec<PathBuf>, filter: Option<String>, report_dir: PathBuf, client: &str) -> ExitCode {
+fn run(paths: Vec<PathBuf>, selection: Selection, report_dir: PathBuf, client: &str) -> ExitCode {
     let factory = match client_factory(client) {
         Ok(f) => f,
         Err(e) => {
@@ -183,7 +208,7 @@ fn run(paths: Vec<PathBuf>, filter: Option<String>, report_dir: PathBuf, client:
             return ExitCode::from(2);
         }
     };
-    let report = run_files(&files, filter.as_deref(), client, &factory);
+    let report = run_files(&files, &selection, client, &factory);
     for r in &report.results {
         println!(
             "{:<13} {:<60} {:>9.3}s virtual {:>8.1}ms wall",
@@ -223,7 +248,7 @@ fn run(paths: Vec<PathBuf>, filter: Option<String>, report_dir: PathBuf, client:
 fn matrix(
     paths: Vec<PathBuf>,
     clients: Vec<String>,
-    filter: Option<String>,
+    selection: Selection,
     report_dir: PathBuf,
 ) -> ExitCode {
     let names = if clients.is_empty() {
@@ -253,7 +278,7 @@ fn matrix(
             return ExitCode::from(2);
         }
     };
-    let run = run_matrix(&files, filter.as_deref(), &matrix_clients);
+    let run = run_matrix(&files, &selection, &matrix_clients);
     let mut failed = false;
     let write = || -> std::io::Result<()> {
         xds_conformance_reports::write_matrix(&run.matrix, &report_dir)?;
@@ -353,12 +378,12 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
         }
     };
     // Warm-up: lazily built state (descriptor pool) is not what we measure.
-    let warm = run_files(&files, None, "reference", &factory);
+    let warm = run_files(&files, &Selection::default(), "reference", &factory);
     let mut suite_times = Vec::new();
     let mut per_scenario: Vec<(String, Duration, Duration)> = Vec::new();
     for _ in 0..iterations {
         let start = Instant::now();
-        let report = run_files(&files, None, "reference", &factory);
+        let report = run_files(&files, &Selection::default(), "reference", &factory);
         suite_times.push(start.elapsed());
         per_scenario = report
             .results

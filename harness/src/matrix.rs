@@ -31,7 +31,11 @@ pub struct MatrixRun {
 
 /// Runs every scenario file against every client. Files that do not load
 /// are an ERROR row for every client.
-pub fn run_matrix(files: &[PathBuf], filter: Option<&str>, clients: &[MatrixClient]) -> MatrixRun {
+pub fn run_matrix(
+    files: &[PathBuf],
+    selection: &crate::suite::Selection,
+    clients: &[MatrixClient],
+) -> MatrixRun {
     let mut rows = Vec::new();
     let mut reports: Vec<RunReport> = clients
         .iter()
@@ -45,10 +49,10 @@ pub fn run_matrix(files: &[PathBuf], filter: Option<&str>, clients: &[MatrixClie
         let source = file.display().to_string();
         let loaded = load_file(file);
         let scenario = loaded.as_ref().ok();
-        let name = scenario.map_or(source.clone(), |s| s.name.clone());
-        if filter.is_some_and(|f| !name.contains(f) && !source.contains(f)) {
+        if !selection.selects(scenario, &source) {
             continue;
         }
+        let name = scenario.map_or(source.clone(), |s| s.name.clone());
         let mut cells = Vec::new();
         for (client, report) in clients.iter().zip(reports.iter_mut()) {
             let (cell, scenario_report) = match &loaded {

@@ -9,7 +9,7 @@ use xds_client_under_test::{
 use xds_conformance_reports::{RunReport, ScenarioReport, Verdict};
 
 use crate::runner::run_scenario;
-use crate::scenario::{ScenarioError, load_file};
+use crate::scenario::{Scenario, ScenarioError, load_file};
 
 /// In-process clients this build can drive, by name. External clients
 /// come from adapter manifests (`client-under-test/adapters/*/adapter.json`).
@@ -131,11 +131,35 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Which scenarios a run takes.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// Only scenarios whose name or path contains this.
+    pub filter: Option<String>,
+    /// Leave out scenarios with any of these tags.
+    pub skip_tags: Vec<String>,
+}
+
+impl Selection {
+    /// Whether a scenario (or, if it did not load, its file) is taken.
+    pub fn selects(&self, scenario: Option<&Scenario>, source: &str) -> bool {
+        let name = scenario.map_or(source, |s| s.name.as_str());
+        if self
+            .filter
+            .as_deref()
+            .is_some_and(|f| !name.contains(f) && !source.contains(f))
+        {
+            return false;
+        }
+        !scenario.is_some_and(|s| s.tags.iter().any(|t| self.skip_tags.contains(t)))
+    }
+}
+
 /// Loads and runs each file; a file that does not load is an ERROR
 /// result naming the file, line and column, and the run goes on.
 pub fn run_files(
     files: &[PathBuf],
-    filter: Option<&str>,
+    selection: &Selection,
     client: &str,
     factory: &BoxedFactory,
 ) -> RunReport {
@@ -146,13 +170,13 @@ pub fn run_files(
         let scenario = match load_file(file) {
             Ok(s) => s,
             Err(e) => {
-                if filter.is_none_or(|f| source.contains(f)) {
+                if selection.selects(None, &source) {
                     results.push(load_error(&source, &e));
                 }
                 continue;
             }
         };
-        if filter.is_some_and(|f| !scenario.name.contains(f) && !source.contains(f)) {
+        if !selection.selects(Some(&scenario), &source) {
             continue;
         }
         let outcome = run_scenario(&scenario, factory.as_ref());

@@ -3,6 +3,7 @@
 //! changed — in one list, in the order it happened, with virtual
 //! timestamps. Rendered one event per line for snapshots and reports.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -168,7 +169,9 @@ pub fn render_events(events: &[TimelineEvent], from: usize) -> String {
 /// the script's steps), adapters' log lines, status messages of failed
 /// RPCs (they embed durations). Expectations still check all of those.
 pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> String) -> String {
-    let mut groups: Vec<Vec<(&str, String)>> = vec![Vec::new()];
+    let nonces = nonce_labels(events);
+    let normalize = |text: &str| drop_node(&relabel_nonces(&normalize(text), &nonces));
+    let mut groups: Vec<Vec<(&str, String, Option<String>)>> = vec![Vec::new()];
     for event in events {
         let text = match &event.kind {
             EventKind::Csds(_)
@@ -189,18 +192,105 @@ pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> S
             groups.push(Vec::new());
         }
         if let Some(group) = groups.last_mut() {
-            group.push((event.source.as_str(), normalize(&text)));
+            group.push((
+                event.source.as_str(),
+                normalize(&text),
+                wire_type(&event.kind),
+            ));
         }
     }
     let mut out = String::new();
     for (index, mut group) in groups.into_iter().enumerate() {
         // Stable: each source keeps its own order; steps stay first.
-        group.sort_by_key(|(source, _)| if *source == "step" { "" } else { source });
-        for (source, text) in group {
+        group.sort_by_key(|(source, _, _)| if *source == "step" { "" } else { source });
+        // A client interleaves its types' requests as it likes (C-core
+        // resubscribes in map order): in each run of one source's
+        // requests and responses, types go in name order, each type's own
+        // order kept.
+        let mut start = 0;
+        while start < group.len() {
+            let mut end = start;
+            while end < group.len() && group[end].2.is_some() && group[end].0 == group[start].0 {
+                end += 1;
+            }
+            if end == start {
+                start += 1;
+                continue;
+            }
+            group[start..end].sort_by(|a, b| a.2.cmp(&b.2));
+            start = end;
+        }
+        for (source, text, _) in group {
             out.push_str(&format!("[{index:>2}]  {source:<8} {text}\n"));
         }
     }
     out
+}
+
+/// The server numbers nonces across types in the order it answers, which
+/// on real time follows the order the client's requests happen to
+/// arrive in. Each nonce gets a label by stream and type instead: the
+/// second CDS response on stream 2 is `s2-CDS-2`.
+fn nonce_labels(events: &[TimelineEvent]) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::new();
+    let mut counts: BTreeMap<(String, u64, String), u64> = BTreeMap::new();
+    for event in events {
+        if let EventKind::Server(server_event) = &event.kind
+            && let ServerEvent::ResponseSent { stream, response } = &**server_event
+        {
+            let type_label = type_name(&response.type_url);
+            let count = counts
+                .entry((event.source.clone(), *stream, type_label.clone()))
+                .or_default();
+            *count += 1;
+            labels
+                .entry(response.nonce.clone())
+                .or_insert_with(|| format!("s{stream}-{type_label}-{count}"));
+        }
+    }
+    labels
+}
+
+fn relabel_nonces(text: &str, labels: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("nonce=\"") {
+        let value_start = at + "nonce=\"".len();
+        out.push_str(&rest[..value_start]);
+        rest = &rest[value_start..];
+        let Some(end) = rest.find('"') else { break };
+        let nonce = &rest[..end];
+        out.push_str(labels.get(nonce).map_or(nonce, String::as_str));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Which request of a new stream carries the node depends on which type a
+/// client happens to send first; scenarios check the node with
+/// expectations (`node: true`), snapshots leave it out.
+fn drop_node(text: &str) -> String {
+    let Some(at) = text.find(" node=\"") else {
+        return text.to_string();
+    };
+    let value_start = at + " node=\"".len();
+    match text[value_start..].find('"') {
+        Some(end) => format!("{}{}", &text[..at], &text[value_start + end + 1..]),
+        None => text.to_string(),
+    }
+}
+
+/// The resource type of a request or response on the wire, else None.
+fn wire_type(kind: &EventKind) -> Option<String> {
+    match kind {
+        EventKind::Server(event) => match &**event {
+            ServerEvent::RequestReceived { request, .. } => Some(request.type_url.clone()),
+            ServerEvent::ResponseSent { response, .. } => Some(response.type_url.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// One line, e.g.
@@ -365,6 +455,8 @@ pub fn describe_fault(fault: &Fault) -> String {
         Fault::Restart {
             keep_resources: false,
         } => "restart (resources lost)".to_string(),
+        Fault::HoldConnections => "hold connections (no bytes move)".to_string(),
+        Fault::ReleaseConnections => "release connections".to_string(),
     }
 }
 
@@ -413,6 +505,14 @@ fn describe_client_event(event: &ClientEvent) -> Option<String> {
             },
             error_text(status)
         ),
+        ClientEvent::Connected {
+            server,
+            connected: true,
+        } => format!("connected to {server}"),
+        ClientEvent::Connected {
+            server,
+            connected: false,
+        } => format!("no longer connected to {server}"),
         ClientEvent::RetryScheduled { server, delay } => {
             format!("next ADS call to {server} in {:.3}s", delay.as_secs_f64())
         }
@@ -498,4 +598,35 @@ fn describe_csds(c: &CsdsChange) -> String {
         describe_entry(&c.from),
         describe_entry(&c.to)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonces_are_relabelled_whole_and_unknown_ones_kept() {
+        let labels = BTreeMap::from([
+            ("1".to_string(), "s1-CDS-1".to_string()),
+            ("10".to_string(), "s1-LDS-1".to_string()),
+        ]);
+        assert_eq!(
+            relabel_nonces(r#"<- CDS version="1" nonce="10" (ACK)"#, &labels),
+            r#"<- CDS version="1" nonce="s1-LDS-1" (ACK)"#
+        );
+        assert_eq!(
+            relabel_nonces(r#"-> nonce="1" ... nonce="7" nonce="""#, &labels),
+            r#"-> nonce="s1-CDS-1" ... nonce="7" nonce="""#
+        );
+        assert_eq!(relabel_nonces(r#"nonce="1"#, &labels), r#"nonce="1"#);
+    }
+
+    #[test]
+    fn the_node_is_left_out_of_normalised_lines() {
+        assert_eq!(
+            drop_node(r#"<- LDS names=[l] version="" nonce="" node="n1" (initial)"#),
+            r#"<- LDS names=[l] version="" nonce="" (initial)"#
+        );
+        assert_eq!(drop_node("no node here"), "no node here");
+    }
 }

@@ -25,7 +25,7 @@ pub mod watcher;
 pub use bootstrap::{Bootstrap, BootstrapError, XdsServerConfig};
 pub use client::{WatchId, XdsClient, XdsClientConfig};
 pub use observer::{ClientEvent, ClientObserver, LogLevel};
-pub use profile::{ClientProfile, DataErrorHandling, RetryAfterGoodStream};
+pub use profile::{ClientProfile, DataErrorHandling, Defects, RetryAfterGoodStream};
 pub use resource::{ResourceType, XdsResource};
 pub use transport::{TcpTransport, XdsTransportFactory};
 pub use watcher::{ResourceWatcher, WatcherEvent, XdsError};

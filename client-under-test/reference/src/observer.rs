@@ -31,6 +31,10 @@ pub enum ClientEvent {
         status: XdsError,
         seen_response: bool,
     },
+    /// The A57 "connected" flag of `server`'s current ADS call: true once
+    /// the transport under it heard the server (its HTTP/2 preface), false
+    /// when that call ends. Does-not-exist timers start only while true.
+    Connected { server: String, connected: bool },
     /// The next attempt to `server` starts after `delay`.
     RetryScheduled { server: String, delay: Duration },
     /// The xDS channel's health changed: `error` is None when healthy.

@@ -31,6 +31,28 @@ pub enum DataErrorHandling {
     A88,
 }
 
+/// Deliberate violations of gRFC A57, off in every real profile. They
+/// exist to prove that the scenarios catch a client that breaks a rule
+/// (the harness's `broken_clients` tests): a check that cannot fail is
+/// worth nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Defects {
+    /// Start does-not-exist timers when a request is handed to the
+    /// transport, connected or not (A57: only on a connected stream).
+    pub timer_while_connecting: bool,
+    /// One does-not-exist timer per resource, started at its first watch
+    /// and blind to streams and connections (A57: per stream, only while
+    /// connected).
+    pub timer_from_watch: bool,
+    /// Tell watchers nothing when a stream fails before any response (A57:
+    /// a connectivity error for every watcher).
+    pub silent_stream_failures: bool,
+    /// Never reset the backoff, even after a stream that got a response.
+    pub backoff_never_resets: bool,
+    /// No connect timeout: wait on a stalled handshake forever.
+    pub no_connect_timeout: bool,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClientProfile {
     pub name: String,
@@ -39,6 +61,8 @@ pub struct ClientProfile {
     /// The does-not-exist timer (gRFC A57: 15 s).
     pub resource_request_timeout: Duration,
     pub data_errors: DataErrorHandling,
+    /// All off, except in tests of the scenarios themselves.
+    pub defects: Defects,
 }
 
 impl Default for ClientProfile {
@@ -50,6 +74,7 @@ impl Default for ClientProfile {
             retry_after_good_stream: RetryAfterGoodStream::InitialBackoff,
             resource_request_timeout: Duration::from_secs(15),
             data_errors: DataErrorHandling::A53,
+            defects: Defects::default(),
         }
     }
 }

@@ -20,6 +20,11 @@ pub struct ScenarioFile {
     /// The specs it tests: A27, A46, A47, A53, A57, A71, A88, delta.
     #[serde(default)]
     pub spec: Vec<Spanned<String>>,
+    /// Free-form tags for selecting scenarios, e.g. `slow-on-real-time`
+    /// (timers that take their full 15 s on a real client), which
+    /// `--skip-tag` leaves out.
+    #[serde(default)]
+    pub tags: Vec<String>,
     /// Data-plane backends, by name: gRPC servers that answer with their
     /// name. Endpoints refer to them as `backend:NAME`.
     #[serde(default)]
@@ -143,6 +148,14 @@ pub enum StepSpec {
     /// The server restarts: its streams end and its connections drop;
     /// `keep_resources: false` also empties its store (versions restart).
     Restart(RestartSpec),
+    /// Connections are accepted but no bytes move on them (new or open):
+    /// the client never hears the server's HTTP/2 preface, so its
+    /// requests stay queued (not on a connected stream). Never released,
+    /// it is a blackhole.
+    HoldConnections(ServerRef),
+    /// Held connections go on: the handshake completes, queued requests
+    /// arrive.
+    ReleaseConnections(ServerRef),
     /// Let virtual time pass: `15s`, `250ms`, `1.5s`, `2m`.
     Wait(Spanned<String>),
     /// An event must happen (after the last action or match).
@@ -554,6 +567,7 @@ pub struct ServerEventMatcherSpec {
 #[serde(deny_unknown_fields)]
 pub struct ClientMatcherSpec {
     /// ads_call_started, ads_call_finished, retry_scheduled, server_status,
+    /// connected,
     /// resource_timer_started, subscription_sent, fallback_started,
     /// fell_forward, log.
     pub event: Spanned<String>,

@@ -253,6 +253,7 @@ fn check(source_name: &str, file: ScenarioFile) -> Result<Scenario, Problem> {
             .unwrap_or_else(|| default_name(source_name)),
         description: file.description,
         spec: file.spec.into_iter().map(|s| s.value).collect(),
+        tags: file.tags,
         servers,
         backends: file.backends.keys().cloned().collect(),
         known_failures: file.known_failures.clone().into_iter().collect(),
@@ -329,6 +330,7 @@ const CLIENT_EVENTS: &[(&str, ClientEventKind)] = &[
     ("ads_call_finished", ClientEventKind::AdsCallFinished),
     ("retry_scheduled", ClientEventKind::RetryScheduled),
     ("server_status", ClientEventKind::ServerStatus),
+    ("connected", ClientEventKind::Connected),
     (
         "resource_timer_started",
         ClientEventKind::ResourceTimerStarted,
@@ -753,6 +755,14 @@ impl Checker {
                 server: self.target_server(s.server.as_ref(), spec)?,
                 fault: Fault::KeepStreams,
             },
+            StepSpec::HoldConnections(s) => Step::Fault {
+                server: self.target_server(s.server.as_ref(), spec)?,
+                fault: Fault::HoldConnections,
+            },
+            StepSpec::ReleaseConnections(s) => Step::Fault {
+                server: self.target_server(s.server.as_ref(), spec)?,
+                fault: Fault::ReleaseConnections,
+            },
             StepSpec::Restart(s) => Step::Fault {
                 server: self.target_server(s.server.as_ref(), spec)?,
                 fault: Fault::Restart {
@@ -1085,7 +1095,8 @@ steps:
              - hang: {type: CDS}\n  - hang: {}\n  - resume: {}\n  \
              - close_streams_after: {responses: 2, code: INTERNAL, message: m}\n  \
              - close_streams_after: {responses: 0}\n  - keep_streams: {}\n  \
-             - restart: {}\n  - restart: {keep_resources: false}\n",
+             - restart: {}\n  - restart: {keep_resources: false}\n  \
+             - hold_connections: {}\n  - release_connections: {}\n",
         );
         let faults: Vec<Fault> = s
             .steps
@@ -1123,6 +1134,8 @@ steps:
                 Fault::Restart {
                     keep_resources: false
                 },
+                Fault::HoldConnections,
+                Fault::ReleaseConnections,
             ]
         );
     }

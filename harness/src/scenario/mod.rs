@@ -50,6 +50,8 @@ pub struct Scenario {
     pub description: String,
     /// Spec tags: `A27`, `A46`, ...
     pub spec: Vec<String>,
+    /// Selection tags (`--skip-tag`).
+    pub tags: Vec<String>,
     /// In declaration order (the default bootstrap lists them in this order).
     pub servers: Vec<ServerDef>,
     /// Data-plane backends, in declaration order; backend `i` listens at
@@ -324,6 +326,7 @@ pub enum ClientEventKind {
     AdsCallFinished,
     RetryScheduled,
     ServerStatus,
+    Connected,
     ResourceTimerStarted,
     SubscriptionSent,
     FallbackStarted,

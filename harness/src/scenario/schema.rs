@@ -59,6 +59,8 @@ mod tests {
             "close_streams_after",
             "keep_streams",
             "restart",
+            "hold_connections",
+            "release_connections",
             "wait",
             "expect",
             "expect_none",

@@ -152,6 +152,8 @@ struct AdsCall {
     /// Types whose request was taken before the connection was ready.
     unconfirmed: BTreeSet<ResourceType>,
     types: BTreeMap<ResourceType, TypeState>,
+    /// Until the transport hears the server (see `CONNECT_TIMEOUT`).
+    connect_deadline: Option<TimerId>,
 }
 
 impl Drop for AdsCall {
@@ -196,7 +198,23 @@ enum TimerKind {
     Retry {
         server: XdsServerConfig,
     },
+    /// `Defects::timer_from_watch` only.
+    WatchTimer {
+        resource_type: ResourceType,
+        name: ResourceName,
+    },
+    /// gRPC's minimum connect timeout: a call whose transport has not heard
+    /// the server by then fails, and the connection attempt is dropped.
+    ConnectDeadline {
+        server: XdsServerConfig,
+        call: u64,
+    },
 }
+
+/// gRPC's `min_connect_timeout` (C-core `GRPC_ARG_MIN_RECONNECT_BACKOFF_MS`
+/// default, 20 s): how long a connection attempt, HTTP/2 handshake
+/// included, may take.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
 enum Outgoing {
     Watcher(Arc<dyn ResourceWatcher>, WatcherEvent),
@@ -384,6 +402,21 @@ impl Worker {
             .bootstrap
             .servers_for_authority(parsed.authority.as_deref())
             .to_vec();
+        let watched_before = self
+            .authorities
+            .get(&parsed.authority)
+            .and_then(|a| a.resources.get(&resource_type))
+            .is_some_and(|r| r.contains_key(&parsed.key));
+        if !watched_before && self.shared.profile.defects.timer_from_watch {
+            let at = self.now() + self.shared.profile.resource_request_timeout;
+            self.add_timer(
+                at,
+                TimerKind::WatchTimer {
+                    resource_type,
+                    name: parsed.clone(),
+                },
+            );
+        }
 
         let authority = self
             .authorities
@@ -674,6 +707,7 @@ impl Worker {
             buffered: BTreeSet::new(),
             unconfirmed: BTreeSet::new(),
             types: BTreeMap::new(),
+            connect_deadline: None,
         };
         // Subscribe to everything the authorities using this channel watch.
         for (authority_name, authority) in &self.authorities {
@@ -703,6 +737,19 @@ impl Worker {
             return;
         };
         retryable.call = Some(call);
+        // On a live connection the call says it is connected at once,
+        // which cancels this.
+        let deadline = self.now() + CONNECT_TIMEOUT;
+        let timer = self.add_timer(
+            deadline,
+            TimerKind::ConnectDeadline {
+                server: server.clone(),
+                call: id,
+            },
+        );
+        if let Some(call) = self.call_mut(server) {
+            call.connect_deadline = Some(timer);
+        }
         self.emit(ClientEvent::AdsCallStarted {
             server: server.server_uri.clone(),
         });
@@ -781,13 +828,14 @@ impl Worker {
     }
 
     fn on_request_taken(&mut self, server: &XdsServerConfig, resource_type: ResourceType) {
+        let timer_while_connecting = self.shared.profile.defects.timer_while_connecting;
         let Some(call) = self.call_mut(server) else {
             return;
         };
         if call.send_pending == Some(resource_type) {
             call.send_pending = None;
         }
-        if call.connected {
+        if call.connected || timer_while_connecting {
             self.mark_send_complete(server, resource_type);
         } else {
             call.unconfirmed.insert(resource_type);
@@ -807,7 +855,15 @@ impl Worker {
             return;
         };
         call.connected = true;
+        let deadline = call.connect_deadline.take();
         let unconfirmed = std::mem::take(&mut call.unconfirmed);
+        if let Some(timer) = deadline {
+            self.timers.remove(&timer);
+        }
+        self.emit(ClientEvent::Connected {
+            server: server.server_uri.clone(),
+            connected: true,
+        });
         for resource_type in unconfirmed {
             self.mark_send_complete(server, resource_type);
         }
@@ -1147,6 +1203,31 @@ impl Worker {
         }
     }
 
+    /// The call's transport never heard the server (a blackhole, or a
+    /// handshake that stalls): fail the call as C-core's connector does,
+    /// and start the next attempt on a new connection.
+    fn on_connect_deadline(&mut self, server: &XdsServerConfig, call_id: u64) {
+        let stalled = self
+            .call_mut(server)
+            .is_some_and(|call| call.id == call_id && !call.connected);
+        if self.shared.profile.defects.no_connect_timeout {
+            return;
+        }
+        if !stalled {
+            return;
+        }
+        if let Some(channel) = self.channels.get_mut(server) {
+            // Dropping the old channel drops its pending connection.
+            channel.transport = XdsTransport::new(self.shared.transport.clone(), server);
+        }
+        self.on_call_finished(
+            server,
+            tonic::Status::unavailable(
+                "connection attempt timed out before receiving SETTINGS frame",
+            ),
+        );
+    }
+
     fn on_call_finished(&mut self, server: &XdsServerConfig, status: tonic::Status) {
         let Some(retryable) = self
             .channels
@@ -1159,8 +1240,9 @@ impl Worker {
             return;
         };
         let seen_response = call.seen_response;
+        let was_connected = call.connected;
         let status = XdsError::new(status.code(), status.message().to_string());
-        if seen_response {
+        if seen_response && !self.shared.profile.defects.backoff_never_resets {
             retryable.backoff.reset();
         }
         let delay = if seen_response
@@ -1186,6 +1268,12 @@ impl Worker {
         {
             retryable.retry_timer = Some(timer);
         }
+        if was_connected {
+            self.emit(ClientEvent::Connected {
+                server: server.server_uri.clone(),
+                connected: false,
+            });
+        }
         self.emit(ClientEvent::AdsCallFinished {
             server: server.server_uri.clone(),
             status: status.clone(),
@@ -1197,7 +1285,7 @@ impl Worker {
         });
         // A57: a stream that ends before any response is a connectivity
         // error; after a response it is normal operation (e.g. max age).
-        if !seen_response {
+        if !seen_response && !self.shared.profile.defects.silent_stream_failures {
             let message = format!(
                 "xDS call failed with no responses received; status: {}: {}",
                 code_name(status.code),
@@ -1208,6 +1296,9 @@ impl Worker {
     }
 
     fn cancel_call_timers(&mut self, call: &AdsCall) {
+        if let Some(timer) = call.connect_deadline {
+            self.timers.remove(&timer);
+        }
         for type_state in call.types.values() {
             for timer in type_state.subscribed.values().filter_map(|t| t.timer) {
                 self.timers.remove(&timer);
@@ -1342,6 +1433,23 @@ impl Worker {
                     resource_type,
                     name,
                 } => self.on_does_not_exist_timer(&server, call, resource_type, &name, id),
+                TimerKind::ConnectDeadline { server, call } => {
+                    self.on_connect_deadline(&server, call)
+                }
+                TimerKind::WatchTimer {
+                    resource_type,
+                    name,
+                } => {
+                    let Some(state) = self.resource_mut(&name, resource_type) else {
+                        continue;
+                    };
+                    if state.value.is_some() || state.status != CacheStatus::Requested {
+                        continue;
+                    }
+                    state.status = CacheStatus::DoesNotExist;
+                    let watchers = state.watchers.clone();
+                    self.notify(&watchers, WatcherEvent::DoesNotExist);
+                }
             }
         }
     }
