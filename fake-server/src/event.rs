@@ -62,6 +62,12 @@ pub enum ServerEvent {
         stream: u64,
         response: RecordedResponse,
     },
+    /// A response was built and counted as sent, but lost on its way
+    /// (`Fault::DropResponses`): the client never gets it.
+    ResponseDropped {
+        stream: u64,
+        response: RecordedResponse,
+    },
     /// A fault was applied to the server.
     FaultApplied { fault: Fault },
     /// The resource store changed for one type. `updated` are the names set

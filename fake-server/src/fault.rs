@@ -5,8 +5,8 @@
 //! recorded as [`crate::event::ServerEvent::FaultApplied`], so a timeline shows
 //! what was done to the server next to what the client did about it.
 //!
-//! Not yet here (gRFC A57 harness work in progress): delaying or dropping
-//! one response, GOAWAY.
+//! GOAWAY is a server setting, not a fault (`MaxConnectionAge`). Not yet
+//! here: delaying responses.
 
 /// A fault to apply to one fake server.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,6 +53,13 @@ pub enum Fault {
     /// Let held connections go on (the handshake completes, queued
     /// requests arrive).
     ReleaseConnections,
+    /// Lose the next `count` responses (of `type_url`, or of any type):
+    /// the server does all it would do to send them (nonce, auto-mode
+    /// bookkeeping) but they never reach the wire, as if lost in transit.
+    DropResponses {
+        count: u32,
+        type_url: Option<String>,
+    },
 }
 
 /// Applying a fault did not fully take effect.

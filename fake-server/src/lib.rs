@@ -31,5 +31,6 @@ pub use connection::{ConnectionInfo, ServerConnection};
 pub use fault::FaultError;
 pub use resource::ServedResource;
 pub use server::{
-    EventObserver, FakeAdsServer, ScriptedResponse, ServeError, ServerConfig, ServingMode,
+    EventObserver, FakeAdsServer, MaxConnectionAge, ScriptedResponse, ServeError, ServerConfig,
+    ServingMode,
 };

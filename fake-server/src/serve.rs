@@ -34,10 +34,19 @@ where
 {
     let service = AggregatedDiscoveryServiceServer::new(AdsService::new(inner.clone()));
     let shutdown = inner.shutdown_signal();
+    let age = inner.read(|state| state.max_connection_age);
     runtime.spawn(async move {
+        let mut builder = Server::builder();
+        if let Some(age) = age {
+            // GOAWAY after `age`; open streams get `grace` to finish, then
+            // the connection closes under them (gRPC's MAX_CONNECTION_AGE).
+            builder = builder
+                .max_connection_age(age.age)
+                .max_connection_age_grace(age.grace);
+        }
         // tonic fails here only if building a per-connection service fails,
         // which a plain router cannot; a failing connection ends only itself.
-        let _ = Server::builder()
+        let _ = builder
             .add_service(service)
             .serve_with_incoming_shutdown(incoming, shutdown)
             .await;

@@ -39,6 +39,14 @@ pub enum ServingMode {
 /// it is set. It may call back into the server.
 pub type EventObserver = Arc<dyn Fn(&Recorded<ServerEvent>) + Send + Sync>;
 
+/// gRPC's MAX_CONNECTION_AGE: each connection gets a GOAWAY once it is
+/// `age` old, and is closed `grace` later if streams are still open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaxConnectionAge {
+    pub age: std::time::Duration,
+    pub grace: std::time::Duration,
+}
+
 /// A response a scenario sends by hand.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScriptedResponse {
@@ -91,6 +99,11 @@ impl FakeAdsServer {
 
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// Sets MAX_CONNECTION_AGE for listeners started after this call.
+    pub fn set_max_connection_age(&self, age: Option<MaxConnectionAge>) {
+        self.inner.update(|state| state.max_connection_age = age);
     }
 
     pub fn mode(&self) -> ServingMode {
@@ -230,6 +243,9 @@ impl FakeAdsServer {
                 } => state.close_streams_after(*responses, *code, message.clone()),
                 Fault::KeepStreams => state.stream_limit = None,
                 Fault::HoldConnections | Fault::ReleaseConnections => {}
+                Fault::DropResponses { count, type_url } => {
+                    state.drops = (*count > 0).then(|| (*count, type_url.clone()));
+                }
                 Fault::Restart { keep_resources } => {
                     state.drop_all_streams("server restarting: no trailers, connection reset");
                     if !*keep_resources {
@@ -264,7 +280,8 @@ impl FakeAdsServer {
             | Fault::Hang { .. }
             | Fault::Resume
             | Fault::CloseStreamsAfter { .. }
-            | Fault::KeepStreams => Ok(()),
+            | Fault::KeepStreams
+            | Fault::DropResponses { .. } => Ok(()),
             Fault::Restart { .. } => {
                 self.inner.reset_connections();
                 Ok(())

@@ -249,10 +249,20 @@ impl State {
             nonce: nonce.clone(),
             ..Default::default()
         };
+        let drop_it = match &mut self.drops {
+            Some((count, of_type)) if of_type.as_deref().is_none_or(|t| t == type_url) => {
+                *count -= 1;
+                if *count == 0 {
+                    self.drops = None;
+                }
+                true
+            }
+            _ => false,
+        };
         let Some(stream) = self.streams.get_mut(&stream_id) else {
             return false;
         };
-        if stream.responses.send(Ok(response)).is_err() {
+        if !drop_it && stream.responses.send(Ok(response)).is_err() {
             return false;
         }
         stream
@@ -262,14 +272,22 @@ impl State {
             .nonces
             .insert(nonce.clone());
         stream.responses_sent += 1;
-        self.record(ServerEvent::ResponseSent {
-            stream: stream_id,
-            response: RecordedResponse {
-                type_url: type_url.to_string(),
-                version_info,
-                nonce,
-                resource_names: resources.iter().map(|r| r.name.clone()).collect(),
-            },
+        let response = RecordedResponse {
+            type_url: type_url.to_string(),
+            version_info,
+            nonce,
+            resource_names: resources.iter().map(|r| r.name.clone()).collect(),
+        };
+        self.record(if drop_it {
+            ServerEvent::ResponseDropped {
+                stream: stream_id,
+                response,
+            }
+        } else {
+            ServerEvent::ResponseSent {
+                stream: stream_id,
+                response,
+            }
         });
         self.limit_reached(stream_id);
         true

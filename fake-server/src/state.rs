@@ -53,6 +53,10 @@ pub(crate) struct State {
     pub hung: Hung,
     /// `Fault::CloseStreamsAfter`, while in force.
     pub stream_limit: Option<StreamLimit>,
+    /// Responses still to drop (`Fault::DropResponses`), and of which type.
+    pub drops: Option<(u32, Option<String>)>,
+    /// Read when the server starts serving (tonic sets it per listener).
+    pub max_connection_age: Option<crate::server::MaxConnectionAge>,
     pub shut_down: bool,
     pub memory_bindings: Vec<MemoryBinding>,
     last_connection: u64,
@@ -130,6 +134,8 @@ impl Inner {
                 refusing: false,
                 hung: Hung::default(),
                 stream_limit: None,
+                drops: None,
+                max_connection_age: None,
                 shut_down: false,
                 memory_bindings: Vec::new(),
                 last_connection: 0,

@@ -364,6 +364,7 @@ pub fn fake_server(def: &ServerDef, timeline: &Timeline) -> FakeAdsServer {
         name: def.name.clone(),
         mode,
     });
+    server.set_max_connection_age(def.max_connection_age);
     let tl = timeline.clone();
     server.set_observer(Arc::new(move |recorded| {
         tl.record_at(

@@ -236,7 +236,8 @@ fn nonce_labels(events: &[TimelineEvent]) -> BTreeMap<String, String> {
     let mut counts: BTreeMap<(String, u64, String), u64> = BTreeMap::new();
     for event in events {
         if let EventKind::Server(server_event) = &event.kind
-            && let ServerEvent::ResponseSent { stream, response } = &**server_event
+            && let ServerEvent::ResponseSent { stream, response }
+            | ServerEvent::ResponseDropped { stream, response } = &**server_event
         {
             let type_label = type_name(&response.type_url);
             let count = counts
@@ -381,6 +382,13 @@ fn describe_server(event: &ServerEvent) -> String {
             response.nonce,
             names(&response.resource_names)
         ),
+        ServerEvent::ResponseDropped { stream, response } => format!(
+            "-x [s{stream}] DiscoveryResponse {} version={:?} nonce={:?} resources={} (dropped: never reaches the client)",
+            type_name(&response.type_url),
+            response.version_info,
+            response.nonce,
+            names(&response.resource_names)
+        ),
         ServerEvent::FaultApplied { fault } => format!("fault: {}", describe_fault(fault)),
         ServerEvent::ResourcesChanged {
             type_url,
@@ -457,6 +465,14 @@ pub fn describe_fault(fault: &Fault) -> String {
         } => "restart (resources lost)".to_string(),
         Fault::HoldConnections => "hold connections (no bytes move)".to_string(),
         Fault::ReleaseConnections => "release connections".to_string(),
+        Fault::DropResponses {
+            count,
+            type_url: None,
+        } => format!("drop the next {count} response(s)"),
+        Fault::DropResponses {
+            count,
+            type_url: Some(type_url),
+        } => format!("drop the next {count} {} response(s)", type_name(type_url)),
     }
 }
 

@@ -17,6 +17,7 @@ fn defect(name: &str) -> Defects {
         "timer_from_watch" => d.timer_from_watch = true,
         "silent_stream_failures" => d.silent_stream_failures = true,
         "backoff_never_resets" => d.backoff_never_resets = true,
+        "error_after_good_stream" => d.error_after_good_stream = true,
         "no_connect_timeout" => d.no_connect_timeout = true,
         other => panic!("unknown defect {other}"),
     }
@@ -49,6 +50,11 @@ fn defect(name: &str) -> Defects {
     "silent_stream_failures",
     "stream-closed-before-response-cached",
     ":28:5:"
+)]
+#[case::error_after_response(
+    "error_after_good_stream",
+    "stream-closed-after-response-is-not-an-error",
+    ":21:5:"
 )]
 #[case::backoff("backoff_never_resets", "backoff-growth-and-reset", ":32:5:")]
 #[case::blackhole(

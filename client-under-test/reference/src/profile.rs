@@ -47,6 +47,9 @@ pub struct Defects {
     /// Tell watchers nothing when a stream fails before any response (A57:
     /// a connectivity error for every watcher).
     pub silent_stream_failures: bool,
+    /// Report a stream that ends after a response as a connectivity error
+    /// too (A57: it is normal operation, e.g. a max connection age).
+    pub error_after_good_stream: bool,
     /// Never reset the backoff, even after a stream that got a response.
     pub backoff_never_resets: bool,
     /// No connect timeout: wait on a stalled handshake forever.

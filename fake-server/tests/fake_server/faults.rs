@@ -262,3 +262,61 @@ async fn restart_drops_connections_and_can_lose_the_store() {
     again.request(CDS, &["c1"], None);
     assert_eq!(again.next().await.version_info, "1");
 }
+
+#[tokio::test(start_paused = true)]
+async fn dropped_responses_are_recorded_but_never_arrive() {
+    let (server, network) = serving(ServingMode::Auto);
+    server.set_resources(vec![listener("l1", "a"), cluster("c1", "a")], None);
+    server.apply(Fault::DropResponses {
+        count: 1,
+        type_url: Some(CDS.into()),
+    });
+    let mut client = AdsStream::open_in_memory(&network).await;
+    client.request(CDS, &["c1"], None);
+    assert!(client.is_silent().await, "the CDS response is lost");
+    // Other types are not affected, and only one response is dropped.
+    client.request(LDS, &["l1"], None);
+    assert_eq!(client.next().await.type_url, LDS);
+    server.set_resources(vec![cluster("c1", "b")], None);
+    let healed = client.next().await;
+    assert_eq!(
+        (healed.type_url.as_str(), healed.version_info.as_str()),
+        (CDS, "2")
+    );
+
+    let dropped: Vec<_> = events_only(server.events())
+        .into_iter()
+        .filter_map(|e| match e {
+            ServerEvent::ResponseDropped { response, .. } => Some(response.version_info),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(dropped, ["1"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_connection_age_ends_connections_after_the_grace() {
+    let server = server(ServingMode::Auto);
+    server.set_max_connection_age(Some(xds_fake_server::MaxConnectionAge {
+        age: std::time::Duration::from_secs(10),
+        grace: std::time::Duration::from_secs(1),
+    }));
+    let network = xds_fake_server::network::MemoryNetwork::new();
+    server.serve_in_memory(&network, ADDRESS).expect("serve");
+    server.set_resources(vec![cluster("c1", "a")], None);
+    let mut client = AdsStream::open_in_memory(&network).await;
+    client.request(CDS, &["c1"], None);
+    assert_eq!(client.next().await.resources.len(), 1);
+
+    let started = tokio::time::Instant::now();
+    let ended = client.responses.message().await;
+    assert!(!matches!(ended, Ok(Some(_))), "the stream ends: {ended:?}");
+    let after = started.elapsed();
+    assert!(
+        after >= std::time::Duration::from_secs(10) && after <= std::time::Duration::from_secs(12),
+        "{after:?}"
+    );
+    assert!(
+        events_only(server.events()).contains(&ServerEvent::ConnectionClosed { connection: 1 })
+    );
+}

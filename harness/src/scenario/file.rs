@@ -59,6 +59,11 @@ pub struct ServerSpec {
     /// Resources the server holds at the start.
     #[serde(default)]
     pub resources: Vec<Spanned<ResourceSpec>>,
+    /// gRPC's MAX_CONNECTION_AGE, e.g. `30s`: each connection gets an
+    /// HTTP/2 GOAWAY at that age; streams still open are cut
+    /// `max_connection_age_grace` later (default 1s).
+    pub max_connection_age: Option<Spanned<String>>,
+    pub max_connection_age_grace: Option<Spanned<String>>,
 }
 
 /// A data-plane backend (no settings yet).
@@ -156,6 +161,9 @@ pub enum StepSpec {
     /// Held connections go on: the handshake completes, queued requests
     /// arrive.
     ReleaseConnections(ServerRef),
+    /// The next `count` responses (of `type`, or any) are lost on their way:
+    /// the server counts them as sent, the client never gets them.
+    DropResponses(DropResponsesSpec),
     /// Let virtual time pass: `15s`, `250ms`, `1.5s`, `2m`.
     Wait(Spanned<String>),
     /// An event must happen (after the last action or match).
@@ -244,6 +252,17 @@ pub struct CloseStreamSpec {
 pub struct HangSpec {
     pub server: Option<Spanned<String>>,
     /// LDS, RDS, CDS or EDS (default: every type).
+    #[serde(rename = "type")]
+    pub resource_type: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DropResponsesSpec {
+    pub server: Option<Spanned<String>>,
+    /// How many (default 1).
+    pub count: Option<u32>,
+    /// LDS, RDS, CDS or EDS (default: any type).
     #[serde(rename = "type")]
     pub resource_type: Option<Spanned<String>>,
 }

@@ -537,6 +537,16 @@ impl Checker {
             scripted,
             server_features: spec.server_features.clone(),
             resources: resource_list(&spec.resources, false, &self.backends)?,
+            max_connection_age: match &spec.max_connection_age {
+                None => None,
+                Some(age) => Some(xds_fake_server::MaxConnectionAge {
+                    age: duration(age, "max_connection_age")?,
+                    grace: match &spec.max_connection_age_grace {
+                        Some(grace) => duration(grace, "max_connection_age_grace")?,
+                        None => Duration::from_secs(1),
+                    },
+                }),
+            },
         })
     }
 
@@ -762,6 +772,16 @@ impl Checker {
             StepSpec::ReleaseConnections(s) => Step::Fault {
                 server: self.target_server(s.server.as_ref(), spec)?,
                 fault: Fault::ReleaseConnections,
+            },
+            StepSpec::DropResponses(s) => Step::Fault {
+                server: self.target_server(s.server.as_ref(), spec)?,
+                fault: Fault::DropResponses {
+                    count: s.count.unwrap_or(1),
+                    type_url: match &s.resource_type {
+                        Some(t) => Some(parse_resource_type(t)?.type_url().to_string()),
+                        None => None,
+                    },
+                },
             },
             StepSpec::Restart(s) => Step::Fault {
                 server: self.target_server(s.server.as_ref(), spec)?,

@@ -74,6 +74,7 @@ pub struct ServerDef {
     pub server_features: Vec<String>,
     /// Resources the server holds when the scenario starts.
     pub resources: Vec<ServedResource>,
+    pub max_connection_age: Option<xds_fake_server::MaxConnectionAge>,
 }
 
 #[derive(Clone, Debug)]

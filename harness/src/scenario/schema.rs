@@ -61,6 +61,7 @@ mod tests {
             "restart",
             "hold_connections",
             "release_connections",
+            "drop_responses",
             "wait",
             "expect",
             "expect_none",

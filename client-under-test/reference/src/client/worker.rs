@@ -1285,7 +1285,8 @@ impl Worker {
         });
         // A57: a stream that ends before any response is a connectivity
         // error; after a response it is normal operation (e.g. max age).
-        if !seen_response && !self.shared.profile.defects.silent_stream_failures {
+        let defects = self.shared.profile.defects;
+        if (!seen_response || defects.error_after_good_stream) && !defects.silent_stream_failures {
             let message = format!(
                 "xDS call failed with no responses received; status: {}: {}",
                 code_name(status.code),
