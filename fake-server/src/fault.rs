@@ -5,8 +5,7 @@
 //! recorded as [`crate::event::ServerEvent::FaultApplied`], so a timeline shows
 //! what was done to the server next to what the client did about it.
 //!
-//! GOAWAY is a server setting, not a fault (`MaxConnectionAge`). Not yet
-//! here: delaying responses.
+//! GOAWAY is a server setting, not a fault (`MaxConnectionAge`).
 
 /// A fault to apply to one fake server.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,6 +52,9 @@ pub enum Fault {
     /// Let held connections go on (the handshake completes, queued
     /// requests arrive).
     ReleaseConnections,
+    /// Hold every response back for `by` before it goes out (recorded as
+    /// sent when it does); zero ends the delay (held ones still wait).
+    DelayResponses { by: std::time::Duration },
     /// Lose the next `count` responses (of `type_url`, or of any type):
     /// the server does all it would do to send them (nonce, auto-mode
     /// bookkeeping) but they never reach the wire, as if lost in transit.

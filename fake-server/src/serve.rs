@@ -33,6 +33,11 @@ where
     IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
 {
     let service = AggregatedDiscoveryServiceServer::new(AdsService::new(inner.clone()));
+    runtime.spawn(send_delayed_responses(
+        Arc::downgrade(inner),
+        inner.delay_wakeup.clone(),
+        inner.shutdown_signal(),
+    ));
     let shutdown = inner.shutdown_signal();
     let age = inner.read(|state| state.max_connection_age);
     runtime.spawn(async move {
@@ -51,6 +56,29 @@ where
             .serve_with_incoming_shutdown(incoming, shutdown)
             .await;
     });
+}
+
+/// Sends responses held back by `Fault::DelayResponses` when they are
+/// due, until the server shuts down or is dropped.
+async fn send_delayed_responses(
+    inner: Weak<Inner>,
+    wakeup: Arc<tokio::sync::Notify>,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    tokio::pin!(shutdown);
+    loop {
+        let Some(next) = inner
+            .upgrade()
+            .map(|i| i.update(|state| state.send_delayed()))
+        else {
+            return;
+        };
+        tokio::select! {
+            _ = &mut shutdown => return,
+            _ = wakeup.notified() => {}
+            _ = async { tokio::time::sleep_until(next.unwrap_or_else(tokio::time::Instant::now)).await }, if next.is_some() => {}
+        }
+    }
 }
 
 /// The server end of an in-memory connection.

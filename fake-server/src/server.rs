@@ -243,6 +243,7 @@ impl FakeAdsServer {
                 } => state.close_streams_after(*responses, *code, message.clone()),
                 Fault::KeepStreams => state.stream_limit = None,
                 Fault::HoldConnections | Fault::ReleaseConnections => {}
+                Fault::DelayResponses { by } => state.delay = *by,
                 Fault::DropResponses { count, type_url } => {
                     state.drops = (*count > 0).then(|| (*count, type_url.clone()));
                 }
@@ -281,7 +282,8 @@ impl FakeAdsServer {
             | Fault::Resume
             | Fault::CloseStreamsAfter { .. }
             | Fault::KeepStreams
-            | Fault::DropResponses { .. } => Ok(()),
+            | Fault::DropResponses { .. }
+            | Fault::DelayResponses { .. } => Ok(()),
             Fault::Restart { .. } => {
                 self.inner.reset_connections();
                 Ok(())

@@ -259,10 +259,12 @@ impl State {
             }
             _ => false,
         };
+        let delay = self.delay;
         let Some(stream) = self.streams.get_mut(&stream_id) else {
             return false;
         };
-        if !drop_it && stream.responses.send(Ok(response)).is_err() {
+        let delayed = !drop_it && !delay.is_zero();
+        if !drop_it && !delayed && stream.responses.send(Ok(response.clone())).is_err() {
             return false;
         }
         stream
@@ -272,12 +274,29 @@ impl State {
             .nonces
             .insert(nonce.clone());
         stream.responses_sent += 1;
-        let response = RecordedResponse {
+        let recorded = RecordedResponse {
             type_url: type_url.to_string(),
             version_info,
             nonce,
             resource_names: resources.iter().map(|r| r.name.clone()).collect(),
         };
+        if delayed {
+            // Recorded when it really goes out (`send_delayed`).
+            self.delayed_seq += 1;
+            let due = tokio::time::Instant::now() + delay;
+            self.delayed.insert(
+                (due, self.delayed_seq),
+                crate::state::Delayed {
+                    stream: stream_id,
+                    response,
+                    recorded,
+                },
+            );
+            self.delay_changed = true;
+            self.limit_reached(stream_id);
+            return true;
+        }
+        let response = recorded;
         self.record(if drop_it {
             ServerEvent::ResponseDropped {
                 stream: stream_id,
@@ -313,6 +332,29 @@ impl State {
             by_client,
         });
         // Dropping `stream` here ends its response stream and stops its reader.
+    }
+
+    /// Sends the delayed responses that are due; returns when the next one
+    /// is due. A response whose stream has gone is not sent.
+    pub fn send_delayed(&mut self) -> Option<tokio::time::Instant> {
+        let now = tokio::time::Instant::now();
+        while let Some(entry) = self.delayed.first_entry() {
+            if entry.key().0 > now {
+                return Some(entry.key().0);
+            }
+            let delayed = entry.remove();
+            let sent = self
+                .streams
+                .get(&delayed.stream)
+                .is_some_and(|s| s.responses.send(Ok(delayed.response)).is_ok());
+            if sent {
+                self.record(ServerEvent::ResponseSent {
+                    stream: delayed.stream,
+                    response: delayed.recorded,
+                });
+            }
+        }
+        None
     }
 
     /// Drops every open stream without trailers, as a process that died

@@ -34,6 +34,8 @@ pub(crate) struct Inner {
     resets: watch::Sender<u64>,
     /// True while `Fault::HoldConnections` is in force.
     holds: watch::Sender<bool>,
+    /// Wakes the delayer task when a delayed response is queued.
+    pub delay_wakeup: Arc<tokio::sync::Notify>,
 }
 
 /// A memory address this server listens on, kept to unbind it on shutdown.
@@ -53,6 +55,13 @@ pub(crate) struct State {
     pub hung: Hung,
     /// `Fault::CloseStreamsAfter`, while in force.
     pub stream_limit: Option<StreamLimit>,
+    /// `Fault::DelayResponses`: how long each response waits (zero: none).
+    pub delay: std::time::Duration,
+    /// Responses waiting out their delay, by due time.
+    pub delayed: BTreeMap<(tokio::time::Instant, u64), Delayed>,
+    pub delayed_seq: u64,
+    /// Set when `delayed` gained an entry; the delayer task clears it.
+    pub delay_changed: bool,
     /// Responses still to drop (`Fault::DropResponses`), and of which type.
     pub drops: Option<(u32, Option<String>)>,
     /// Read when the server starts serving (tonic sets it per listener).
@@ -81,6 +90,13 @@ impl Hung {
     pub fn covers(&self, type_url: &str) -> bool {
         self.all || self.types.contains(type_url)
     }
+}
+
+/// A response waiting out `Fault::DelayResponses`.
+pub(crate) struct Delayed {
+    pub stream: u64,
+    pub response: envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse,
+    pub recorded: crate::event::RecordedResponse,
 }
 
 /// Streams are closed with `code`/`message` after `responses` responses.
@@ -136,6 +152,10 @@ impl Inner {
                 stream_limit: None,
                 drops: None,
                 max_connection_age: None,
+                delay: std::time::Duration::ZERO,
+                delayed: BTreeMap::new(),
+                delayed_seq: 0,
+                delay_changed: false,
                 shut_down: false,
                 memory_bindings: Vec::new(),
                 last_connection: 0,
@@ -151,13 +171,21 @@ impl Inner {
             shutdown: watch::Sender::new(false),
             resets: watch::Sender::new(0),
             holds: watch::Sender::new(false),
+            delay_wakeup: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
     /// Runs `change` under the state lock, then hands whatever it recorded to
     /// the observer. Every change goes through here.
     pub fn update<R>(&self, change: impl FnOnce(&mut State) -> R) -> R {
-        let result = change(&mut self.lock());
+        let (result, wake) = {
+            let mut state = self.lock();
+            let result = change(&mut state);
+            (result, std::mem::take(&mut state.delay_changed))
+        };
+        if wake {
+            self.delay_wakeup.notify_one();
+        }
         self.deliver();
         result
     }

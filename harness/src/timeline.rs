@@ -465,6 +465,10 @@ pub fn describe_fault(fault: &Fault) -> String {
         } => "restart (resources lost)".to_string(),
         Fault::HoldConnections => "hold connections (no bytes move)".to_string(),
         Fault::ReleaseConnections => "release connections".to_string(),
+        Fault::DelayResponses { by } if by.is_zero() => "stop delaying responses".to_string(),
+        Fault::DelayResponses { by } => {
+            format!("delay every response by {:.3}s", by.as_secs_f64())
+        }
         Fault::DropResponses {
             count,
             type_url: None,

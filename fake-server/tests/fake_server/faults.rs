@@ -320,3 +320,40 @@ async fn max_connection_age_ends_connections_after_the_grace() {
         events_only(server.events()).contains(&ServerEvent::ConnectionClosed { connection: 1 })
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn delayed_responses_go_out_and_are_recorded_when_due() {
+    let (server, network) = serving(ServingMode::Auto);
+    server.set_resources(vec![cluster("c1", "a")], None);
+    server.apply(Fault::DelayResponses {
+        by: std::time::Duration::from_secs(16),
+    });
+    let mut client = AdsStream::open_in_memory(&network).await;
+    let asked = tokio::time::Instant::now();
+    client.request(CDS, &["c1"], None);
+    let response = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        client.responses.message(),
+    )
+    .await
+    .expect("in 20 s")
+    .expect("ok")
+    .expect("a response");
+    assert_eq!(response.resources.len(), 1);
+    assert_eq!(asked.elapsed(), std::time::Duration::from_secs(16));
+    let sent_at = server
+        .events()
+        .into_iter()
+        .find(|e| matches!(e.event, ServerEvent::ResponseSent { .. }))
+        .expect("recorded")
+        .at;
+    assert_eq!(sent_at - asked, std::time::Duration::from_secs(16));
+
+    // Zero ends the delay.
+    server.apply(Fault::DelayResponses {
+        by: std::time::Duration::ZERO,
+    });
+    server.set_resources(vec![cluster("c1", "b")], None);
+    assert_eq!(client.next().await.version_info, "2");
+    assert_eq!(asked.elapsed(), std::time::Duration::from_secs(16));
+}

@@ -161,6 +161,9 @@ pub enum StepSpec {
     /// Held connections go on: the handshake completes, queued requests
     /// arrive.
     ReleaseConnections(ServerRef),
+    /// Every response waits this long before it goes out (`{by: 2s}`;
+    /// `0s` ends it).
+    DelayResponses(DelayResponsesSpec),
     /// The next `count` responses (of `type`, or any) are lost on their way:
     /// the server counts them as sent, the client never gets them.
     DropResponses(DropResponsesSpec),
@@ -254,6 +257,14 @@ pub struct HangSpec {
     /// LDS, RDS, CDS or EDS (default: every type).
     #[serde(rename = "type")]
     pub resource_type: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DelayResponsesSpec {
+    pub server: Option<Spanned<String>>,
+    /// e.g. `2s`, `250ms`.
+    pub by: Spanned<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -366,6 +366,12 @@ fn code(s: &Spanned<String>) -> Result<tonic::Code, Problem> {
     keyword(s, "status code", CODES)
 }
 
+/// A fault's optional `type:`, as a type URL.
+fn optional_type_url(t: Option<&Spanned<String>>) -> Result<Option<String>, Problem> {
+    t.map(|t| parse_resource_type(t).map(|r| r.type_url().to_string()))
+        .transpose()
+}
+
 fn duration(s: &Spanned<String>, what: &str) -> Result<Duration, Problem> {
     parse_duration(&s.value).map_err(|e| Problem::at(s, format!("{what}: {e}")))
 }
@@ -743,10 +749,7 @@ impl Checker {
             StepSpec::Hang(s) => Step::Fault {
                 server: self.target_server(s.server.as_ref(), spec)?,
                 fault: Fault::Hang {
-                    type_url: match &s.resource_type {
-                        Some(t) => Some(parse_resource_type(t)?.type_url().to_string()),
-                        None => None,
-                    },
+                    type_url: optional_type_url(s.resource_type.as_ref())?,
                 },
             },
             StepSpec::Resume(s) => Step::Fault {
@@ -777,10 +780,13 @@ impl Checker {
                 server: self.target_server(s.server.as_ref(), spec)?,
                 fault: Fault::DropResponses {
                     count: s.count.unwrap_or(1),
-                    type_url: match &s.resource_type {
-                        Some(t) => Some(parse_resource_type(t)?.type_url().to_string()),
-                        None => None,
-                    },
+                    type_url: optional_type_url(s.resource_type.as_ref())?,
+                },
+            },
+            StepSpec::DelayResponses(s) => Step::Fault {
+                server: self.target_server(s.server.as_ref(), spec)?,
+                fault: Fault::DelayResponses {
+                    by: duration(&s.by, "by")?,
                 },
             },
             StepSpec::Restart(s) => Step::Fault {
@@ -1116,7 +1122,9 @@ steps:
              - close_streams_after: {responses: 2, code: INTERNAL, message: m}\n  \
              - close_streams_after: {responses: 0}\n  - keep_streams: {}\n  \
              - restart: {}\n  - restart: {keep_resources: false}\n  \
-             - hold_connections: {}\n  - release_connections: {}\n",
+             - hold_connections: {}\n  - release_connections: {}\n  \
+             - delay_responses: {by: 2s}\n  - drop_responses: {type: EDS}\n  \
+             - drop_responses: {count: 3}\n",
         );
         let faults: Vec<Fault> = s
             .steps
@@ -1156,6 +1164,17 @@ steps:
                 },
                 Fault::HoldConnections,
                 Fault::ReleaseConnections,
+                Fault::DelayResponses {
+                    by: Duration::from_secs(2)
+                },
+                Fault::DropResponses {
+                    count: 1,
+                    type_url: Some(ResourceType::ClusterLoadAssignment.type_url().to_string())
+                },
+                Fault::DropResponses {
+                    count: 3,
+                    type_url: None
+                },
             ]
         );
     }

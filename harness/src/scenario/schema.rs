@@ -62,6 +62,7 @@ mod tests {
             "hold_connections",
             "release_connections",
             "drop_responses",
+            "delay_responses",
             "wait",
             "expect",
             "expect_none",
