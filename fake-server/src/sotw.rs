@@ -263,10 +263,17 @@ impl State {
         let Some(stream) = self.streams.get_mut(&stream_id) else {
             return false;
         };
-        let delayed = !drop_it && !delay.is_zero();
-        if !drop_it && !delayed && stream.responses.send(Ok(response.clone())).is_err() {
-            return false;
-        }
+        // A delayed response waits in `held`; a dropped one goes nowhere.
+        let held = if drop_it {
+            None
+        } else if !delay.is_zero() {
+            Some(response)
+        } else {
+            if stream.responses.send(Ok(response)).is_err() {
+                return false;
+            }
+            None
+        };
         stream
             .types
             .entry(type_url.to_string())
@@ -280,7 +287,7 @@ impl State {
             nonce,
             resource_names: resources.iter().map(|r| r.name.clone()).collect(),
         };
-        if delayed {
+        if let Some(response) = held {
             // Recorded when it really goes out (`send_delayed`).
             self.delayed_seq += 1;
             let due = tokio::time::Instant::now() + delay;

@@ -92,32 +92,7 @@ enum Command {
     /// Time real clients on one large CDS and one large EDS response: from
     /// the fake server sending it to receiving the client's ACK (or NACK),
     /// and each client's peak RSS. See README, "Benchmarks".
-    BenchPeers {
-        /// Comma-separated adapters (from client-under-test/adapters).
-        #[arg(
-            long,
-            value_delimiter = ',',
-            default_value = "reference-process,grpcio,grpc-js"
-        )]
-        clients: Vec<String>,
-        /// Clusters in the CDS response; endpoints in the EDS response.
-        #[arg(long, default_value_t = 10_000)]
-        size: usize,
-        /// Runs per client and workload (min and median are reported).
-        #[arg(long, default_value_t = 3)]
-        runs: usize,
-        /// Also measure the reference client in the harness's own process
-        /// and thread, on real TCP (slow at large sizes; see README).
-        #[arg(long)]
-        in_process: bool,
-        /// Keep the adapters' debug logging (GRPC_TRACE, GRPC_VERBOSITY
-        /// from their manifests) instead of gRPC's defaults.
-        #[arg(long)]
-        adapter_logging: bool,
-        /// Also write the two generated scenarios to this folder.
-        #[arg(long)]
-        write_scenarios: Option<PathBuf>,
-    },
+    BenchPeers(xds_conformance::peer_bench::BenchOptions),
 }
 
 fn main() -> ExitCode {
@@ -163,21 +138,7 @@ fn main() -> ExitCode {
             scenario,
             iterations,
         } => bench(suite, scenario, iterations),
-        Command::BenchPeers {
-            clients,
-            size,
-            runs,
-            in_process,
-            adapter_logging,
-            write_scenarios,
-        } => bench_peers(xds_conformance::peer_bench::BenchOptions {
-            clients,
-            size,
-            runs,
-            in_process,
-            adapter_logging,
-            write_scenarios,
-        }),
+        Command::BenchPeers(options) => bench_peers(options),
         Command::Serve {
             scenario,
             bootstrap_out,

@@ -565,18 +565,28 @@ pub fn mib(bytes: u64) -> f64 {
 }
 
 /// What `bench-peers` runs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, clap::Args)]
 pub struct BenchOptions {
-    /// Adapters, by name.
+    /// Comma-separated adapters (from client-under-test/adapters).
+    #[arg(long, value_delimiter = ',', default_values = DEFAULT_CLIENTS.iter().copied())]
     pub clients: Vec<String>,
+    /// Clusters in the CDS response; endpoints in the EDS response.
+    #[arg(long, default_value_t = 10_000)]
     pub size: usize,
+    /// Runs per client and workload (min and median are reported).
+    #[arg(long, default_value_t = 3)]
     pub runs: usize,
-    /// Also measure the in-process reference client on real TCP.
+    /// Also measure the reference client in the harness's own process
+    /// and thread, on real TCP (slow at large sizes; see README).
+    #[arg(long)]
     pub in_process: bool,
-    /// Keep the adapters' own logging settings instead of [`QUIET_ENV`].
+    /// Keep the adapters' debug logging (GRPC_TRACE, GRPC_VERBOSITY from
+    /// their manifests) instead of gRPC's defaults ([`QUIET_ENV`]).
+    #[arg(long)]
     pub adapter_logging: bool,
-    /// Also write the generated scenarios here (to run them with `run` or
-    /// `serve`).
+    /// Also write the two generated scenarios to this folder (to run them
+    /// with `run` or `serve`).
+    #[arg(long)]
     pub write_scenarios: Option<PathBuf>,
 }
 

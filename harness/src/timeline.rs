@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use xds_client_under_test::{DialNotification, ObservedEvent, RpcOutcome, WatcherNotification};
 use xds_fake_server::backend::BackendEvent;
-use xds_fake_server::event::{RecordedRequest, RequestKind, ServerEvent};
+use xds_fake_server::event::{RecordedRequest, RecordedResponse, RequestKind, ServerEvent};
 use xds_fake_server::fault::Fault;
 use xds_reference_client::watcher::code_name;
 use xds_reference_client::{ClientEvent, LogLevel, ResourceType, XdsError};
@@ -375,19 +375,12 @@ fn describe_server(event: &ServerEvent) -> String {
             )
         }
         ServerEvent::RequestReceived { stream, request } => describe_request(*stream, request),
-        ServerEvent::ResponseSent { stream, response } => format!(
-            "-> [s{stream}] DiscoveryResponse {} version={:?} nonce={:?} resources={}",
-            type_name(&response.type_url),
-            response.version_info,
-            response.nonce,
-            names(&response.resource_names)
-        ),
+        ServerEvent::ResponseSent { stream, response } => {
+            describe_response("->", *stream, response)
+        }
         ServerEvent::ResponseDropped { stream, response } => format!(
-            "-x [s{stream}] DiscoveryResponse {} version={:?} nonce={:?} resources={} (dropped: never reaches the client)",
-            type_name(&response.type_url),
-            response.version_info,
-            response.nonce,
-            names(&response.resource_names)
+            "{} (dropped: never reaches the client)",
+            describe_response("-x", *stream, response)
         ),
         ServerEvent::FaultApplied { fault } => format!("fault: {}", describe_fault(fault)),
         ServerEvent::ResourcesChanged {
@@ -433,6 +426,16 @@ fn describe_request(stream: u64, r: &RecordedRequest) -> String {
         names(&r.resource_names),
         r.version_info,
         r.response_nonce
+    )
+}
+
+fn describe_response(arrow: &str, stream: u64, response: &RecordedResponse) -> String {
+    format!(
+        "{arrow} [s{stream}] DiscoveryResponse {} version={:?} nonce={:?} resources={}",
+        type_name(&response.type_url),
+        response.version_info,
+        response.nonce,
+        names(&response.resource_names)
     )
 }
 
