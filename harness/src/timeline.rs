@@ -171,8 +171,12 @@ pub fn render_events(events: &[TimelineEvent], from: usize) -> String {
 pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> String) -> String {
     let nonces = nonce_labels(events);
     let normalize = |text: &str| drop_node(&relabel_nonces(&normalize(text), &nonces));
+    let superseded = superseded_requests(events);
     let mut groups: Vec<Vec<(&str, String, Option<String>)>> = vec![Vec::new()];
-    for event in events {
+    for (index, event) in events.iter().enumerate() {
+        if superseded.contains(&index) {
+            continue;
+        }
         let text = match &event.kind {
             EventKind::Csds(_)
             | EventKind::Client(ObservedEvent::Client(ClientEvent::Log { .. }))
@@ -225,6 +229,52 @@ pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> S
         }
     }
     out
+}
+
+/// Requests a real client happened to send in two steps where it could as
+/// well have sent one: a request followed on the same stream, before any
+/// response of its type and within the same script step, by one that
+/// carries the same version and nonce and asks for a superset of its
+/// names. Whether C-core coalesces `[bad]` then `[bad,good]` into one
+/// request depends on thread timing; the normalised rendering shows only
+/// the final subscription. Indices into `events`.
+fn superseded_requests(events: &[TimelineEvent]) -> std::collections::BTreeSet<usize> {
+    let mut superseded = std::collections::BTreeSet::new();
+    // Per (source, stream, type): the last request seen since the last
+    // response of that type or the last step.
+    let mut pending: BTreeMap<(&str, u64, &str), (usize, &RecordedRequest)> = BTreeMap::new();
+    for (index, event) in events.iter().enumerate() {
+        let server_event = match &event.kind {
+            EventKind::Step(_) => {
+                pending.clear();
+                continue;
+            }
+            EventKind::Server(server_event) => &**server_event,
+            _ => continue,
+        };
+        match server_event {
+            ServerEvent::RequestReceived { stream, request } => {
+                let key = (event.source.as_str(), *stream, request.type_url.as_str());
+                if let Some((earlier, previous)) = pending.insert(key, (index, request))
+                    && previous.version_info == request.version_info
+                    && previous.response_nonce == request.response_nonce
+                    && previous.error_detail == request.error_detail
+                    && previous
+                        .resource_names
+                        .iter()
+                        .all(|name| request.resource_names.contains(name))
+                {
+                    superseded.insert(earlier);
+                }
+            }
+            ServerEvent::ResponseSent { stream, response }
+            | ServerEvent::ResponseDropped { stream, response } => {
+                pending.remove(&(event.source.as_str(), *stream, response.type_url.as_str()));
+            }
+            _ => {}
+        }
+    }
+    superseded
 }
 
 /// The server numbers nonces across types in the order it answers, which
@@ -642,6 +692,51 @@ mod tests {
             r#"-> nonce="s1-CDS-1" ... nonce="7" nonce="""#
         );
         assert_eq!(relabel_nonces(r#"nonce="1"#, &labels), r#"nonce="1"#);
+    }
+
+    fn request(stream: u64, names: &[&str], nonce: &str) -> TimelineEvent {
+        TimelineEvent {
+            at: Duration::ZERO,
+            source: "primary".into(),
+            kind: EventKind::Server(Box::new(ServerEvent::RequestReceived {
+                stream,
+                request: RecordedRequest {
+                    type_url: ResourceType::Cluster.type_url().into(),
+                    resource_names: names.iter().map(|name| name.to_string()).collect(),
+                    version_info: String::new(),
+                    response_nonce: nonce.into(),
+                    error_detail: None,
+                    node: None,
+                    kind: RequestKind::Initial,
+                },
+            })),
+        }
+    }
+
+    #[test]
+    fn a_subscription_grown_before_any_response_is_shown_once() {
+        let step = TimelineEvent {
+            at: Duration::ZERO,
+            source: "step".into(),
+            kind: EventKind::Step("dial".into()),
+        };
+        let events = [
+            request(1, &["bad"], ""),
+            request(1, &["bad", "good"], ""),
+            // Other stream: not merged with stream 1's.
+            request(2, &["bad"], ""),
+            // Shrinks: both kept.
+            request(2, &[], ""),
+            // Grows stream 1's again: [bad,good] is superseded too.
+            request(1, &["bad", "good", "x"], ""),
+            // A step in between: both kept.
+            step,
+            request(1, &["bad", "good", "x", "y"], ""),
+        ];
+        assert_eq!(
+            superseded_requests(&events),
+            std::collections::BTreeSet::from([0, 1])
+        );
     }
 
     #[test]
