@@ -11,8 +11,8 @@ use xds_reference_client::dataplane::DataPlane;
 use xds_reference_client::resolver::{self, ClusterConfig, Dial, DialUpdate};
 use xds_reference_client::transport::DataPlaneConnector;
 use xds_reference_client::{
-    Bootstrap, ClientProfile, Defects, ResourceType, RetryAfterGoodStream, TcpTransport, WatchId,
-    WatcherEvent, XdsClient, XdsClientConfig, XdsTransportFactory,
+    Bootstrap, ClientProfile, DataErrorHandling, Defects, ResourceType, RetryAfterGoodStream,
+    TcpTransport, WatchId, WatcherEvent, XdsClient, XdsClientConfig, XdsTransportFactory,
 };
 
 use crate::{
@@ -21,7 +21,7 @@ use crate::{
 };
 
 /// Profiles the reference client accepts.
-pub const PROFILES: &[&str] = &["reference", "immediate-retry-after-good-stream"];
+pub const PROFILES: &[&str] = &["reference", "immediate-retry-after-good-stream", "a88"];
 
 /// The scope of the client that serves resource-level watches.
 const WATCH_SCOPE: &str = "";
@@ -81,6 +81,8 @@ fn profile(name: Option<&str>) -> Result<ClientProfile, ClientError> {
         "immediate-retry-after-good-stream" => {
             profile.retry_after_good_stream = RetryAfterGoodStream::Immediately;
         }
+        // Current C-core with GRPC_EXPERIMENTAL_XDS_DATA_ERROR_HANDLING.
+        "a88" => profile.data_errors = DataErrorHandling::A88,
         other => {
             return Err(ClientError::Unsupported(format!(
                 "profile \"{other}\" (known: {})",

@@ -38,8 +38,8 @@ use crate::expect::{
     csds_state_matches, describe_matcher, matches_translated, matching_alternative_translated,
 };
 use crate::scenario::{
-    BootstrapPlan, CsdsMatcher, CsdsStatus, Matcher, Scenario, ServerDef, Step, StepDef, Window,
-    backend_address,
+    Alternative, BootstrapPlan, CsdsMatcher, CsdsStatus, Matcher, Scenario, ServerDef, Step,
+    StepDef, Window, backend_address,
 };
 use crate::settle::IdleSignal;
 use crate::timeline::{CsdsChange, CsdsEntry, EventKind, Timeline, TimelineEvent, render_line};
@@ -804,7 +804,19 @@ impl Player {
         window: Window,
     ) -> Result<(), StepError> {
         if let Matcher::Csds(m) = matcher {
-            return self.expect_csds(def, m, window).await;
+            let alternatives = [Alternative {
+                matcher: Matcher::Csds(m.clone()),
+                divergence: None,
+            }];
+            return self.expect_csds(def, &alternatives, window).await;
+        }
+        // Alternatives that are all CSDS views are a state check too.
+        if let Matcher::AnyOf(alternatives) = matcher
+            && alternatives
+                .iter()
+                .all(|a| matches!(a.matcher, Matcher::Csds(_)))
+        {
+            return self.expect_csds(def, alternatives, window).await;
         }
         let start = self.timeline.start();
         let began = Instant::now() - start;
@@ -862,11 +874,12 @@ impl Player {
     }
 
     /// CSDS is a state: the expectation holds if, at some checkpoint in
-    /// the window, the client's CSDS view shows what it describes.
+    /// the window, the client's CSDS view shows what one of the
+    /// alternatives (each a CSDS matcher) describes.
     async fn expect_csds(
         &mut self,
         def: &StepDef,
-        m: &CsdsMatcher,
+        alternatives: &[Alternative],
         window: Window,
     ) -> Result<(), StepError> {
         let start = self.timeline.start();
@@ -880,14 +893,27 @@ impl Player {
                 Window::Within(_) => true,
                 Window::At(t) => on_time(now, t, lateness),
             };
-            if in_window && csds_state_matches(m, &self.csds_state) {
+            let met = alternatives.iter().find(|a| match &a.matcher {
+                Matcher::Csds(m) => csds_state_matches(m, &self.csds_state),
+                _ => false,
+            });
+            if in_window && let Some(alternative) = met {
+                if let Some(note) = &alternative.divergence
+                    && !self.divergences.contains(note)
+                {
+                    self.divergences.push(note.clone());
+                }
                 return Ok(());
             }
             if now >= deadline {
+                let described = match alternatives {
+                    [one] => describe_matcher(&one.matcher),
+                    _ => describe_matcher(&Matcher::AnyOf(alternatives.to_vec())),
+                };
                 let message = format!(
                     "{}: expected the client's CSDS to show {} by {:.3}s; it shows:\n{}",
                     def.location,
-                    describe_matcher(&Matcher::Csds(m.clone())),
+                    described,
                     deadline.as_secs_f64(),
                     self.describe_csds_state()
                 );
@@ -1012,6 +1038,8 @@ impl Player {
                     Ok(ClientResourceStatus::Acked) => CsdsStatus::Acked,
                     Ok(ClientResourceStatus::Nacked) => CsdsStatus::Nacked,
                     Ok(ClientResourceStatus::DoesNotExist) => CsdsStatus::DoesNotExist,
+                    Ok(ClientResourceStatus::ReceivedError) => CsdsStatus::ReceivedError,
+                    Ok(ClientResourceStatus::Timeout) => CsdsStatus::Timeout,
                     _ => continue,
                 };
                 let key = (

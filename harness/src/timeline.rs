@@ -641,6 +641,8 @@ pub fn csds_status_name(status: CsdsStatus) -> &'static str {
         CsdsStatus::Acked => "ACKED",
         CsdsStatus::Nacked => "NACKED",
         CsdsStatus::DoesNotExist => "DOES_NOT_EXIST",
+        CsdsStatus::ReceivedError => "RECEIVED_ERROR",
+        CsdsStatus::Timeout => "TIMEOUT",
         CsdsStatus::Absent => "ABSENT",
     }
 }

@@ -1,4 +1,4 @@
-//! The A57 scenarios catch clients that break A57: the reference client
+//! The scenarios catch clients that break the rules: the reference client
 //! with one rule deliberately broken (`Defects`) must fail the scenario
 //! that proves that rule, at the expectation that checks it. A scenario
 //! that passes on a broken client proves nothing.
@@ -19,6 +19,7 @@ fn defect(name: &str) -> Defects {
         "backoff_never_resets" => d.backoff_never_resets = true,
         "error_after_good_stream" => d.error_after_good_stream = true,
         "no_connect_timeout" => d.no_connect_timeout = true,
+        "deletions_always_drop" => d.deletions_always_drop = true,
         other => panic!("unknown defect {other}"),
     }
     d
@@ -27,40 +28,64 @@ fn defect(name: &str) -> Defects {
 #[rstest]
 #[case::timer_while_held(
     "timer_while_connecting",
-    "requests-held-before-the-handshake-start-no-timer",
+    "a57/requests-held-before-the-handshake-start-no-timer",
     ":20:5:"
 )]
 #[case::timer_while_refused(
     "timer_from_watch",
-    "does-not-exist-timer-needs-a-connected-stream",
+    "a57/does-not-exist-timer-needs-a-connected-stream",
     ":17:5:"
 )]
 #[case::timer_in_backoff(
     "timer_from_watch",
-    "watch-during-backoff-waits-for-the-stream",
+    "a57/watch-during-backoff-waits-for-the-stream",
     ":21:5:"
 )]
-#[case::timer_across_streams("timer_from_watch", "timer-cancelled-when-the-stream-fails", ":24:5:")]
+#[case::timer_across_streams(
+    "timer_from_watch",
+    "a57/timer-cancelled-when-the-stream-fails",
+    ":24:5:"
+)]
 #[case::silent_uncached(
     "silent_stream_failures",
-    "stream-closed-before-response-uncached",
+    "a57/stream-closed-before-response-uncached",
     ":19:5:"
 )]
 #[case::silent_cached(
     "silent_stream_failures",
-    "stream-closed-before-response-cached",
+    "a57/stream-closed-before-response-cached",
     ":28:5:"
 )]
 #[case::error_after_response(
     "error_after_good_stream",
-    "stream-closed-after-response-is-not-an-error",
+    "a57/stream-closed-after-response-is-not-an-error",
     ":21:5:"
 )]
-#[case::backoff("backoff_never_resets", "backoff-growth-and-reset", ":32:5:")]
+#[case::backoff("backoff_never_resets", "a57/backoff-growth-and-reset", ":32:5:")]
 #[case::blackhole(
     "no_connect_timeout",
-    "blackhole-times-out-the-connection-attempt",
-    ":20:5:"
+    "a57/blackhole-times-out-the-connection-attempt",
+    ":22:5:"
+)]
+#[case::channel_backoff(
+    "backoff_never_resets",
+    "a57/channel-backoff-growth-and-reset",
+    ":60:5:"
+)]
+#[case::channel_blackhole(
+    "no_connect_timeout",
+    "a57/channel-blackhole-times-out-the-connection-attempt",
+    ":30:5:"
+)]
+#[case::a53_ignored_deletion(
+    "deletions_always_drop",
+    "a53/ignored-listener-deletion-keeps-the-value",
+    ":22:5:"
+)]
+#[case::a88_kept_deletion(
+    "deletions_always_drop",
+    "a88/deletion-is-an-ambient-not-found",
+    ":21:5:"
 )]
 fn a_broken_rule_fails_its_scenario(
     #[case] defect_name: &str,
@@ -68,7 +93,7 @@ fn a_broken_rule_fails_its_scenario(
     #[case] failing_at: &str,
 ) {
     let path = format!(
-        "{}/../scenarios/a57/{scenario}.yaml",
+        "{}/../scenarios/{scenario}.yaml",
         env!("CARGO_MANIFEST_DIR")
     );
     let scenario = load_file(std::path::Path::new(&path)).unwrap_or_else(|e| panic!("{e}"));

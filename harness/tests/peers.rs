@@ -3,7 +3,7 @@
 //! on first use by their adapters' install scripts), and crates.io's
 //! grpc-rust `xds-client` in-process.
 //!
-//! Every scenario must pass, or fail exactly as the scenario records for
+//! Every scenario must pass, or fail as the scenario records for
 //! that client (`known_failures`, `any_of` divergences), or be not
 //! applicable. External clients' normalised timelines are compared with a
 //! snapshot per client; grpc-rust's timelines are not deterministic (it
@@ -34,8 +34,11 @@ fn run_peer(client: &str, path: PathBuf, snapshot: bool) {
     let factory = client_factory(client).unwrap_or_else(|e| panic!("{client}: {e}"));
     let outcome = run_scenario(&scenario, factory.as_ref());
     match &outcome.verdict {
-        Verdict::NotApplicable { .. } => return,
-        Verdict::Pass | Verdict::Divergent { .. } | Verdict::KnownFailure { .. } => {}
+        // A known failure's timeline stops wherever the client first left
+        // the scenario, which for a client with its own jitter varies from
+        // run to run: the verdict and its recorded reason are what count.
+        Verdict::NotApplicable { .. } | Verdict::KnownFailure { .. } => return,
+        Verdict::Pass | Verdict::Divergent { .. } => {}
         Verdict::Fail { message } | Verdict::Error { message } => {
             panic!(
                 "{} on {client}: {message}\n\ntimeline:\n{}",

@@ -9,9 +9,10 @@ use serde_json::{Map, Value};
 
 /// The server feature that makes deletions of cached resources be ignored (gRFC A53).
 pub const IGNORE_RESOURCE_DELETION: &str = "ignore_resource_deletion";
-/// gRFC A88: with data-error handling on, restores the pre-A88 deletion behaviour.
+/// gRFC A88: on a data error, drop the cached resource (default: keep it).
 pub const FAIL_ON_DATA_ERRORS: &str = "fail_on_data_errors";
-/// gRFC A88: the does-not-exist timer becomes a transient error (30 s).
+/// gRFC A88 (C-core's spelling): the does-not-exist timer is 30 s and
+/// reports a transient error.
 pub const RESOURCE_TIMER_IS_TRANSIENT_ERROR: &str = "resource_timer_is_transient_error";
 
 #[derive(Clone, Debug, PartialEq)]
@@ -55,6 +56,14 @@ impl XdsServerConfig {
 
     pub fn ignore_resource_deletion(&self) -> bool {
         self.has_feature(IGNORE_RESOURCE_DELETION)
+    }
+
+    pub fn fail_on_data_errors(&self) -> bool {
+        self.has_feature(FAIL_ON_DATA_ERRORS)
+    }
+
+    pub fn resource_timer_is_transient_error(&self) -> bool {
+        self.has_feature(RESOURCE_TIMER_IS_TRANSIENT_ERROR)
     }
 }
 

@@ -31,7 +31,7 @@ pub enum DataErrorHandling {
     A88,
 }
 
-/// Deliberate violations of gRFC A57, off in every real profile. They
+/// Deliberate violations of the gRFCs, off in every real profile. They
 /// exist to prove that the scenarios catch a client that breaks a rule
 /// (the harness's `broken_clients` tests): a check that cannot fail is
 /// worth nothing.
@@ -54,6 +54,10 @@ pub struct Defects {
     pub backoff_never_resets: bool,
     /// No connect timeout: wait on a stalled handshake forever.
     pub no_connect_timeout: bool,
+    /// Drop a cached LDS/CDS resource the server deleted, whatever the
+    /// server's features and the profile say (A53: not with
+    /// `ignore_resource_deletion`; A88: only with `fail_on_data_errors`).
+    pub deletions_always_drop: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -576,7 +576,7 @@ pub struct CsdsMatcherSpec {
     #[serde(rename = "type")]
     pub resource_type: Option<Spanned<String>>,
     pub name: Option<String>,
-    /// REQUESTED, ACKED, NACKED, DOES_NOT_EXIST or ABSENT.
+    /// REQUESTED, ACKED, NACKED, DOES_NOT_EXIST, RECEIVED_ERROR, TIMEOUT or ABSENT.
     pub status: Option<Spanned<String>>,
     pub version: Option<String>,
     pub error_contains: Option<String>,

@@ -314,6 +314,8 @@ const CSDS_STATUSES: &[(&str, CsdsStatus)] = &[
     ("ACKED", CsdsStatus::Acked),
     ("NACKED", CsdsStatus::Nacked),
     ("DOES_NOT_EXIST", CsdsStatus::DoesNotExist),
+    ("RECEIVED_ERROR", CsdsStatus::ReceivedError),
+    ("TIMEOUT", CsdsStatus::Timeout),
     ("ABSENT", CsdsStatus::Absent),
 ];
 

@@ -290,6 +290,10 @@ pub enum CsdsStatus {
     Acked,
     Nacked,
     DoesNotExist,
+    /// gRFC A88: the server sent an error for the resource (xRFC TP3).
+    ReceivedError,
+    /// gRFC A88: the timer fired under `resource_timer_is_transient_error`.
+    Timeout,
     /// Not in the client's CSDS dump at all.
     Absent,
 }

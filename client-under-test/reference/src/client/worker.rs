@@ -28,7 +28,7 @@ use crate::backoff::{Backoff, SplitMix64};
 use crate::bootstrap::{Bootstrap, XdsServerConfig};
 use crate::name::ResourceName;
 use crate::observer::{ClientEvent, ClientObserver, LogLevel};
-use crate::profile::{ClientProfile, RetryAfterGoodStream};
+use crate::profile::{ClientProfile, DataErrorHandling, RetryAfterGoodStream};
 use crate::resource::{ResourceType, XdsResource, decode_entry};
 use crate::transport::{XdsTransport, XdsTransportFactory};
 use crate::watcher::{ResourceWatcher, WatcherEvent, XdsError, code_name};
@@ -73,6 +73,8 @@ enum CacheStatus {
     Acked,
     Nacked,
     DoesNotExist,
+    /// A88 with `resource_timer_is_transient_error`: the timer fired.
+    Timeout,
 }
 
 struct ResourceState {
@@ -154,6 +156,7 @@ struct AdsCall {
     types: BTreeMap<ResourceType, TypeState>,
     /// Until the transport hears the server (see `CONNECT_TIMEOUT`).
     connect_deadline: Option<TimerId>,
+    started: Instant,
 }
 
 impl Drop for AdsCall {
@@ -708,6 +711,7 @@ impl Worker {
             unconfirmed: BTreeSet::new(),
             types: BTreeMap::new(),
             connect_deadline: None,
+            started: self.now(),
         };
         // Subscribe to everything the authorities using this channel watch.
         for (authority_name, authority) in &self.authorities {
@@ -872,7 +876,7 @@ impl Worker {
     /// The subscription request of `resource_type` is on a connected stream:
     /// start the does-not-exist timers that should run (A57).
     fn mark_send_complete(&mut self, server: &XdsServerConfig, resource_type: ResourceType) {
-        let timeout = self.shared.profile.resource_request_timeout;
+        let timeout = self.resource_timeout(server);
         let now = self.now();
         let Some(call) = self.call_mut(server) else {
             return;
@@ -928,6 +932,21 @@ impl Worker {
         }
     }
 
+    /// gRFC A88 semantics (the client profile), rather than A53's.
+    fn a88(&self) -> bool {
+        self.shared.profile.data_errors == DataErrorHandling::A88
+    }
+
+    /// The does-not-exist timer: 15 s (A57), or 30 s under A88 for a
+    /// server with `resource_timer_is_transient_error`.
+    fn resource_timeout(&self, server: &XdsServerConfig) -> Duration {
+        if self.a88() && server.resource_timer_is_transient_error() {
+            Duration::from_secs(30)
+        } else {
+            self.shared.profile.resource_request_timeout
+        }
+    }
+
     fn resource(&self, name: &ResourceName, resource_type: ResourceType) -> Option<&ResourceState> {
         self.authorities
             .get(&name.authority)?
@@ -964,6 +983,7 @@ impl Worker {
         let mut names_in_response: HashSet<String> =
             HashSet::with_capacity(response.resources.len());
         let channel_status = self.channels.get(server).and_then(|c| c.status.clone());
+        let drop_on_data_error = self.a88() && server.fail_on_data_errors();
         // Watcher events and logs wait until every resource is looked at:
         // the loop borrows the call, the cache and the timers at once (one
         // lookup each per response, not per resource: responses can carry
@@ -1037,6 +1057,12 @@ impl Worker {
                     state.failed_version = version.clone();
                     state.failed_details = details.clone();
                     state.failed_update_time = Some(now);
+                    // A88: a data error drops the cached value when the
+                    // server says the control plane cannot alert anyone.
+                    if drop_on_data_error {
+                        state.value = None;
+                        state.serialized.clear();
+                    }
                     let error = XdsError::new(
                         Code::InvalidArgument,
                         format!("invalid resource: {details}"),
@@ -1050,7 +1076,18 @@ impl Worker {
                 (Ok(value), _) => {
                     if state.value.as_deref() == Some(&*value) {
                         // Identical: nothing to tell, unless an ambient
-                        // connectivity error is now over.
+                        // connectivity error is now over. A failed entry
+                        // (NACKed, or an A88 deletion kept in cache) is
+                        // accepted again; an accepted one keeps the
+                        // version it was received with.
+                        if state.status != CacheStatus::Acked {
+                            state.status = CacheStatus::Acked;
+                            state.version = version.clone();
+                            state.update_time = Some(now);
+                            state.failed_version.clear();
+                            state.failed_details.clear();
+                            state.failed_update_time = None;
+                        }
                         channel_status
                             .as_ref()
                             .map(|_| WatcherEvent::AmbientErrorCleared)
@@ -1103,7 +1140,7 @@ impl Worker {
             self.log(LogLevel::Error, message);
         }
         if resource_type.all_resources_required_in_sotw() {
-            self.handle_sotw_deletions(server, resource_type, &seen_in_response);
+            self.handle_sotw_deletions(server, resource_type, &version, &seen_in_response);
         }
         // A NACK carries the last version accepted in full; partly valid
         // responses keep their valid resources (A46) but not the version.
@@ -1122,9 +1159,14 @@ impl Worker {
         &mut self,
         server: &XdsServerConfig,
         resource_type: ResourceType,
+        version: &str,
         seen: &HashSet<ResourceName>,
     ) {
-        let ignore = server.ignore_resource_deletion();
+        if self.a88() {
+            return self.handle_sotw_deletions_a88(server, resource_type, version, seen);
+        }
+        let ignore =
+            server.ignore_resource_deletion() && !self.shared.profile.defects.deletions_always_drop;
         let mut deleted = Vec::new();
         let mut ignored = Vec::new();
         for (authority_name, authority) in self.authorities.iter_mut() {
@@ -1165,6 +1207,57 @@ impl Worker {
         }
         for (watchers, _) in deleted {
             self.notify(&watchers, WatcherEvent::DoesNotExist);
+        }
+    }
+
+    /// gRFC A88: a deletion is a data error. The cached value is kept (an
+    /// ambient NOT_FOUND, on every response that still lacks it, as C-core
+    /// does) unless the server has `fail_on_data_errors`; then it is
+    /// dropped and watchers get a resource error. `ignore_resource_deletion`
+    /// no longer counts. CSDS shows DOES_NOT_EXIST either way.
+    fn handle_sotw_deletions_a88(
+        &mut self,
+        server: &XdsServerConfig,
+        resource_type: ResourceType,
+        version: &str,
+        seen: &HashSet<ResourceName>,
+    ) {
+        let drop =
+            server.fail_on_data_errors() || self.shared.profile.defects.deletions_always_drop;
+        let now = self.now();
+        let mut events = Vec::new();
+        for (authority_name, authority) in self.authorities.iter_mut() {
+            if authority.channels.last() != Some(server) {
+                continue;
+            }
+            let Some(by_type) = authority.resources.get_mut(&resource_type) else {
+                continue;
+            };
+            for (key, state) in by_type.iter_mut() {
+                let name = ResourceName {
+                    authority: authority_name.clone(),
+                    key: key.clone(),
+                };
+                if seen.contains(&name) || state.value.is_none() {
+                    continue;
+                }
+                state.status = CacheStatus::DoesNotExist;
+                state.failed_version = version.to_string();
+                state.failed_details = "does not exist".to_string();
+                state.failed_update_time = Some(now);
+                let error = XdsError::new(Code::NotFound, "does not exist");
+                let event = if drop {
+                    state.value = None;
+                    state.serialized.clear();
+                    WatcherEvent::ResourceError(error)
+                } else {
+                    WatcherEvent::AmbientError(error)
+                };
+                events.push((state.watchers.iter().copied().collect::<Vec<_>>(), event));
+            }
+        }
+        for (watchers, event) in events {
+            self.notify(&watchers, event);
         }
     }
 
@@ -1245,16 +1338,27 @@ impl Worker {
         if seen_response && !self.shared.profile.defects.backoff_never_resets {
             retryable.backoff.reset();
         }
-        let delay = if seen_response
+        let backoff = if seen_response
             && self.shared.profile.retry_after_good_stream == RetryAfterGoodStream::Immediately
         {
             Duration::ZERO
         } else {
             retryable.backoff.next_delay(&mut self.rng)
         };
+        // gRPC connection backoff (connection-backoff.md): a connection
+        // attempt that never connected is retried `backoff` after it
+        // *started*, so after a 20 s connect timeout the next attempt is
+        // at once (C-core does this). A stream that failed on a working
+        // connection waits `backoff` from its end, as C-core's xDS call.
+        let now = self.now();
+        let at = if was_connected {
+            now + backoff
+        } else {
+            (call.started + backoff).max(now)
+        };
+        let delay = at - now;
         self.cancel_call_timers(&call);
         drop(call);
-        let at = self.now() + delay;
         let timer = self.add_timer(
             at,
             TimerKind::Retry {
@@ -1478,13 +1582,40 @@ impl Worker {
         }
         timer.timer = None;
         timer.seen = true;
+        let data_errors = self.shared.profile.data_errors;
         let Some(state) = self.resource_mut(name, resource_type) else {
             return;
         };
         if state.value.is_some() {
             return;
         }
-        state.status = CacheStatus::DoesNotExist;
+        // A88 replaces "does not exist" by a resource error: NOT_FOUND, or,
+        // where the server has `resource_timer_is_transient_error`,
+        // UNAVAILABLE (and CSDS says TIMEOUT, not DOES_NOT_EXIST).
+        let event = match data_errors {
+            DataErrorHandling::A53 => {
+                state.status = CacheStatus::DoesNotExist;
+                WatcherEvent::DoesNotExist
+            }
+            DataErrorHandling::A88 => {
+                let error = if server.resource_timer_is_transient_error() {
+                    state.status = CacheStatus::Timeout;
+                    XdsError::new(
+                        Code::Unavailable,
+                        format!(
+                            "timeout obtaining resource from xDS server {}",
+                            server.server_uri
+                        ),
+                    )
+                } else {
+                    state.status = CacheStatus::DoesNotExist;
+                    XdsError::new(Code::NotFound, "does not exist")
+                };
+                state.failed_version.clear();
+                state.failed_details = error.message.clone();
+                WatcherEvent::ResourceError(error)
+            }
+        };
         let watchers = state.watchers.clone();
         let message = format!(
             "xds server {}: timeout obtaining resource {{type={} name={}}} from xds server",
@@ -1493,7 +1624,7 @@ impl Worker {
             name.full_name(resource_type)
         );
         self.log(LogLevel::Info, message);
-        self.notify(&watchers, WatcherEvent::DoesNotExist);
+        self.notify(&watchers, event);
     }
 
     // ----- CSDS -------------------------------------------------------------
@@ -1524,6 +1655,7 @@ impl Worker {
                         CacheStatus::Acked => ClientResourceStatus::Acked,
                         CacheStatus::Nacked => ClientResourceStatus::Nacked,
                         CacheStatus::DoesNotExist => ClientResourceStatus::DoesNotExist,
+                        CacheStatus::Timeout => ClientResourceStatus::Timeout,
                     };
                     let mut entry = GenericXdsConfig {
                         type_url: resource_type.type_url().to_string(),
@@ -1539,7 +1671,13 @@ impl Worker {
                             value: r.serialized.clone(),
                         });
                     }
-                    if r.status == CacheStatus::Nacked {
+                    // A53 clients (older C-core) report an error state for
+                    // NACKs only; A88 ones for every failed status.
+                    let failed = match self.shared.profile.data_errors {
+                        DataErrorHandling::A53 => r.status == CacheStatus::Nacked,
+                        DataErrorHandling::A88 => !r.failed_details.is_empty(),
+                    };
+                    if failed {
                         entry.error_state = Some(UpdateFailureState {
                             last_update_attempt: r.failed_update_time.map(|t| self.timestamp(t)),
                             details: r.failed_details.clone(),
