@@ -1169,6 +1169,42 @@ impl Worker {
             server.ignore_resource_deletion() && !self.shared.profile.defects.deletions_always_drop;
         let mut deleted = Vec::new();
         let mut ignored = Vec::new();
+        self.each_deleted(server, resource_type, seen, |name, state| {
+            if ignore {
+                if !state.ignored_deletion {
+                    state.ignored_deletion = true;
+                    ignored.push(name);
+                }
+            } else {
+                state.value = None;
+                state.status = CacheStatus::DoesNotExist;
+                deleted.push(state.watchers.clone());
+            }
+        });
+        for name in ignored {
+            let message = format!(
+                "xds server {}: ignoring deletion for resource type {} name {}",
+                server.server_uri,
+                resource_type.type_url(),
+                name.full_name(resource_type)
+            );
+            self.log(LogLevel::Warning, message);
+        }
+        for watchers in deleted {
+            self.notify(&watchers, WatcherEvent::DoesNotExist);
+        }
+    }
+
+    /// Calls `on_deleted` for each cached resource of `resource_type` that
+    /// a response from `server` left out, in the authorities that use
+    /// `server` now.
+    fn each_deleted(
+        &mut self,
+        server: &XdsServerConfig,
+        resource_type: ResourceType,
+        seen: &HashSet<ResourceName>,
+        mut on_deleted: impl FnMut(ResourceName, &mut ResourceState),
+    ) {
         for (authority_name, authority) in self.authorities.iter_mut() {
             if authority.channels.last() != Some(server) {
                 continue;
@@ -1181,32 +1217,10 @@ impl Worker {
                     authority: authority_name.clone(),
                     key: key.clone(),
                 };
-                if seen.contains(&name) || state.value.is_none() {
-                    continue;
-                }
-                if ignore {
-                    if !state.ignored_deletion {
-                        state.ignored_deletion = true;
-                        ignored.push(name);
-                    }
-                } else {
-                    state.value = None;
-                    state.status = CacheStatus::DoesNotExist;
-                    deleted.push((state.watchers.clone(), name));
+                if !seen.contains(&name) && state.value.is_some() {
+                    on_deleted(name, state);
                 }
             }
-        }
-        for name in ignored {
-            let message = format!(
-                "xds server {}: ignoring deletion for resource type {} name {}",
-                server.server_uri,
-                resource_type.type_url(),
-                name.full_name(resource_type)
-            );
-            self.log(LogLevel::Warning, message);
-        }
-        for (watchers, _) in deleted {
-            self.notify(&watchers, WatcherEvent::DoesNotExist);
         }
     }
 
@@ -1226,36 +1240,21 @@ impl Worker {
             server.fail_on_data_errors() || self.shared.profile.defects.deletions_always_drop;
         let now = self.now();
         let mut events = Vec::new();
-        for (authority_name, authority) in self.authorities.iter_mut() {
-            if authority.channels.last() != Some(server) {
-                continue;
-            }
-            let Some(by_type) = authority.resources.get_mut(&resource_type) else {
-                continue;
+        self.each_deleted(server, resource_type, seen, |_, state| {
+            state.status = CacheStatus::DoesNotExist;
+            state.failed_version = version.to_string();
+            state.failed_details = "does not exist".to_string();
+            state.failed_update_time = Some(now);
+            let error = XdsError::new(Code::NotFound, "does not exist");
+            let event = if drop {
+                state.value = None;
+                state.serialized.clear();
+                WatcherEvent::ResourceError(error)
+            } else {
+                WatcherEvent::AmbientError(error)
             };
-            for (key, state) in by_type.iter_mut() {
-                let name = ResourceName {
-                    authority: authority_name.clone(),
-                    key: key.clone(),
-                };
-                if seen.contains(&name) || state.value.is_none() {
-                    continue;
-                }
-                state.status = CacheStatus::DoesNotExist;
-                state.failed_version = version.to_string();
-                state.failed_details = "does not exist".to_string();
-                state.failed_update_time = Some(now);
-                let error = XdsError::new(Code::NotFound, "does not exist");
-                let event = if drop {
-                    state.value = None;
-                    state.serialized.clear();
-                    WatcherEvent::ResourceError(error)
-                } else {
-                    WatcherEvent::AmbientError(error)
-                };
-                events.push((state.watchers.iter().copied().collect::<Vec<_>>(), event));
-            }
-        }
+            events.push((state.watchers.iter().copied().collect::<Vec<_>>(), event));
+        });
         for (watchers, event) in events {
             self.notify(&watchers, event);
         }
