@@ -159,6 +159,12 @@ struct AdsCall {
     started: Instant,
 }
 
+/// What A88 reports for a resource the server does not have (C-core's
+/// `ResourceState` status for a deletion or a fired timer).
+fn does_not_exist() -> XdsError {
+    XdsError::new(Code::NotFound, "does not exist")
+}
+
 impl Drop for AdsCall {
     fn drop(&mut self) {
         // Dropping the call cancels the stream (RST_STREAM CANCEL).
@@ -1243,9 +1249,9 @@ impl Worker {
         self.each_deleted(server, resource_type, seen, |_, state| {
             state.status = CacheStatus::DoesNotExist;
             state.failed_version = version.to_string();
-            state.failed_details = "does not exist".to_string();
+            let error = does_not_exist();
+            state.failed_details = error.message.clone();
             state.failed_update_time = Some(now);
-            let error = XdsError::new(Code::NotFound, "does not exist");
             let event = if drop {
                 state.value = None;
                 state.serialized.clear();
@@ -1608,7 +1614,7 @@ impl Worker {
                     )
                 } else {
                     state.status = CacheStatus::DoesNotExist;
-                    XdsError::new(Code::NotFound, "does not exist")
+                    does_not_exist()
                 };
                 state.failed_version.clear();
                 state.failed_details = error.message.clone();
