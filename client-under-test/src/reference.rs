@@ -203,13 +203,17 @@ impl ClientUnderTest for ReferenceClient {
         if self.dials.contains_key(target) {
             return Ok(()); // One channel per target, as gRPC shares them.
         }
-        let client = new_client(
-            &started.env,
-            &started.bootstrap,
-            &started.profile,
-            &started.transport,
-            target,
-        );
+        let client = if self.defects.one_client_for_all_targets {
+            started.watch_client.clone()
+        } else {
+            new_client(
+                &started.env,
+                &started.bootstrap,
+                &started.profile,
+                &started.transport,
+                target,
+            )
+        };
         let sink = started.env.events.clone();
         let dialed = target.to_string();
         let (latest_tx, latest) = watch::channel(None);

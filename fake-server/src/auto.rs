@@ -4,8 +4,11 @@
 //! Kept as pure functions of (subscription, store, what the stream was last
 //! sent) so the rules can be read and tested without any transport.
 //!
-//! - LDS and CDS are full-state: an empty name list (or `*`) subscribes to
-//!   every resource of the type, and a response carries every existing
+//! - LDS and CDS are full-state: `*`, or an empty name list in the first
+//!   request of the type on a stream (the protocol's legacy wildcard, kept
+//!   while later requests stay empty), subscribes to every resource of the
+//!   type; an empty list after named ones unsubscribes from everything. A
+//!   response carries every existing
 //!   subscribed resource, because the client takes absence as deletion. It is
 //!   sent when some subscribed resource is new or changed since the stream's
 //!   last send, or one the stream was sent and still subscribes to is gone.
@@ -30,17 +33,26 @@ use crate::resource::{ServedResource, is_full_state};
 pub(crate) struct Subscription {
     /// Every resource of the type (full-state types only).
     pub wildcard: bool,
+    /// The wildcard comes from empty lists alone (legacy), not from `*`.
+    legacy: bool,
     pub names: BTreeSet<String>,
 }
 
 impl Subscription {
-    /// The subscription a SotW request states (each request restates all of it).
-    pub fn from_request(type_url: &str, resource_names: &[String]) -> Self {
+    /// The subscription a SotW request states (each request restates all of
+    /// it); `previous` is the stream's subscription before it, `None` for
+    /// the first request of the type on the stream.
+    pub fn from_request(
+        type_url: &str,
+        resource_names: &[String],
+        previous: Option<&Subscription>,
+    ) -> Self {
         let full_state = is_full_state(type_url);
-        let wildcard =
-            full_state && (resource_names.is_empty() || resource_names.iter().any(|n| n == "*"));
+        let legacy = full_state && resource_names.is_empty() && previous.is_none_or(|p| p.legacy);
+        let wildcard = legacy || (full_state && resource_names.iter().any(|n| n == "*"));
         Self {
             wildcard,
+            legacy,
             names: resource_names
                 .iter()
                 .filter(|name| !(full_state && *name == "*"))
@@ -147,7 +159,18 @@ mod tests {
 
     fn sub(type_url: &str, names: &[&str]) -> Subscription {
         let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-        Subscription::from_request(type_url, &names)
+        Subscription::from_request(type_url, &names, None)
+    }
+
+    #[test]
+    fn empty_list_after_names_unsubscribes_but_keeps_a_legacy_wildcard() {
+        let named = sub(CLUSTER, &["c"]);
+        let after_names = Subscription::from_request(CLUSTER, &[], Some(&named));
+        assert!(!after_names.wildcard && after_names.names.is_empty());
+        let legacy = sub(CLUSTER, &[]);
+        assert!(Subscription::from_request(CLUSTER, &[], Some(&legacy)).wildcard);
+        let star = sub(CLUSTER, &["*"]);
+        assert!(!Subscription::from_request(CLUSTER, &[], Some(&star)).wildcard);
     }
 
     #[rstest]

@@ -80,9 +80,10 @@ impl State {
         };
         let type_state = stream.types.entry(request.type_url.clone()).or_default();
         let kind = RequestKind::classify(&request, |nonce| type_state.nonces.contains(nonce));
-        type_state.requested = true;
+        let previous = type_state.requested.then_some(&type_state.subscription);
         type_state.subscription =
-            Subscription::from_request(&request.type_url, &request.resource_names);
+            Subscription::from_request(&request.type_url, &request.resource_names, previous);
+        type_state.requested = true;
         self.record(ServerEvent::RequestReceived {
             stream: stream_id,
             request: RecordedRequest::new(&request, kind),

@@ -208,13 +208,25 @@ pub fn matching_alternative_translated<'a>(
 /// Whether the client's CSDS view — `(client_scope, type_url, name) ->
 /// entry` — shows what `m` describes. CSDS is a state, so it is asserted
 /// as one (at each checkpoint), not as a change event.
+/// A channel target with an empty URI authority has two spellings:
+/// `xds:///svc` as written, `xds:/svc` as C-core prints a parsed URI.
+fn canonical_scope(scope: &str) -> std::borrow::Cow<'_, str> {
+    match scope.split_once(":///") {
+        Some((scheme, rest)) if !scheme.contains('/') => format!("{scheme}:/{rest}").into(),
+        _ => scope.into(),
+    }
+}
+
 pub fn csds_state_matches(
     m: &CsdsMatcher,
     state: &BTreeMap<(String, String, String), CsdsEntry>,
 ) -> bool {
-    let selected = state.iter().filter(|((_, type_url, name), _)| {
+    let selected = state.iter().filter(|((scope, type_url, name), _)| {
         m.resource_type.is_none_or(|t| t.type_url() == type_url)
             && m.name.as_ref().is_none_or(|n| n == name)
+            && m.client_scope
+                .as_ref()
+                .is_none_or(|s| canonical_scope(s) == canonical_scope(scope))
     });
     if m.status == Some(CsdsStatus::Absent) {
         return selected.count() == 0;
@@ -429,7 +441,11 @@ pub fn describe_matcher(matcher: &Matcher) -> String {
             status,
             version,
             error_contains,
+            client_scope,
         }) => {
+            if let Some(v) = client_scope {
+                field("client_scope", format!("{v:?}"));
+            }
             if let Some(v) = resource_type {
                 field("type", v.short_name().to_string());
             }
@@ -643,6 +659,60 @@ mod tests {
             &Matcher::Request(RequestMatcher::default()),
             &event
         ));
+    }
+
+    #[test]
+    fn csds_matcher_selects_by_client_scope_in_either_spelling() {
+        let entry = |status| CsdsEntry {
+            status,
+            version: "1".into(),
+            error: None,
+        };
+        let cds = ResourceType::Cluster.type_url().to_string();
+        let state = BTreeMap::from([
+            (
+                ("xds:/a".into(), cds.clone(), "c1".into()),
+                entry(CsdsStatus::Acked),
+            ),
+            (
+                ("xds:///b".into(), cds, "c1".into()),
+                entry(CsdsStatus::Requested),
+            ),
+        ]);
+        let m = |scope: Option<&str>, status| CsdsMatcher {
+            resource_type: Some(ResourceType::Cluster),
+            name: Some("c1".into()),
+            status: Some(status),
+            version: None,
+            error_contains: None,
+            client_scope: scope.map(str::to_string),
+        };
+        assert!(csds_state_matches(
+            &m(Some("xds:///a"), CsdsStatus::Acked),
+            &state
+        ));
+        assert!(csds_state_matches(
+            &m(Some("xds:/b"), CsdsStatus::Requested),
+            &state
+        ));
+        assert!(!csds_state_matches(
+            &m(Some("xds:///a"), CsdsStatus::Requested),
+            &state
+        ));
+        assert!(!csds_state_matches(
+            &m(Some("#server"), CsdsStatus::Acked),
+            &state
+        ));
+        assert!(csds_state_matches(
+            &m(Some("#server"), CsdsStatus::Absent),
+            &state
+        ));
+        assert!(csds_state_matches(&m(None, CsdsStatus::Requested), &state));
+        assert_eq!(
+            canonical_scope("xds://authority/svc"),
+            "xds://authority/svc"
+        );
+        assert_eq!(canonical_scope("#server"), "#server");
     }
 
     #[test]

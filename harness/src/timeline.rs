@@ -170,9 +170,10 @@ pub fn render_events(events: &[TimelineEvent], from: usize) -> String {
 /// RPCs (they embed durations). Expectations still check all of those.
 pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> String) -> String {
     let nonces = nonce_labels(events);
-    let normalize = |text: &str| drop_node(&relabel_nonces(&normalize(text), &nonces));
+    let normalize =
+        |source: &str, text: &str| drop_node(&relabel_nonces(source, &normalize(text), &nonces));
     let superseded = superseded_requests(events);
-    let mut groups: Vec<Vec<(&str, String, Option<String>)>> = vec![Vec::new()];
+    let mut groups: Vec<Vec<NormalizedLine>> = vec![Vec::new()];
     for (index, event) in events.iter().enumerate() {
         if superseded.contains(&index) {
             continue;
@@ -195,18 +196,21 @@ pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> S
         if matches!(event.kind, EventKind::Step(_)) {
             groups.push(Vec::new());
         }
+        let is_close = matches!(&event.kind, EventKind::Server(e)
+            if matches!(**e, ServerEvent::StreamClosed { .. } | ServerEvent::ConnectionClosed { .. }));
         if let Some(group) = groups.last_mut() {
-            group.push((
-                event.source.as_str(),
-                normalize(&text),
-                wire_type(&event.kind),
-            ));
+            group.push(NormalizedLine {
+                source: event.source.as_str(),
+                text: normalize(&event.source, &text),
+                wire_type: wire_type(&event.kind),
+                is_close,
+            });
         }
     }
     let mut out = String::new();
     for (index, mut group) in groups.into_iter().enumerate() {
         // Stable: each source keeps its own order; steps stay first.
-        group.sort_by_key(|(source, _, _)| if *source == "step" { "" } else { source });
+        group.sort_by_key(|l| if l.source == "step" { "" } else { l.source });
         // A client interleaves its types' requests as it likes (C-core
         // resubscribes in map order): in each run of one source's
         // requests and responses, types go in name order, each type's own
@@ -214,17 +218,34 @@ pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> S
         let mut start = 0;
         while start < group.len() {
             let mut end = start;
-            while end < group.len() && group[end].2.is_some() && group[end].0 == group[start].0 {
+            while end < group.len()
+                && group[end].wire_type.is_some()
+                && group[end].source == group[start].source
+            {
                 end += 1;
             }
             if end == start {
                 start += 1;
                 continue;
             }
-            group[start..end].sort_by(|a, b| a.2.cmp(&b.2));
+            group[start..end].sort_by(|a, b| a.wire_type.cmp(&b.wire_type));
             start = end;
         }
-        for (source, text, _) in group {
+        // A server sees a client's stream end and its connection close on
+        // different tasks: adjacent closes of one source go by text.
+        let mut start = 0;
+        while start < group.len() {
+            let mut end = start;
+            while end < group.len()
+                && group[end].is_close
+                && group[end].source == group[start].source
+            {
+                end += 1;
+            }
+            group[start..end].sort_by(|a, b| a.text.cmp(&b.text));
+            start = end.max(start + 1);
+        }
+        for NormalizedLine { source, text, .. } in group {
             out.push_str(&format!("[{index:>2}]  {source:<8} {text}\n"));
         }
     }
@@ -281,7 +302,18 @@ fn superseded_requests(events: &[TimelineEvent]) -> std::collections::BTreeSet<u
 /// on real time follows the order the client's requests happen to
 /// arrive in. Each nonce gets a label by stream and type instead: the
 /// second CDS response on stream 2 is `s2-CDS-2`.
-fn nonce_labels(events: &[TimelineEvent]) -> BTreeMap<String, String> {
+/// One event of a normalised rendering, with what its place depends on.
+struct NormalizedLine<'a> {
+    source: &'a str,
+    text: String,
+    /// The resource type of a request or response.
+    wire_type: Option<String>,
+    /// A server's stream or connection closed.
+    is_close: bool,
+}
+
+/// Labels per (server, nonce): each fake server numbers its own nonces.
+fn nonce_labels(events: &[TimelineEvent]) -> BTreeMap<(String, String), String> {
     let mut labels = BTreeMap::new();
     let mut counts: BTreeMap<(String, u64, String), u64> = BTreeMap::new();
     for event in events {
@@ -295,14 +327,14 @@ fn nonce_labels(events: &[TimelineEvent]) -> BTreeMap<String, String> {
                 .or_default();
             *count += 1;
             labels
-                .entry(response.nonce.clone())
+                .entry((event.source.clone(), response.nonce.clone()))
                 .or_insert_with(|| format!("s{stream}-{type_label}-{count}"));
         }
     }
     labels
 }
 
-fn relabel_nonces(text: &str, labels: &BTreeMap<String, String>) -> String {
+fn relabel_nonces(source: &str, text: &str, labels: &BTreeMap<(String, String), String>) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("nonce=\"") {
@@ -311,7 +343,11 @@ fn relabel_nonces(text: &str, labels: &BTreeMap<String, String>) -> String {
         rest = &rest[value_start..];
         let Some(end) = rest.find('"') else { break };
         let nonce = &rest[..end];
-        out.push_str(labels.get(nonce).map_or(nonce, String::as_str));
+        out.push_str(
+            labels
+                .get(&(source.to_string(), nonce.to_string()))
+                .map_or(nonce, String::as_str),
+        );
         rest = &rest[end..];
     }
     out.push_str(rest);
@@ -680,20 +716,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nonces_are_relabelled_whole_and_unknown_ones_kept() {
+    fn nonces_are_relabelled_whole_per_server_and_unknown_ones_kept() {
+        let key = |source: &str, nonce: &str| (source.to_string(), nonce.to_string());
         let labels = BTreeMap::from([
-            ("1".to_string(), "s1-CDS-1".to_string()),
-            ("10".to_string(), "s1-LDS-1".to_string()),
+            (key("primary", "1"), "s1-CDS-1".to_string()),
+            (key("primary", "10"), "s1-LDS-1".to_string()),
+            (key("fallback", "1"), "s1-EDS-1".to_string()),
         ]);
         assert_eq!(
-            relabel_nonces(r#"<- CDS version="1" nonce="10" (ACK)"#, &labels),
+            relabel_nonces("primary", r#"<- CDS version="1" nonce="10" (ACK)"#, &labels),
             r#"<- CDS version="1" nonce="s1-LDS-1" (ACK)"#
         );
         assert_eq!(
-            relabel_nonces(r#"-> nonce="1" ... nonce="7" nonce="""#, &labels),
+            relabel_nonces("primary", r#"-> nonce="1" ... nonce="7" nonce="""#, &labels),
             r#"-> nonce="s1-CDS-1" ... nonce="7" nonce="""#
         );
-        assert_eq!(relabel_nonces(r#"nonce="1"#, &labels), r#"nonce="1"#);
+        assert_eq!(
+            relabel_nonces("fallback", r#"-> nonce="1""#, &labels),
+            r#"-> nonce="s1-EDS-1""#
+        );
+        assert_eq!(
+            relabel_nonces("primary", r#"nonce="1"#, &labels),
+            r#"nonce="1"#
+        );
     }
 
     fn request(stream: u64, names: &[&str], nonce: &str) -> TimelineEvent {
@@ -739,6 +784,27 @@ mod tests {
             superseded_requests(&events),
             std::collections::BTreeSet::from([0, 1])
         );
+    }
+
+    #[test]
+    fn adjacent_closes_of_one_server_render_in_one_order() {
+        let server = |kind: ServerEvent| TimelineEvent {
+            at: Duration::ZERO,
+            source: "fallback".into(),
+            kind: EventKind::Server(Box::new(kind)),
+        };
+        let stream_closed = server(ServerEvent::StreamClosed {
+            stream: 1,
+            code: tonic::Code::Ok,
+            message: "client half-closed".into(),
+            by_client: true,
+        });
+        let connection_closed = server(ServerEvent::ConnectionClosed { connection: 1 });
+        let one = [stream_closed.clone(), connection_closed.clone()];
+        let other = [connection_closed, stream_closed];
+        let render = |events: &[TimelineEvent]| render_normalized(events, &|t| t.to_string());
+        assert_eq!(render(&one), render(&other));
+        assert!(render(&one).contains("connection 1 closed"));
     }
 
     #[test]

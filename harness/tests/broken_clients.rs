@@ -20,6 +20,12 @@ fn defect(name: &str) -> Defects {
         "error_after_good_stream" => d.error_after_good_stream = true,
         "no_connect_timeout" => d.no_connect_timeout = true,
         "deletions_always_drop" => d.deletions_always_drop = true,
+        "fallback_while_cached" => d.fallback_while_cached = true,
+        "no_fall_forward" => d.no_fall_forward = true,
+        "errors_from_every_server" => d.errors_from_every_server = true,
+        "fallback_subscribes_only_uncached" => d.fallback_subscribes_only_uncached = true,
+        "authorities_ignored" => d.authorities_ignored = true,
+        "one_client_for_all_targets" => d.one_client_for_all_targets = true,
         other => panic!("unknown defect {other}"),
     }
     d
@@ -87,6 +93,60 @@ fn defect(name: &str) -> Defects {
     "a88/deletion-is-an-ambient-not-found",
     ":21:5:"
 )]
+#[case::a71_no_fallback_while_cached(
+    "fallback_while_cached",
+    "a71/no-fallback-while-everything-is-cached",
+    ":23:5:"
+)]
+#[case::a71_channel_no_fallback_while_cached(
+    "fallback_while_cached",
+    "a71/channel-no-fallback-while-everything-is-cached",
+    ":34:5:"
+)]
+#[case::a71_does_not_exist_is_cached(
+    "fallback_while_cached",
+    "a71/does-not-exist-counts-as-cached",
+    ":26:5:"
+)]
+#[case::a71_fall_forward("no_fall_forward", "a71/primary-down-at-start-uses-fallback", ":47:5:")]
+#[case::a71_three_tier("no_fall_forward", "a71/three-tier-promotion", ":36:5:")]
+#[case::a71_channel_three_tier("no_fall_forward", "a71/channel-three-tier-promotion", ":43:5:")]
+#[case::a71_errors_when_all_fail(
+    "errors_from_every_server",
+    "a71/errors-only-when-every-server-fails",
+    ":23:5:"
+)]
+#[case::a71_error_of_server_in_use(
+    "errors_from_every_server",
+    "a71/ambient-error-from-the-server-in-use",
+    ":28:5:"
+)]
+#[case::a71_subscribe_everything(
+    "fallback_subscribes_only_uncached",
+    "a71/new-watch-while-failing-triggers-fallback",
+    ":35:5:"
+)]
+#[case::a71_config_tear(
+    "fallback_subscribes_only_uncached",
+    "a71/config-tear-mixes-servers",
+    ":36:5:"
+)]
+#[case::a71_per_target(
+    "one_client_for_all_targets",
+    "a71/channel-per-target-clients-fall-back-independently",
+    ":45:5:"
+)]
+#[case::a47_authority_servers(
+    "authorities_ignored",
+    "a47/xdstp-names-go-to-their-authority-servers",
+    ":24:5:"
+)]
+#[case::a47_channel_authority(
+    "authorities_ignored",
+    "a47/channel-target-with-an-authority",
+    ":24:5:"
+)]
+#[case::a47_fallback_per_authority("authorities_ignored", "a47/fallback-per-authority", ":31:5:")]
 fn a_broken_rule_fails_its_scenario(
     #[case] defect_name: &str,
     #[case] scenario: &str,

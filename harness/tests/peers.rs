@@ -46,7 +46,7 @@ fn run_peer(client: &str, path: PathBuf, snapshot: bool) {
             )
         }
     }
-    if snapshot && scenario.snapshot {
+    if snapshot && scenario.snapshot && !scenario.no_snapshot_for.contains_key(client) {
         let name = format!("{client}__{}", scenario.name.replace('/', "__"));
         insta::with_settings!({
             description => format!("{} on {client} (normalised: see timeline::render_normalized)", scenario.name),

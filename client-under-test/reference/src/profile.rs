@@ -58,6 +58,24 @@ pub struct Defects {
     /// server's features and the profile say (A53: not with
     /// `ignore_resource_deletion`; A88: only with `fail_on_data_errors`).
     pub deletions_always_drop: bool,
+    /// Fall back on any connectivity failure, even with everything cached
+    /// (A71: only when a watched resource is not cached).
+    pub fallback_while_cached: bool,
+    /// Stay on a fallback server when a higher-priority one answers again
+    /// (A71: its first response brings the client back to it).
+    pub no_fall_forward: bool,
+    /// Tell watchers of every server's failure, also while falling back
+    /// (A71: only when every server has failed, with the last one's error).
+    pub errors_from_every_server: bool,
+    /// Ask a fallback server only for what is not cached (A71: for every
+    /// watched resource).
+    pub fallback_subscribes_only_uncached: bool,
+    /// Send xdstp:// names to the top-level servers (A47: to their
+    /// authority's servers).
+    pub authorities_ignored: bool,
+    /// One XdsClient for every channel target (A71: one per target, each
+    /// with its own CSDS client_scope).
+    pub one_client_for_all_targets: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

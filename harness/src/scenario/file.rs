@@ -44,6 +44,11 @@ pub struct ScenarioFile {
     pub known_failures: IndexMap<String, String>,
     /// Compare the timeline with its stored insta snapshot (default true).
     pub snapshot: Option<bool>,
+    /// Real clients whose timeline for this scenario differs from run to
+    /// run even normalised, by client name, with the reason: their runs
+    /// are checked by the expectations only, not against a snapshot.
+    #[serde(default)]
+    pub no_snapshot_for: IndexMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -580,6 +585,11 @@ pub struct CsdsMatcherSpec {
     pub status: Option<Spanned<String>>,
     pub version: Option<String>,
     pub error_contains: Option<String>,
+    /// The ClientConfig's `client_scope` (gRFC A71): the channel target,
+    /// e.g. `xds:///svc` (`xds:/svc` as C-core spells it matches too), or
+    /// `#server`; `""` for the reference client's own watches. Any scope
+    /// when left out.
+    pub client_scope: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

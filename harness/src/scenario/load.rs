@@ -257,6 +257,7 @@ fn check(source_name: &str, file: ScenarioFile) -> Result<Scenario, Problem> {
         servers,
         backends: file.backends.keys().cloned().collect(),
         known_failures: file.known_failures.clone().into_iter().collect(),
+        no_snapshot_for: file.no_snapshot_for.clone().into_iter().collect(),
         bootstrap,
         client,
         steps,
@@ -936,6 +937,7 @@ impl Checker {
                 })?,
                 version: c.version.clone(),
                 error_contains: c.error_contains.clone(),
+                client_scope: c.client_scope.clone(),
             }));
         }
         if let Some(s) = m.server_event {

@@ -64,6 +64,8 @@ pub struct Scenario {
     pub known_failures: BTreeMap<String, String>,
     /// Compare the timeline against a stored snapshot.
     pub snapshot: bool,
+    /// Clients whose timeline is not compared with a snapshot, and why.
+    pub no_snapshot_for: BTreeMap<String, String>,
     pub source: String,
 }
 
@@ -305,6 +307,7 @@ pub struct CsdsMatcher {
     pub status: Option<CsdsStatus>,
     pub version: Option<String>,
     pub error_contains: Option<String>,
+    pub client_scope: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -406,11 +406,7 @@ impl Worker {
                 watcher,
             },
         );
-        let servers = self
-            .shared
-            .bootstrap
-            .servers_for_authority(parsed.authority.as_deref())
-            .to_vec();
+        let servers = self.servers_for(&parsed.authority);
         let watched_before = self
             .authorities
             .get(&parsed.authority)
@@ -496,6 +492,18 @@ impl Worker {
             };
             self.notify(&BTreeSet::from([id]), event);
         }
+    }
+
+    /// The authority's servers in priority order (gRFC A47: its own, or
+    /// the top-level ones when it has none).
+    fn servers_for(&self, authority: &Option<String>) -> Vec<XdsServerConfig> {
+        let authority = authority
+            .as_deref()
+            .filter(|_| !self.shared.profile.defects.authorities_ignored);
+        self.shared
+            .bootstrap
+            .servers_for_authority(authority)
+            .to_vec()
     }
 
     fn report_fallback_if_not_first(
@@ -720,12 +728,21 @@ impl Worker {
             started: self.now(),
         };
         // Subscribe to everything the authorities using this channel watch.
+        let only_uncached = self
+            .shared
+            .profile
+            .defects
+            .fallback_subscribes_only_uncached;
         for (authority_name, authority) in &self.authorities {
             if !authority.channels.contains(server) {
                 continue;
             }
+            let is_fallback = authority.channels.first() != Some(server);
             for (resource_type, by_type) in &authority.resources {
-                for key in by_type.keys() {
+                for (key, state) in by_type {
+                    if only_uncached && is_fallback && state.value.is_some() {
+                        continue;
+                    }
                     let name = ResourceName {
                         authority: authority_name.clone(),
                         key: key.clone(),
@@ -1281,8 +1298,9 @@ impl Worker {
                 });
             }
         }
+        let no_fall_forward = self.shared.profile.defects.no_fall_forward;
         for (name, authority) in self.authorities.iter_mut() {
-            if authority.channels.last() == Some(server) {
+            if authority.channels.last() == Some(server) || no_fall_forward {
                 continue;
             }
             if let Some(position) = authority.channels.iter().position(|s| s == server) {
@@ -1444,7 +1462,10 @@ impl Worker {
         let authority_names: Vec<Option<String>> = self.authorities.keys().cloned().collect();
         for authority_name in authority_names {
             let uses_it = self.authorities[&authority_name].channels.last() == Some(server);
-            if !uses_it || self.maybe_fallback(&authority_name) {
+            let fell_back = uses_it && self.maybe_fallback(&authority_name);
+            let tell_anyway = self.shared.profile.defects.errors_from_every_server
+                && self.authorities[&authority_name].channels.contains(server);
+            if (fell_back || !uses_it) && !tell_anyway {
                 continue;
             }
             for state in self.authorities[&authority_name]
@@ -1471,14 +1492,12 @@ impl Worker {
     /// gRFC A71: with an uncached resource wanted, try the next servers of
     /// the authority. True if a healthy one was added.
     fn maybe_fallback(&mut self, authority_name: &Option<String>) -> bool {
-        if !self.authorities[authority_name].has_uncached() {
+        if !self.authorities[authority_name].has_uncached()
+            && !self.shared.profile.defects.fallback_while_cached
+        {
             return false;
         }
-        let servers = self
-            .shared
-            .bootstrap
-            .servers_for_authority(authority_name.as_deref())
-            .to_vec();
+        let servers = self.servers_for(authority_name);
         let start = self.authorities[authority_name].channels.len();
         for server in servers.iter().skip(start) {
             self.get_or_create_channel(server);
@@ -1489,19 +1508,26 @@ impl Worker {
                 authority: authority_name.clone().unwrap_or_default(),
                 server: server.server_uri.clone(),
             });
+            let only_uncached = self
+                .shared
+                .profile
+                .defects
+                .fallback_subscribes_only_uncached;
             let subscriptions: Vec<(ResourceType, ResourceName)> = self.authorities[authority_name]
                 .resources
                 .iter()
                 .flat_map(|(t, m)| {
-                    m.keys().map(|k| {
-                        (
-                            *t,
-                            ResourceName {
-                                authority: authority_name.clone(),
-                                key: k.clone(),
-                            },
-                        )
-                    })
+                    m.iter()
+                        .filter(move |(_, state)| !only_uncached || state.value.is_none())
+                        .map(|(k, _)| {
+                            (
+                                *t,
+                                ResourceName {
+                                    authority: authority_name.clone(),
+                                    key: k.clone(),
+                                },
+                            )
+                        })
                 })
                 .collect();
             for (resource_type, name) in subscriptions {
