@@ -589,6 +589,7 @@ impl ClientUnderTest for GrpcRustClient {
             csds: false,
             client_events: false,
             fallback: false,
+            serve: false,
             delta: false,
             virtual_time: true,
             profiles: Vec::new(),

@@ -47,6 +47,8 @@ pub struct Capabilities {
     pub client_events: bool,
     /// gRFC A71 fallback across servers.
     pub fallback: bool,
+    /// xDS-enabled servers (gRFC A36): `serve` and serving-status events.
+    pub serve: bool,
     /// Incremental (delta) xDS.
     pub delta: bool,
     /// Runs in-process on the harness's virtual clock.
@@ -101,6 +103,13 @@ pub enum ObservedEvent {
     ChannelState {
         target: String,
         state: ConnectivityState,
+    },
+    /// An xDS-enabled server's serving status changed (gRFC A36).
+    ServingStatus {
+        /// The listening address, `ip:port`.
+        address: String,
+        /// Ok: SERVING; Err: NOT_SERVING, and why.
+        status: Result<(), XdsError>,
     },
     Client(ClientEvent),
 }
@@ -252,6 +261,12 @@ pub trait ClientUnderTest: Send {
     ) -> Result<(), ClientError>;
     /// Starts resolving `target` as a channel would.
     async fn dial(&mut self, target: &str) -> Result<(), ClientError>;
+    /// Starts an xDS-enabled server listening on `address` (`ip:port`):
+    /// it watches its Listener through the client scope `#server` and
+    /// reports [`ObservedEvent::ServingStatus`].
+    async fn serve(&mut self, address: &str) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported(format!("serve {address}")))
+    }
     /// Sends one RPC on the channel to `request.target` (dialling it first
     /// if needed) and reports how it ended.
     async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError>;

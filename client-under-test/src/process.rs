@@ -128,6 +128,8 @@ impl AdapterCapabilities {
             csds: self.csds,
             client_events: self.client_events,
             fallback: self.fallback,
+            // Not in the adapter protocol yet.
+            serve: false,
             delta: self.delta,
             // A separate process cannot run on the harness's virtual clock.
             virtual_time: false,

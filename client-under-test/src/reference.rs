@@ -1,6 +1,7 @@
 //! The reference client behind the client-under-test interface. Watches
-//! go to one XdsClient; each dial gets its own per-target XdsClient, as
-//! gRFC A71 has gRPC do, so CSDS shows one `client_scope` per target.
+//! go to one XdsClient; each dial gets its own per-target XdsClient and
+//! xDS-enabled servers share one scoped `#server`, as gRFC A71 has gRPC
+//! do, so CSDS shows one `client_scope` per target.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use envoy_types::pb::envoy::service::status::v3::ClientStatusResponse;
 use tokio::sync::watch;
 use xds_reference_client::dataplane::DataPlane;
 use xds_reference_client::resolver::{self, ClusterConfig, Dial, DialUpdate};
+use xds_reference_client::server::{self, SERVER_CLIENT_SCOPE, Serve, ServingStatus};
 use xds_reference_client::transport::DataPlaneConnector;
 use xds_reference_client::{
     Bootstrap, ClientProfile, DataErrorHandling, Defects, ResourceType, RetryAfterGoodStream,
@@ -33,6 +35,10 @@ pub struct ReferenceClient {
     started: Option<Started>,
     watches: WatchStacks<WatchId>,
     dials: BTreeMap<String, DialState>,
+    /// The XdsClient of every xDS-enabled server, once one is started.
+    server_client: Option<XdsClient>,
+    /// xDS-enabled servers by listening address.
+    servers: BTreeMap<String, Serve>,
 }
 
 /// One dialled target: its per-target XdsClient, the resolver, and the
@@ -131,6 +137,7 @@ impl ClientUnderTest for ReferenceClient {
             csds: true,
             client_events: true,
             fallback: true,
+            serve: true,
             delta: false,
             virtual_time: true,
             profiles: PROFILES.iter().map(|p| p.to_string()).collect(),
@@ -240,6 +247,51 @@ impl ClientUnderTest for ReferenceClient {
         Ok(())
     }
 
+    async fn serve(&mut self, address: &str) -> Result<(), ClientError> {
+        if self.servers.contains_key(address) {
+            return Err(ClientError::Failed(format!(
+                "a server already listens on {address}"
+            )));
+        }
+        // Fields, not `started()`: the server client is set while it is read.
+        let Some(started) = &self.started else {
+            return Err(ClientError::Failed("client not started".into()));
+        };
+        let client = self
+            .server_client
+            .get_or_insert_with(|| {
+                if self.defects.one_client_for_all_targets {
+                    return started.watch_client.clone();
+                }
+                new_client(
+                    &started.env,
+                    &started.bootstrap,
+                    &started.profile,
+                    &started.transport,
+                    SERVER_CLIENT_SCOPE,
+                )
+            })
+            .clone();
+        let sink = started.env.events.clone();
+        let listening = address.to_string();
+        let serve = server::serve(
+            client,
+            &started.bootstrap,
+            address,
+            Arc::new(move |status: ServingStatus| {
+                sink(ObservedEvent::ServingStatus {
+                    address: listening.clone(),
+                    status: match status {
+                        ServingStatus::Serving => Ok(()),
+                        ServingStatus::NotServing(e) => Err(e),
+                    },
+                });
+            }),
+        );
+        self.servers.insert(address.to_string(), serve);
+        Ok(())
+    }
+
     /// An RPC waits while the channel has no config yet (gRPC queues RPCs
     /// while connecting); on a channel error it fails at once unless
     /// `wait_for_ready`; then the data plane routes and calls.
@@ -298,11 +350,18 @@ impl ClientUnderTest for ReferenceClient {
         let started = self.started()?;
         let mut clients = vec![started.watch_client.clone()];
         clients.extend(self.dials.values().map(|d| d.client.clone()));
+        clients.extend(
+            self.server_client
+                .clone()
+                .filter(|_| !self.defects.one_client_for_all_targets),
+        );
         Ok(xds_reference_client::csds::client_status(&clients).await)
     }
 
     async fn shutdown(&mut self) {
         self.dials.clear();
+        self.servers.clear();
+        self.server_client = None;
         self.watches = WatchStacks::default();
         self.started = None;
     }

@@ -13,7 +13,7 @@ use xds_reference_client::{ClientEvent, LogLevel};
 use crate::scenario::{
     Alternative, ChannelMatcher, ClientEventKind, ClientEventMatcher, CsdsMatcher, CsdsStatus,
     DialMatcher, Matcher, RequestKind, RequestMatcher, ResponseMatcher, RpcMatcher,
-    ServerEventKind, ServerEventMatcher, WatcherEventKind, WatcherMatcher,
+    ServerEventKind, ServerEventMatcher, ServingMatcher, WatcherEventKind, WatcherMatcher,
 };
 use crate::timeline::{CsdsEntry, EventKind, TimelineEvent, describe};
 
@@ -164,7 +164,12 @@ pub fn matches_translated(matcher: &Matcher, event: &TimelineEvent, text: Transl
         (Matcher::Client(m), EventKind::Client(ObservedEvent::Client(e))) => {
             client_event_matches(m, e, &event.kind)
         }
-        (Matcher::Rpc(m), EventKind::Rpc { target, outcome }) => {
+        (
+            Matcher::Rpc(m),
+            EventKind::Rpc {
+                target, outcome, ..
+            },
+        ) => {
             eq(&m.target, target)
                 && eq(&m.code, &outcome.code)
                 && m.backend
@@ -174,6 +179,20 @@ pub fn matches_translated(matcher: &Matcher, event: &TimelineEvent, text: Transl
         }
         (Matcher::Channel(m), EventKind::Client(ObservedEvent::ChannelState { target, state })) => {
             eq(&m.target, target) && m.state == *state
+        }
+        (
+            Matcher::Serving(m),
+            EventKind::Client(ObservedEvent::ServingStatus { address, status }),
+        ) => {
+            eq(&m.address, address)
+                && match status {
+                    Ok(()) => m.serving,
+                    Err(e) => {
+                        !m.serving
+                            && eq(&m.code, &e.code)
+                            && contains_in(&m.contains, &e.message, text)
+                    }
+                }
         }
         (Matcher::AnyOf(alternatives), _) => alternatives
             .iter()
@@ -514,6 +533,27 @@ pub fn describe_matcher(matcher: &Matcher) -> String {
             }
             field("state", state.name().to_string());
             "channel state"
+        }
+        Matcher::Serving(ServingMatcher {
+            address,
+            serving,
+            code,
+            contains,
+        }) => {
+            if let Some(v) = address {
+                field("address", v.clone());
+            }
+            field(
+                "state",
+                if *serving { "SERVING" } else { "NOT_SERVING" }.to_string(),
+            );
+            if let Some(v) = code {
+                field("code", code_name(*v).to_string());
+            }
+            if let Some(v) = contains {
+                field("contains", format!("{v:?}"));
+            }
+            "serving status"
         }
         Matcher::Client(ClientEventMatcher {
             event,

@@ -163,6 +163,9 @@ pub fn timeline_doc(events: &[TimelineEvent]) -> TimelineDoc {
         let Some(detail) = describe(&event.kind) else {
             continue;
         };
+        if matches!(event.kind, EventKind::Barrier) {
+            continue;
+        }
         let at_ms = u64::try_from(event.at.as_millis()).unwrap_or(u64::MAX);
         let source = event.source.clone();
         let (lane, to_lane, kind, label) = match &event.kind {
@@ -204,7 +207,8 @@ pub fn timeline_doc(events: &[TimelineEvent]) -> TimelineDoc {
             EventKind::Client(ObservedEvent::Watcher { .. })
             | EventKind::Client(_)
             | EventKind::Rpc { .. }
-            | EventKind::Note(_) => (
+            | EventKind::Note(_)
+            | EventKind::Barrier => (
                 "client".to_string(),
                 None,
                 DocKind::ClientEvent,

@@ -30,6 +30,7 @@ use xds_reference_client::XdsServerConfig;
 use xds_reference_client::transport::{
     BoxIo, ConnectFuture, DataPlaneConnector, XdsTransportFactory,
 };
+use xds_reference_client::watcher::code_name;
 
 use envoy_types::pb::envoy::admin::v3::ClientResourceStatus;
 
@@ -238,6 +239,7 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
                 need(caps.watch, "a resource watch API")
             }
             Step::Dial { .. } => need(caps.dial, "dial"),
+            Step::Serve { .. } => need(caps.serve, "xDS-enabled servers"),
             Step::Rpc { .. } => need(caps.rpc, "RPCs"),
             Step::Expect { matcher, .. } | Step::ExpectNone { matcher, .. } => match matcher {
                 Matcher::Csds(_) => need(caps.csds, "CSDS"),
@@ -315,6 +317,7 @@ pub fn bootstrap_json(scenario: &Scenario, uri: &dyn Fn(&str) -> String) -> Stri
             node_cluster,
             locality,
             client_default_listener_resource_name_template,
+            server_listener_resource_name_template,
             authorities,
         } => {
             let mut doc = json!({
@@ -327,6 +330,9 @@ pub fn bootstrap_json(scenario: &Scenario, uri: &dyn Fn(&str) -> String) -> Stri
             });
             if let Some(t) = client_default_listener_resource_name_template {
                 doc["client_default_listener_resource_name_template"] = Value::String(t.clone());
+            }
+            if let Some(t) = server_listener_resource_name_template {
+                doc["server_listener_resource_name_template"] = Value::String(t.clone());
             }
             if !authorities.is_empty() {
                 let mut map = serde_json::Map::new();
@@ -625,17 +631,22 @@ impl Player {
                 self.record_step(format!("dial {target}"));
                 self.client.dial(target).await?;
             }
+            Step::Serve { address } => {
+                self.record_step(format!("serve {address}"));
+                self.client.serve(address).await?;
+            }
             Step::Rpc {
                 target,
                 method,
                 timeout,
                 wait_for_ready,
                 count,
+                until,
             } => {
-                let times = if *count > 1 {
-                    format!(" x{count}")
-                } else {
-                    String::new()
+                let times = match until {
+                    Some(code) => format!(" until {}", code_name(*code)),
+                    None if *count > 1 => format!(" x{count}"),
+                    None => String::new(),
                 };
                 self.record_step(format!("rpc {target}{times}"));
                 let request = RpcRequest {
@@ -644,15 +655,36 @@ impl Player {
                     timeout: *timeout,
                     wait_for_ready: *wait_for_ready,
                 };
-                for _ in 0..*count {
-                    let outcome = self.client.rpc(&request).await?;
-                    self.timeline.record(
-                        "client",
-                        EventKind::Rpc {
-                            target: target.clone(),
-                            outcome,
-                        },
-                    );
+                if let Some(code) = until {
+                    let give_up = Instant::now() + UNTIL_BUDGET;
+                    loop {
+                        let outcome = self.client.rpc(&request).await?;
+                        let settling = outcome.code != *code && Instant::now() < give_up;
+                        self.timeline.record(
+                            "client",
+                            EventKind::Rpc {
+                                target: target.clone(),
+                                outcome,
+                                settling,
+                            },
+                        );
+                        if !settling {
+                            break;
+                        }
+                        tokio::time::sleep(UNTIL_PAUSE).await;
+                    }
+                } else {
+                    for _ in 0..*count {
+                        let outcome = self.client.rpc(&request).await?;
+                        self.timeline.record(
+                            "client",
+                            EventKind::Rpc {
+                                target: target.clone(),
+                                outcome,
+                                settling: false,
+                            },
+                        );
+                    }
                 }
             }
             Step::SetResources {
@@ -742,10 +774,15 @@ impl Player {
                 );
                 let deadline = Instant::now() + *duration;
                 self.run_until(deadline).await;
+                self.timeline.record("step", EventKind::Barrier);
             }
-            Step::Expect { matcher, window } => self.expect(def, matcher, *window).await?,
+            Step::Expect { matcher, window } => {
+                self.expect(def, matcher, *window).await?;
+                self.timeline.record("step", EventKind::Barrier);
+            }
             Step::ExpectNone { matcher, duration } => {
-                self.expect_none(def, matcher, *duration).await?
+                self.expect_none(def, matcher, *duration).await?;
+                self.timeline.record("step", EventKind::Barrier);
             }
         }
         Ok(())
@@ -1108,6 +1145,11 @@ async fn wait_for_activity(timeline: &Timeline, until: Instant, mode: RunMode) {
 
 /// How often an external client's CSDS is polled while nothing happens.
 const REAL_TIME_POLL: Duration = Duration::from_millis(200);
+
+/// How long an `rpc ... until` step keeps trying, and the pause between
+/// its RPCs (virtual time on in-process runs).
+const UNTIL_BUDGET: Duration = Duration::from_secs(2);
+const UNTIL_PAUSE: Duration = Duration::from_millis(10);
 
 /// The latest time (since the start) an expectation may be met, and the
 /// exact time it must be met at, for `at:` windows.

@@ -3,7 +3,7 @@
 //! changed — in one list, in the order it happened, with virtual
 //! timestamps. Rendered one event per line for snapshots and reports.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -40,11 +40,19 @@ pub enum EventKind {
     Rpc {
         target: String,
         outcome: RpcOutcome,
+        /// An RPC of an `until` step that did not end as wanted, while the
+        /// client was still applying its config: not in normalised
+        /// renderings, whose content must not depend on timing.
+        settling: bool,
     },
     /// What a data-plane backend did.
     Backend(BackendEvent),
     /// Something the harness itself noticed (a client command failing).
     Note(String),
+    /// The script waited here (an expectation met, or a `wait` over).
+    /// Not shown; it tells normalised renderings where the effects of the
+    /// steps before it are known to be over.
+    Barrier,
 }
 
 /// One resource's CSDS state before and after a poll.
@@ -161,7 +169,10 @@ pub fn render_events(events: &[TimelineEvent], from: usize) -> String {
 }
 
 /// A rendering stable across real-time runs of an external client: no
-/// timestamps; events grouped by the step they follow; inside a group,
+/// timestamps; events grouped by the step they follow (an action step that
+/// follows another with nothing awaited between them joins its group: what
+/// the first one caused may happen before or after the second is taken);
+/// inside a group,
 /// each source's events in their order but sources one after another (the
 /// interleaving of independent sources is a race); and nothing whose
 /// content or place depends on timing: CSDS poll results (polling catches
@@ -173,8 +184,15 @@ pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> S
     let normalize =
         |source: &str, text: &str| drop_node(&relabel_nonces(source, &normalize(text), &nonces));
     let superseded = superseded_requests(events);
+    let (group_of, mut settled_serves) = settling_serves(events);
     let mut groups: Vec<Vec<NormalizedLine>> = vec![Vec::new()];
+    // The first step opens a group; later ones only after a barrier.
+    let mut awaited = true;
     for (index, event) in events.iter().enumerate() {
+        if matches!(event.kind, EventKind::Barrier) {
+            awaited = true;
+            continue;
+        }
         if superseded.contains(&index) {
             continue;
         }
@@ -182,7 +200,15 @@ pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> S
             EventKind::Csds(_)
             | EventKind::Client(ObservedEvent::Client(ClientEvent::Log { .. }))
             | EventKind::Client(ObservedEvent::ChannelState { .. }) => continue,
-            EventKind::Rpc { target, outcome } => match &outcome.backend {
+            EventKind::Rpc { settling: true, .. } => continue,
+            EventKind::Backend(BackendEvent::RpcServed { .. })
+                if settled_serves.remove(&(group_of[index], event.source.as_str())) =>
+            {
+                continue;
+            }
+            EventKind::Rpc {
+                target, outcome, ..
+            } => match &outcome.backend {
                 Some(backend) if outcome.code == tonic::Code::Ok => {
                     format!("rpc {target}: OK from {backend}")
                 }
@@ -193,7 +219,7 @@ pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> S
                 None => continue,
             },
         };
-        if matches!(event.kind, EventKind::Step(_)) {
+        if matches!(event.kind, EventKind::Step(_)) && std::mem::take(&mut awaited) {
             groups.push(Vec::new());
         }
         let is_close = matches!(&event.kind, EventKind::Server(e)
@@ -250,6 +276,49 @@ pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> S
         }
     }
     out
+}
+
+/// Each event's step group, and how many backend serves in each group
+/// belong to settling RPCs (how many a client needed before its config
+/// took effect is a race), by (group, backend).
+fn settling_serves(events: &[TimelineEvent]) -> (Vec<usize>, SettledServes) {
+    let mut group = 0;
+    let mut group_of = Vec::with_capacity(events.len());
+    let mut serves = SettledServes::default();
+    for event in events {
+        if matches!(event.kind, EventKind::Step(_)) {
+            group += 1;
+        }
+        group_of.push(group);
+        if let EventKind::Rpc {
+            outcome,
+            settling: true,
+            ..
+        } = &event.kind
+            && outcome.code == tonic::Code::Ok
+            && let Some(backend) = &outcome.backend
+        {
+            *serves.0.entry((group, backend.clone())).or_default() += 1;
+        }
+    }
+    (group_of, serves)
+}
+
+/// Backend serves still to leave out of a normalised rendering.
+#[derive(Default)]
+struct SettledServes(HashMap<(usize, String), usize>);
+
+impl SettledServes {
+    /// Takes one serve of `backend` in `group`, if one is left.
+    fn remove(&mut self, key: &(usize, &str)) -> bool {
+        match self.0.get_mut(&(key.0, key.1.to_string())) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Requests a real client happened to send in two steps where it could as
@@ -421,18 +490,30 @@ pub fn describe(kind: &EventKind) -> Option<String> {
     Some(match kind {
         EventKind::Step(text) => format!("== {text}"),
         EventKind::Note(text) => format!("!! {text}"),
+        EventKind::Barrier => return None,
         EventKind::Server(e) => describe_server(e),
         EventKind::Client(e) => describe_client(e)?,
         EventKind::Csds(c) => describe_csds(c),
-        EventKind::Rpc { target, outcome } => match &outcome.backend {
-            Some(backend) if outcome.code == tonic::Code::Ok => {
-                format!("rpc {target}: OK from {backend}")
+        EventKind::Rpc {
+            target,
+            outcome,
+            settling,
+        } => {
+            let text = match &outcome.backend {
+                Some(backend) if outcome.code == tonic::Code::Ok => {
+                    format!("rpc {target}: OK from {backend}")
+                }
+                _ => format!(
+                    "rpc {target}: {}",
+                    status_text(outcome.code, &outcome.message)
+                ),
+            };
+            if *settling {
+                format!("{text} (settling)")
+            } else {
+                text
             }
-            _ => format!(
-                "rpc {target}: {}",
-                status_text(outcome.code, &outcome.message)
-            ),
-        },
+        }
         EventKind::Backend(BackendEvent::RpcServed { method }) => format!("served {method}"),
     })
 }
@@ -594,6 +675,10 @@ fn describe_client(event: &ObservedEvent) -> Option<String> {
         ObservedEvent::ChannelState { target, state } => {
             format!("channel {target}: {}", state.name())
         }
+        ObservedEvent::ServingStatus { address, status } => match status {
+            Ok(()) => format!("server {address}: SERVING"),
+            Err(e) => format!("server {address}: NOT_SERVING {}", error_text(e)),
+        },
         ObservedEvent::Client(e) => describe_client_event(e)?,
     })
 }
@@ -805,6 +890,97 @@ mod tests {
         let render = |events: &[TimelineEvent]| render_normalized(events, &|t| t.to_string());
         assert_eq!(render(&one), render(&other));
         assert!(render(&one).contains("connection 1 closed"));
+    }
+
+    #[test]
+    fn settling_rpcs_and_their_serves_are_left_out_of_normalised_renderings() {
+        let event = |source: &str, kind: EventKind| TimelineEvent {
+            at: Duration::ZERO,
+            source: source.into(),
+            kind,
+        };
+        let served = || {
+            event(
+                "b1",
+                EventKind::Backend(BackendEvent::RpcServed {
+                    method: "/m".into(),
+                }),
+            )
+        };
+        let rpc = |code: tonic::Code, settling: bool| {
+            event(
+                "client",
+                EventKind::Rpc {
+                    target: "xds:///svc".into(),
+                    outcome: RpcOutcome {
+                        code,
+                        message: String::new(),
+                        backend: (code == tonic::Code::Ok).then(|| "b1".into()),
+                    },
+                    settling,
+                },
+            )
+        };
+        let step = |text: &str| event("step", EventKind::Step(text.into()));
+        let render = |events: &[TimelineEvent]| render_normalized(events, &|t| t.to_string());
+        let settled_at_once = [
+            step("rpc"),
+            served(),
+            rpc(tonic::Code::Ok, false),
+            step("rpc until UNAVAILABLE"),
+            rpc(tonic::Code::Unavailable, false),
+        ];
+        let settled_later = [
+            step("rpc"),
+            served(),
+            rpc(tonic::Code::Ok, false),
+            step("rpc until UNAVAILABLE"),
+            served(),
+            rpc(tonic::Code::Ok, true),
+            served(),
+            rpc(tonic::Code::Ok, true),
+            rpc(tonic::Code::Unavailable, false),
+        ];
+        assert_eq!(render(&settled_at_once), render(&settled_later));
+        // The serve of the step before is still shown; the raw line says
+        // the RPC was settling.
+        assert!(render(&settled_later).contains("[ 1]  b1       served /m"));
+        assert_eq!(
+            describe(&rpc(tonic::Code::Ok, true).kind).as_deref(),
+            Some("rpc xds:///svc: OK from b1 (settling)")
+        );
+    }
+
+    #[test]
+    fn an_action_right_after_another_shares_its_group() {
+        let event = |source: &str, kind: EventKind| TimelineEvent {
+            at: Duration::ZERO,
+            source: source.into(),
+            kind,
+        };
+        let step = |text: &str| event("step", EventKind::Step(text.into()));
+        let accepted = || {
+            event(
+                "primary",
+                EventKind::Server(Box::new(ServerEvent::ConnectionAccepted { connection: 1 })),
+            )
+        };
+        let render = |events: &[TimelineEvent]| render_normalized(events, &|t| t.to_string());
+        // The dial's connection lands before or after the rpc step is taken.
+        let early = [step("dial"), accepted(), step("rpc")];
+        let late = [step("dial"), step("rpc"), accepted()];
+        assert_eq!(render(&early), render(&late));
+        // After a barrier (an expectation met) the next step opens a group.
+        let awaited = [
+            step("dial"),
+            accepted(),
+            event("step", EventKind::Barrier),
+            step("rpc"),
+        ];
+        assert_eq!(
+            render(&awaited),
+            "[ 1]  step     == dial\n[ 1]  primary  connection 1 accepted\n[ 2]  step     == rpc\n"
+        );
     }
 
     #[test]

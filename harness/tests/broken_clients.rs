@@ -136,6 +136,11 @@ fn defect(name: &str) -> Defects {
     "a71/channel-per-target-clients-fall-back-independently",
     ":45:5:"
 )]
+#[case::a71_server_scope(
+    "one_client_for_all_targets",
+    "a71/server-scope-falls-back-independently",
+    ":43:5:"
+)]
 #[case::a47_authority_servers(
     "authorities_ignored",
     "a47/xdstp-names-go-to-their-authority-servers",

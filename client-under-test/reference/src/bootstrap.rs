@@ -23,6 +23,10 @@ pub struct Bootstrap {
     pub authorities: BTreeMap<String, AuthorityConfig>,
     /// `client_default_listener_resource_name_template`, default `%s`.
     pub client_default_listener_resource_name_template: String,
+    /// `server_listener_resource_name_template` (gRFC A36): the Listener
+    /// an xDS-enabled server on `%s` (its `ip:port`) watches. Without it
+    /// no xDS-enabled server can start.
+    pub server_listener_resource_name_template: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -153,6 +157,7 @@ fn parse(value: &Value, errors: &mut Errors) -> Bootstrap {
         node: None,
         authorities: BTreeMap::new(),
         client_default_listener_resource_name_template: "%s".to_string(),
+        server_listener_resource_name_template: None,
     };
     let Some(obj) = value.as_object() else {
         errors.push((String::new(), "is not a JSON object".to_string()));
@@ -173,6 +178,15 @@ fn parse(value: &Value, errors: &mut Errors) -> Bootstrap {
             Some(s) => bootstrap.client_default_listener_resource_name_template = s.to_string(),
             None => errors.push((
                 "client_default_listener_resource_name_template".into(),
+                "is not a string".into(),
+            )),
+        }
+    }
+    if let Some(v) = obj.get("server_listener_resource_name_template") {
+        match v.as_str() {
+            Some(s) => bootstrap.server_listener_resource_name_template = Some(s.to_string()),
+            None => errors.push((
+                "server_listener_resource_name_template".into(),
                 "is not a string".into(),
             )),
         }
@@ -375,6 +389,7 @@ mod tests {
         assert_eq!(b.xds_servers[0].channel_creds, "insecure");
         assert_eq!(b.node_id(), "n1");
         assert_eq!(b.client_default_listener_resource_name_template, "%s");
+        assert_eq!(b.server_listener_resource_name_template, None);
         let node = b.node_proto("ua", "1");
         assert_eq!(node.locality.unwrap().zone, "z1");
         assert_eq!(node.client_features, vec!["xds.config.resource-in-sotw"]);
@@ -400,6 +415,15 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("field:node error:is not an object"), "{text}");
+        let err = Bootstrap::from_json(
+            r#"{"xds_servers":[{"server_uri":"a","channel_creds":[{"type":"insecure"}]}],"server_listener_resource_name_template":7}"#,
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("field:server_listener_resource_name_template error:is not a string"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod observer;
 pub mod profile;
 pub mod resolver;
 pub mod resource;
+pub mod server;
 pub mod transport;
 pub mod watcher;
 

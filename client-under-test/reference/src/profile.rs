@@ -73,8 +73,9 @@ pub struct Defects {
     /// Send xdstp:// names to the top-level servers (A47: to their
     /// authority's servers).
     pub authorities_ignored: bool,
-    /// One XdsClient for every channel target (A71: one per target, each
-    /// with its own CSDS client_scope).
+    /// One XdsClient for every channel target and xDS-enabled server
+    /// (A71: one per target and one `#server`, each with its own CSDS
+    /// client_scope).
     pub one_client_for_all_targets: bool,
 }
 

@@ -394,6 +394,14 @@ impl Resolver {
             }
             Some(Known::Value(v)) => match &**v {
                 XdsResource::Listener(l) => l.clone(),
+                // C-core's resolver: a server's Listener is no use to a channel.
+                XdsResource::ServerListener(_) => {
+                    let e = unavailable(format!(
+                        "{}: xDS listener resource error: not an API listener",
+                        self.listener_name
+                    ));
+                    return (needed, Walk::Done(DialUpdate::Error(e)));
+                }
                 _ => return (needed, Walk::Pending),
             },
         };

@@ -384,6 +384,8 @@ fn forward(out: &Outbox, event: ObservedEvent) {
                 json!({"event": "log", "level": "info", "message": text}),
             );
         }
+        // The adapter protocol has no `serve` yet, so none happen here.
+        ObservedEvent::ServingStatus { .. } => {}
         ObservedEvent::ChannelState { target, state } => send(
             out,
             json!({"event": "channel_state", "target": target, "state": state.name()}),

@@ -87,6 +87,9 @@ pub struct BootstrapSpec {
     #[serde(default)]
     pub authorities: IndexMap<String, AuthoritySpec>,
     pub client_default_listener_resource_name_template: Option<String>,
+    /// The Listener an xDS-enabled server on `%s` (`ip:port`) watches
+    /// (gRFC A36), e.g. `grpc/server?xds.resource.listening_address=%s`.
+    pub server_listener_resource_name_template: Option<String>,
     /// A complete bootstrap JSON document instead of a generated one;
     /// `${server:NAME}` becomes that server's URI. Excludes the other keys.
     pub json: Option<Spanned<String>>,
@@ -130,6 +133,10 @@ pub enum StepSpec {
     CancelWatch(WatchSpec),
     /// Resolve an `xds:` target as a gRPC channel would.
     Dial(Spanned<String>),
+    /// Start an xDS-enabled server (gRFC A36) listening on `ip:port`: it
+    /// watches the Listener the bootstrap's
+    /// `server_listener_resource_name_template` names for that address.
+    Serve(Spanned<String>),
     /// Send unary RPCs on the channel to a target (dialling it if needed);
     /// each result goes on the timeline.
     Rpc(RpcSpec),
@@ -193,6 +200,11 @@ pub struct RpcSpec {
     pub wait_for_ready: Option<bool>,
     /// Full method path (default the backends' `/xds_conformance.Backend/Who`).
     pub method: Option<String>,
+    /// Repeat the RPC (10 ms apart, for at most 2 s) until one ends with
+    /// this status code: a real client applies a config some time after
+    /// it ACKs it, so the first RPC after an ACK may still see the old
+    /// one. RPCs before the matching one are marked `(settling)`.
+    pub until: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -341,6 +353,10 @@ pub struct ListenerSpec {
     pub http_filters: Option<Vec<String>>,
     /// false: no api_listener (a server-side listener; invalid for clients).
     pub api_listener: Option<bool>,
+    /// `ip:port`: an xDS-enabled server's Listener (gRFC A36) on this
+    /// address, with one filter chain holding the HttpConnectionManager,
+    /// instead of an api_listener.
+    pub address: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -452,6 +468,8 @@ pub struct ExpectSpec {
     pub rpc: Option<RpcMatcherSpec>,
     /// A dialled channel's connectivity state change.
     pub channel: Option<ChannelMatcherSpec>,
+    /// An xDS-enabled server's serving status change.
+    pub serving: Option<ServingMatcherSpec>,
     /// Alternatives, any of which meets the expectation; one with a
     /// `divergence` note marks the run as a divergence between clients.
     pub any_of: Option<Vec<AlternativeSpec>>,
@@ -475,6 +493,8 @@ pub struct AlternativeSpec {
     pub client: Option<ClientMatcherSpec>,
     pub rpc: Option<RpcMatcherSpec>,
     pub channel: Option<ChannelMatcherSpec>,
+    /// An xDS-enabled server's serving status change.
+    pub serving: Option<ServingMatcherSpec>,
     /// Why this alternative is allowed, and whose behaviour it is.
     pub divergence: Option<String>,
 }
@@ -493,6 +513,8 @@ pub struct ExpectNoneSpec {
     pub rpc: Option<RpcMatcherSpec>,
     /// A dialled channel's connectivity state change.
     pub channel: Option<ChannelMatcherSpec>,
+    /// An xDS-enabled server's serving status change.
+    pub serving: Option<ServingMatcherSpec>,
     /// How long nothing may match, e.g. `15s`.
     #[serde(rename = "for")]
     pub duration: Spanned<String>,
@@ -527,6 +549,19 @@ pub struct RpcMatcherSpec {
     /// The backend that served it.
     pub backend: Option<Spanned<String>>,
     /// Substring of the status message.
+    pub contains: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServingMatcherSpec {
+    /// The listening address, `ip:port`.
+    pub address: Option<String>,
+    /// SERVING or NOT_SERVING.
+    pub state: Spanned<String>,
+    /// Status code of a NOT_SERVING (e.g. FAILED_PRECONDITION).
+    pub code: Option<Spanned<String>>,
+    /// Substring of a NOT_SERVING's message.
     pub contains: Option<String>,
 }
 

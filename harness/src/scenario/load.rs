@@ -19,15 +19,15 @@ use super::duration::parse_duration;
 use super::file::{
     AlternativeSpec, BootstrapSpec, ChannelMatcherSpec, ClientMatcherSpec, CsdsMatcherSpec,
     DialMatcherSpec, ExpectNoneSpec, ExpectSpec, OneOrMany, RequestMatcherSpec, ResourceSpec,
-    ResponseMatcherSpec, RpcMatcherSpec, ScenarioFile, ServerEventMatcherSpec, ServerSpec, Spanned,
-    StepSpec, WatcherMatcherSpec,
+    ResponseMatcherSpec, RpcMatcherSpec, ScenarioFile, ServerEventMatcherSpec, ServerSpec,
+    ServingMatcherSpec, Spanned, StepSpec, WatcherMatcherSpec,
 };
 use super::resources;
 use super::{
     Alternative, BootstrapPlan, ChannelMatcher, ClientEventKind, ClientEventMatcher, ClientPlan,
     CsdsMatcher, CsdsStatus, DialMatcher, Location, Matcher, RequestKind, RequestMatcher,
-    ResponseMatcher, RpcMatcher, Scenario, ServerDef, ServerEventKind, ServerEventMatcher, Step,
-    StepDef, WatcherEventKind, WatcherMatcher, Window,
+    ResponseMatcher, RpcMatcher, Scenario, ServerDef, ServerEventKind, ServerEventMatcher,
+    ServingMatcher, Step, StepDef, WatcherEventKind, WatcherMatcher, Window,
 };
 
 /// A scenario file that cannot be run: where, and what is wrong.
@@ -292,6 +292,8 @@ const CODES: &[(&str, tonic::Code)] = &[
 
 const SERVER_MODES: &[(&str, bool)] = &[("auto", false), ("scripted", true)];
 
+const SERVING_STATES: &[(&str, bool)] = &[("SERVING", true), ("NOT_SERVING", false)];
+
 const REQUEST_KINDS: &[(&str, RequestKind)] = &[
     ("initial", RequestKind::Initial),
     ("ack", RequestKind::Ack),
@@ -410,6 +412,7 @@ impl MatcherSpecs<'_> {
             || self.client.is_some()
             || self.rpc.is_some()
             || self.channel.is_some()
+            || self.serving.is_some()
     }
 }
 
@@ -423,6 +426,7 @@ struct MatcherSpecs<'a> {
     client: Option<&'a ClientMatcherSpec>,
     rpc: Option<&'a RpcMatcherSpec>,
     channel: Option<&'a ChannelMatcherSpec>,
+    serving: Option<&'a ServingMatcherSpec>,
 }
 
 impl<'a> From<&'a ExpectSpec> for MatcherSpecs<'a> {
@@ -437,6 +441,7 @@ impl<'a> From<&'a ExpectSpec> for MatcherSpecs<'a> {
             client: e.client.as_ref(),
             rpc: e.rpc.as_ref(),
             channel: e.channel.as_ref(),
+            serving: e.serving.as_ref(),
         }
     }
 }
@@ -453,6 +458,7 @@ impl<'a> From<&'a AlternativeSpec> for MatcherSpecs<'a> {
             client: e.client.as_ref(),
             rpc: e.rpc.as_ref(),
             channel: e.channel.as_ref(),
+            serving: e.serving.as_ref(),
         }
     }
 }
@@ -469,6 +475,7 @@ impl<'a> From<&'a ExpectNoneSpec> for MatcherSpecs<'a> {
             client: e.client.as_ref(),
             rpc: e.rpc.as_ref(),
             channel: e.channel.as_ref(),
+            serving: e.serving.as_ref(),
         }
     }
 }
@@ -561,7 +568,13 @@ impl Checker {
 
     fn bootstrap(&self, spec: Option<&BootstrapSpec>) -> Result<BootstrapPlan, Problem> {
         let Some(spec) = spec else {
-            return Ok(generated(self.servers.clone(), None, BTreeMap::new(), None));
+            return Ok(generated(
+                self.servers.clone(),
+                None,
+                BTreeMap::new(),
+                None,
+                None,
+            ));
         };
         if let Some(json) = &spec.json {
             let others: Vec<&str> = [
@@ -572,6 +585,10 @@ impl Checker {
                     "client_default_listener_resource_name_template",
                     spec.client_default_listener_resource_name_template
                         .is_some(),
+                ),
+                (
+                    "server_listener_resource_name_template",
+                    spec.server_listener_resource_name_template.is_some(),
                 ),
             ]
             .into_iter()
@@ -616,6 +633,7 @@ impl Checker {
             spec.node.as_ref(),
             authorities,
             spec.client_default_listener_resource_name_template.clone(),
+            spec.server_listener_resource_name_template.clone(),
         ))
     }
 
@@ -693,6 +711,21 @@ impl Checker {
                     target: target.value.clone(),
                 }
             }
+            StepSpec::Serve(address) => {
+                if address.value.parse::<std::net::SocketAddr>().is_err() {
+                    return Err(Problem::at(
+                        address,
+                        format!(
+                            "serve: `{}` is not a listening address: expected ip:port, \
+                             e.g. 0.0.0.0:8443 or [::]:8443",
+                            address.value
+                        ),
+                    ));
+                }
+                Step::Serve {
+                    address: address.value.clone(),
+                }
+            }
             StepSpec::Rpc(r) => {
                 if !r.target.value.starts_with("xds:") {
                     return Err(Problem::at(
@@ -707,6 +740,16 @@ impl Checker {
                 if count == 0 {
                     return Err(Problem::at(spec, "rpc: count must be at least 1"));
                 }
+                let until = match &r.until {
+                    Some(code) if count > 1 => {
+                        return Err(Problem::at(
+                            code,
+                            "rpc: `until` and `count` exclude each other",
+                        ));
+                    }
+                    Some(c) => Some(code(c)?),
+                    None => None,
+                };
                 Step::Rpc {
                     target: r.target.value.clone(),
                     method: r
@@ -717,6 +760,7 @@ impl Checker {
                         .unwrap_or(Duration::from_secs(1)),
                     wait_for_ready: r.wait_for_ready.unwrap_or(false),
                     count,
+                    until,
                 }
             }
             StepSpec::SetResources(s) => Step::SetResources {
@@ -862,6 +906,7 @@ impl Checker {
             ("client", m.client.is_some()),
             ("rpc", m.rpc.is_some()),
             ("channel", m.channel.is_some()),
+            ("serving", m.serving.is_some()),
         ]
         .into_iter()
         .filter_map(|(key, set)| set.then_some(key))
@@ -876,7 +921,7 @@ impl Checker {
                 step,
                 format!(
                     "{what}: expected exactly one of request, response, watcher, dial, csds, \
-                     server_event, client, rpc, channel (found {found})"
+                     server_event, client, rpc, channel, serving (found {found})"
                 ),
             ));
         }
@@ -984,6 +1029,21 @@ impl Checker {
                 state,
             }));
         }
+        if let Some(sv) = m.serving {
+            let serving = keyword(&sv.state, "serving state", SERVING_STATES)?;
+            if serving && (sv.code.is_some() || sv.contains.is_some()) {
+                return Err(Problem::at(
+                    &sv.state,
+                    "serving: code and contains describe a NOT_SERVING, not SERVING",
+                ));
+            }
+            return Ok(Matcher::Serving(ServingMatcher {
+                address: sv.address.clone(),
+                serving,
+                code: opt(sv.code.as_ref(), code)?,
+                contains: sv.contains.clone(),
+            }));
+        }
         // Exactly one is present, and it is not any of the above.
         let Some(c) = m.client else {
             return Err(Problem::at(step, format!("{what}: no matcher")));
@@ -1004,6 +1064,7 @@ fn generated(
     node: Option<&super::file::NodeSpec>,
     authorities: BTreeMap<String, (Vec<String>, Option<String>)>,
     client_default_listener_resource_name_template: Option<String>,
+    server_listener_resource_name_template: Option<String>,
 ) -> BootstrapPlan {
     let field = |f: fn(&super::file::NodeSpec) -> &Option<String>, default: &str| {
         node.and_then(|n| f(n).clone())
@@ -1019,6 +1080,7 @@ fn generated(
             field(|n| &n.sub_zone, ""),
         ),
         client_default_listener_resource_name_template,
+        server_listener_resource_name_template,
         authorities,
     }
 }
@@ -1188,6 +1250,82 @@ steps:
         let e = load_error("description: d\nservers: {main: {}}\nsteps:\n  - hang: {type: XDS}\n");
         assert_eq!((e.line, e.column), (4, 18), "{e}");
         assert!(e.message.contains("unknown resource type `XDS`"), "{e}");
+    }
+
+    #[test]
+    fn serve_takes_a_listening_address_and_serving_a_state() {
+        let s = load(
+            "description: d\nservers: {main: {}}\nsteps:\n  \
+             - serve: \"[::]:8443\"\n  \
+             - expect: {serving: {state: NOT_SERVING, code: NOT_FOUND, contains: x}}\n",
+        );
+        assert!(
+            matches!(&s.steps[0].step, Step::Serve { address } if address == "[::]:8443"),
+            "{:?}",
+            s.steps[0].step
+        );
+        assert!(
+            matches!(
+                &s.steps[1].step,
+                Step::Expect {
+                    matcher: Matcher::Serving(ServingMatcher {
+                        serving: false,
+                        code: Some(tonic::Code::NotFound),
+                        ..
+                    }),
+                    ..
+                }
+            ),
+            "{:?}",
+            s.steps[1].step
+        );
+        let e = load_error("description: d\nservers: {main: {}}\nsteps:\n  - serve: localhost\n");
+        assert_eq!((e.line, e.column), (4, 12), "{e}");
+        assert!(e.message.contains("expected ip:port"), "{e}");
+        let e = load_error(
+            "description: d\nservers: {main: {}}\nsteps:\n  \
+             - expect: {serving: {state: SERVING, code: OK}}\n",
+        );
+        assert!(e.message.contains("describe a NOT_SERVING"), "{e}");
+        let e = load_error(
+            "description: d\nservers: {main: {}}\nsteps:\n  \
+             - expect: {serving: {state: UP}}\n",
+        );
+        assert!(e.message.contains("unknown serving state `UP`"), "{e}");
+    }
+
+    #[test]
+    fn rpc_until_takes_a_status_code_and_no_count() {
+        let s = load(
+            "description: d\nservers: {main: {}}\nsteps:\n  \
+             - rpc: {target: xds:///s, until: UNAVAILABLE}\n",
+        );
+        assert!(
+            matches!(
+                &s.steps[0].step,
+                Step::Rpc {
+                    until: Some(tonic::Code::Unavailable),
+                    count: 1,
+                    ..
+                }
+            ),
+            "{:?}",
+            s.steps[0].step
+        );
+        let e = load_error(
+            "description: d\nservers: {main: {}}\nsteps:\n  \
+             - rpc: {target: xds:///s, until: NOPE}\n",
+        );
+        assert_eq!((e.line, e.column), (4, 36), "{e}");
+        assert!(e.message.contains("unknown status code `NOPE`"), "{e}");
+        let e = load_error(
+            "description: d\nservers: {main: {}}\nsteps:\n  \
+             - rpc: {target: xds:///s, count: 2, until: OK}\n",
+        );
+        assert!(
+            e.message.contains("`until` and `count` exclude each other"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1391,6 +1529,7 @@ bootstrap:
   servers: [b]
   node: {id: n, cluster: c, region: r, zone: z, sub_zone: s}
   client_default_listener_resource_name_template: "xdstp://a/envoy.config.listener.v3.Listener/%s"
+  server_listener_resource_name_template: "grpc/server?xds.resource.listening_address=%s"
   authorities:
     a.example: {servers: [a], client_listener_resource_name_template: "xdstp://a.example/%s"}
     b.example: {}
@@ -1411,6 +1550,7 @@ steps: []
             node_cluster,
             locality,
             client_default_listener_resource_name_template,
+            server_listener_resource_name_template,
             authorities,
         } = s.bootstrap
         else {
@@ -1420,6 +1560,10 @@ steps: []
         assert_eq!((node_id.as_str(), node_cluster.as_str()), ("n", "c"));
         assert_eq!(locality, ("r".into(), "z".into(), "s".into()));
         assert!(client_default_listener_resource_name_template.is_some());
+        assert_eq!(
+            server_listener_resource_name_template.as_deref(),
+            Some("grpc/server?xds.resource.listening_address=%s")
+        );
         assert_eq!(
             authorities["a.example"],
             (vec!["a".to_string()], Some("xdstp://a.example/%s".into()))

@@ -89,6 +89,7 @@ pub enum BootstrapPlan {
         node_cluster: String,
         locality: (String, String, String),
         client_default_listener_resource_name_template: Option<String>,
+        server_listener_resource_name_template: Option<String>,
         /// name -> (servers, listener template)
         authorities: BTreeMap<String, (Vec<String>, Option<String>)>,
     },
@@ -123,12 +124,17 @@ pub enum Step {
     Dial {
         target: String,
     },
+    Serve {
+        address: String,
+    },
     Rpc {
         target: String,
         method: String,
         timeout: Duration,
         wait_for_ready: bool,
         count: u32,
+        /// Repeat until an RPC ends with this code (see `RpcSpec::until`).
+        until: Option<tonic::Code>,
     },
     SetResources {
         server: String,
@@ -197,6 +203,7 @@ pub enum Matcher {
     Client(ClientEventMatcher),
     Rpc(RpcMatcher),
     Channel(ChannelMatcher),
+    Serving(ServingMatcher),
     /// Any alternative will do; some mark a divergence.
     AnyOf(Vec<Alternative>),
 }
@@ -220,6 +227,15 @@ pub struct RpcMatcher {
 pub struct ChannelMatcher {
     pub target: Option<String>,
     pub state: xds_client_under_test::ConnectivityState,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServingMatcher {
+    pub address: Option<String>,
+    /// SERVING (true) or NOT_SERVING.
+    pub serving: bool,
+    pub code: Option<tonic::Code>,
+    pub contains: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -18,7 +18,9 @@ use envoy_types::pb::envoy::config::endpoint::v3::{
     cluster_load_assignment::{Policy, policy::DropOverload},
     lb_endpoint::HostIdentifier,
 };
-use envoy_types::pb::envoy::config::listener::v3::{ApiListener, Listener};
+use envoy_types::pb::envoy::config::listener::v3::{
+    ApiListener, Filter, FilterChain, Listener, filter,
+};
 use envoy_types::pb::envoy::config::route::v3::{
     DirectResponseAction, Route, RouteAction, RouteConfiguration, RouteMatch, VirtualHost,
     WeightedCluster, route::Action, route_action::ClusterSpecifier, route_match::PathSpecifier,
@@ -109,6 +111,7 @@ fn listener(spec: &ListenerSpec) -> Result<Listener, String> {
         let hcm_keys = set_keys(&[
             ("domains", spec.domains.is_some()),
             ("http_filters", spec.http_filters.is_some()),
+            ("address", spec.address.is_some()),
         ]);
         let used: Vec<_> = set_keys(&sources).into_iter().chain(hcm_keys).collect();
         if !used.is_empty() {
@@ -162,6 +165,26 @@ fn listener(spec: &ListenerSpec) -> Result<Listener, String> {
         http_filters,
         ..Default::default()
     };
+    if let Some(text) = &spec.address {
+        if spec.api_listener.is_some() {
+            return Err("address makes a server Listener: api_listener does not apply".into());
+        }
+        let (ip, port) = host_port(text).map_err(|_| {
+            format!("address `{text}`: expected ip:port, e.g. 0.0.0.0:8443 or [::]:8443")
+        })?;
+        return Ok(Listener {
+            name: spec.name.clone(),
+            address: Some(socket_address(ip, port)),
+            filter_chains: vec![FilterChain {
+                filters: vec![Filter {
+                    name: "envoy.filters.network.http_connection_manager".into(),
+                    config_type: Some(filter::ConfigType::TypedConfig(pack_any(hcm))),
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+    }
     Ok(Listener {
         name: spec.name.clone(),
         api_listener: Some(ApiListener {
@@ -169,6 +192,16 @@ fn listener(spec: &ListenerSpec) -> Result<Listener, String> {
         }),
         ..Default::default()
     })
+}
+
+fn socket_address(ip: String, port: u32) -> Address {
+    Address {
+        address: Some(address::Address::SocketAddress(SocketAddress {
+            address: ip,
+            port_specifier: Some(PortSpecifier::PortValue(port)),
+            ..Default::default()
+        })),
+    }
 }
 
 fn http_filter(name: &str) -> Result<HttpFilter, String> {
@@ -673,6 +706,38 @@ mod tests {
         assert_eq!(
             filter_type_urls(&hcm),
             [("router".to_string(), Router::type_url())]
+        );
+    }
+
+    #[test]
+    fn a_listener_with_an_address_is_a_server_listener() {
+        let listener: Listener = decode(&built(
+            "listener: {name: l1, address: \"[::]:8443\", rds: r1}",
+        ));
+        assert!(listener.api_listener.is_none());
+        let Some(address::Address::SocketAddress(sa)) = listener.address.and_then(|a| a.address)
+        else {
+            panic!("no socket address")
+        };
+        assert_eq!(sa.address, "::");
+        assert_eq!(sa.port_specifier, Some(PortSpecifier::PortValue(8443)));
+        let [chain] = listener.filter_chains.as_slice() else {
+            panic!("one filter chain")
+        };
+        let [filter] = chain.filters.as_slice() else {
+            panic!("one filter")
+        };
+        let Some(filter::ConfigType::TypedConfig(any)) = &filter.config_type else {
+            panic!()
+        };
+        let hcm = HttpConnectionManager::decode(any.value.as_slice()).unwrap();
+        assert!(
+            matches!(hcm.route_specifier, Some(RouteSpecifier::Rds(r)) if r.route_config_name == "r1")
+        );
+        assert!(error("listener: {name: l, address: nowhere}").contains("expected ip:port"));
+        assert!(
+            error("listener: {name: l, address: \"0.0.0.0:1\", api_listener: true}")
+                .contains("api_listener does not apply")
         );
     }
 

@@ -83,6 +83,12 @@ impl KnownFilter {
         self != KnownFilter::Rbac
     }
 
+    /// Only the router and RBAC run on servers (C-core: fault injection,
+    /// stateful session and GCP authentication are client filters).
+    pub(super) fn supported_on_servers(self) -> bool {
+        matches!(self, KnownFilter::Router | KnownFilter::Rbac)
+    }
+
     /// Only the router ends a filter chain.
     pub(super) fn is_terminal(self) -> bool {
         self == KnownFilter::Router

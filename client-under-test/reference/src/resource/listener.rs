@@ -1,5 +1,6 @@
-//! Listener resources as a gRPC client uses them: an `api_listener` holding
-//! an HttpConnectionManager.
+//! Listener resources: as a gRPC client uses them, an `api_listener`
+//! holding an HttpConnectionManager; one with an `address` instead is a
+//! server's (`server_listener`).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -78,38 +79,49 @@ pub(super) fn decode(bytes: &[u8]) -> (Option<String>, Result<XdsResource, Decod
         }
     };
     let mut errors = ValidationErrors::new("Listener");
-    let parsed = parse_listener(&listener, &mut FieldScope::root(&mut errors));
-    let result = errors
-        .into_result(parsed)
-        .map(XdsResource::Listener)
-        .map_err(DecodeError::Invalid);
+    let mut scope = FieldScope::root(&mut errors);
+    // C-core: an api_listener makes it a client's, else an address a
+    // server's (a Listener with both is a client's, for Istio's sake).
+    let parsed = match (&listener.api_listener, &listener.address) {
+        (Some(_), _) => parse_listener(&listener, &mut scope).map(XdsResource::Listener),
+        (None, Some(_)) => super::server_listener::parse_server_listener(&listener, &mut scope)
+            .map(XdsResource::ServerListener),
+        (None, None) => {
+            scope.error("Listener has neither address nor ApiListener");
+            None
+        }
+    };
+    let result = errors.into_result(parsed).map_err(DecodeError::Invalid);
     (Some(listener.name), result)
+}
+
+/// Which side reads an HttpConnectionManager: HTTP filters run on one side
+/// or both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Side {
+    Client,
+    Server,
 }
 
 /// C-core's `LdsResourceParseClient`: only the `api_listener` matters.
 fn parse_listener(listener: &Listener, scope: &mut FieldScope<'_>) -> Option<ListenerResource> {
-    let Some(api_listener) = &listener.api_listener else {
-        // C-core would parse a Listener with an address as a server
-        // listener; this client has no server side.
-        let message = if listener.address.is_some() {
-            "field not present: server-side Listeners (address without api_listener) are not supported"
-        } else {
-            "field not present: Listener has neither address nor api_listener"
-        };
-        scope.at(".api_listener").error(message);
-        return None;
-    };
+    let api_listener = listener.api_listener.as_ref()?;
     let mut scope = scope.at(".api_listener.api_listener");
     let extension = extract_extension(api_listener.api_listener.as_ref(), &mut scope)?;
-    let http_connection_manager = parse_hcm(&extension, &mut scope.at(&extension.field))?;
+    let http_connection_manager =
+        parse_hcm(&extension, &mut scope.at(&extension.field), Side::Client)?;
     Some(ListenerResource {
         http_connection_manager,
     })
 }
 
-/// C-core's `HttpConnectionManagerParse` for a client. `scope` is the
-/// extension's value field.
-fn parse_hcm(extension: &Extension, scope: &mut FieldScope<'_>) -> Option<HttpConnectionManager> {
+/// C-core's `HttpConnectionManagerParse`. `scope` is the extension's value
+/// field.
+pub(super) fn parse_hcm(
+    extension: &Extension,
+    scope: &mut FieldScope<'_>,
+    side: Side,
+) -> Option<HttpConnectionManager> {
     if extension.type_name != HCM_TYPE {
         scope.error("unsupported filter type");
         return None;
@@ -131,9 +143,11 @@ fn parse_hcm(extension: &Extension, scope: &mut FieldScope<'_>) -> Option<HttpCo
             .at(".original_ip_detection_extensions")
             .error("must be empty");
     }
+    // Only a client bounds its streams' duration.
     let http_max_stream_duration = hcm
         .common_http_protocol_options
         .as_ref()
+        .filter(|_| side == Side::Client)
         .and_then(|options| options.max_stream_duration.as_ref())
         .and_then(|d| {
             parse_duration(
@@ -141,7 +155,7 @@ fn parse_hcm(extension: &Extension, scope: &mut FieldScope<'_>) -> Option<HttpCo
                 &mut scope.at(".common_http_protocol_options.max_stream_duration"),
             )
         });
-    let http_filters = parse_http_filters(&hcm, &mut scope.at(".http_filters"));
+    let http_filters = parse_http_filters(&hcm, &mut scope.at(".http_filters"), side);
     let route_source = parse_route_source(&hcm, scope)?;
     Some(HttpConnectionManager {
         route_source,
@@ -150,7 +164,7 @@ fn parse_hcm(extension: &Extension, scope: &mut FieldScope<'_>) -> Option<HttpCo
     })
 }
 
-fn parse_http_filters(hcm: &HcmProto, scope: &mut FieldScope<'_>) -> Vec<HttpFilter> {
+fn parse_http_filters(hcm: &HcmProto, scope: &mut FieldScope<'_>, side: Side) -> Vec<HttpFilter> {
     let errors_before = scope.error_count();
     let mut names_seen = HashSet::new();
     let mut filters: Vec<(HttpFilter, KnownFilter)> = Vec::new();
@@ -182,9 +196,18 @@ fn parse_http_filters(hcm: &HcmProto, scope: &mut FieldScope<'_>) -> Vec<HttpFil
             }
             continue;
         };
-        if !known.supported_on_clients() {
+        let supported = match side {
+            Side::Client => known.supported_on_clients(),
+            Side::Server => known.supported_on_servers(),
+        };
+        if !supported {
             if !filter.is_optional {
-                scope.error("filter is not supported on clients");
+                let side = if side == Side::Client {
+                    "clients"
+                } else {
+                    "servers"
+                };
+                scope.error(format!("filter is not supported on {side}"));
             }
             continue;
         }
@@ -390,11 +413,11 @@ mod tests {
     }
 
     #[rstest]
-    #[case(Listener { name: "l".into(), ..Default::default() }, "api_listener", "neither address nor api_listener")]
+    #[case(Listener { name: "l".into(), ..Default::default() }, "", "Listener has neither address nor ApiListener")]
     #[case(
         Listener { name: "l".into(), address: Some(socket_address("0.0.0.0", 80)), ..Default::default() },
-        "api_listener",
-        "server-side Listeners"
+        "default_filter_chain",
+        "must be set if filter_chains is unset"
     )]
     #[case(
         Listener { name: "l".into(), api_listener: Some(ApiListener { api_listener: None }), ..Default::default() },

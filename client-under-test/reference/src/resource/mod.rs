@@ -33,6 +33,7 @@ mod http_filters;
 mod lb_policy_registry;
 mod listener;
 mod route;
+mod server_listener;
 #[cfg(test)]
 mod test_support;
 mod validation;
@@ -45,6 +46,10 @@ pub use listener::{HttpConnectionManager, HttpFilter, ListenerResource, RouteSou
 pub use route::{
     HeaderMatch, HeaderMatcher, PathMatcher, Route, RouteAction, RouteConfigResource, RouteMatch,
     VirtualHost, WeightedCluster,
+};
+pub use server_listener::{
+    CidrRange, DestinationIp, DownstreamTls, FilterChainData, FilterChainMap,
+    ServerListenerResource, SourceIp,
 };
 pub use validation::ValidationErrors;
 
@@ -154,6 +159,8 @@ impl fmt::Display for ResourceType {
 #[derive(Clone, Debug, PartialEq)]
 pub enum XdsResource {
     Listener(ListenerResource),
+    /// A Listener with an address: an xDS-enabled server's (gRFC A36).
+    ServerListener(ServerListenerResource),
     RouteConfiguration(RouteConfigResource),
     Cluster(ClusterResource),
     ClusterLoadAssignment(EndpointsResource),
@@ -162,7 +169,7 @@ pub enum XdsResource {
 impl XdsResource {
     pub fn resource_type(&self) -> ResourceType {
         match self {
-            XdsResource::Listener(_) => ResourceType::Listener,
+            XdsResource::Listener(_) | XdsResource::ServerListener(_) => ResourceType::Listener,
             XdsResource::RouteConfiguration(_) => ResourceType::RouteConfiguration,
             XdsResource::Cluster(_) => ResourceType::Cluster,
             XdsResource::ClusterLoadAssignment(_) => ResourceType::ClusterLoadAssignment,
@@ -173,6 +180,7 @@ impl XdsResource {
     pub fn summary(&self) -> String {
         match self {
             XdsResource::Listener(l) => l.summary(),
+            XdsResource::ServerListener(l) => l.summary(),
             XdsResource::RouteConfiguration(r) => r.summary(),
             XdsResource::Cluster(c) => c.summary(),
             XdsResource::ClusterLoadAssignment(e) => e.summary(),
