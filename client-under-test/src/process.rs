@@ -109,6 +109,9 @@ pub struct AdapterCapabilities {
     pub fallback: bool,
     pub delta: bool,
     pub client_events: bool,
+    /// gRFC A36 xDS-enabled servers: the `serve` op and `serving_status`
+    /// events.
+    pub serve: bool,
     pub profiles: Vec<String>,
 }
 
@@ -128,8 +131,7 @@ impl AdapterCapabilities {
             csds: self.csds,
             client_events: self.client_events,
             fallback: self.fallback,
-            // Not in the adapter protocol yet.
-            serve: false,
+            serve: self.serve,
             delta: self.delta,
             // A separate process cannot run on the harness's virtual clock.
             virtual_time: false,
@@ -751,6 +753,14 @@ enum EventLine {
         #[serde(default)]
         message: String,
     },
+    ServingStatus {
+        address: String,
+        state: String,
+        #[serde(default)]
+        code: Option<String>,
+        #[serde(default)]
+        message: String,
+    },
 }
 
 #[derive(Deserialize)]
@@ -970,6 +980,26 @@ fn observed_event(event: EventLine) -> Result<ObservedEvent, String> {
                 _ => return Err(format!("sent an unknown log level {level:?}")),
             };
             Ok(ObservedEvent::Client(ClientEvent::Log { level, message }))
+        }
+        EventLine::ServingStatus {
+            address,
+            state,
+            code,
+            message,
+        } => {
+            let status = match state.as_str() {
+                "SERVING" => Ok(()),
+                "NOT_SERVING" => {
+                    let code = code.as_deref().ok_or(
+                        "sent a NOT_SERVING serving_status event without a `code`".to_string(),
+                    )?;
+                    let code = code_from_name(code)
+                        .ok_or_else(|| format!("sent an unknown status code {code:?}"))?;
+                    Err(XdsError::new(code, message))
+                }
+                other => return Err(format!("sent an unknown serving state {other:?}")),
+            };
+            Ok(ObservedEvent::ServingStatus { address, status })
         }
     }
 }
@@ -1251,6 +1281,15 @@ impl ClientUnderTest for ProcessClient {
             .map(drop)
     }
 
+    async fn serve(&mut self, address: &str) -> Result<(), ClientError> {
+        self.require(self.capabilities.serve, "serve")?;
+        let timeout = self.timeouts.command;
+        self.running()?
+            .command("serve", into_map(json!({"address": address})), timeout)
+            .await
+            .map(drop)
+    }
+
     async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError> {
         self.require(self.capabilities.rpc, "rpc")?;
         let timeout = request.timeout + self.timeouts.rpc_grace;
@@ -1449,6 +1488,7 @@ fn capability_differences(declared: &Capabilities, said: &Capabilities) -> Strin
         ("fallback", declared.fallback, said.fallback),
         ("delta", declared.delta, said.delta),
         ("client_events", declared.client_events, said.client_events),
+        ("serve", declared.serve, said.serve),
     ];
     let mut differences: Vec<String> = flags
         .into_iter()

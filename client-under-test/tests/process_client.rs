@@ -263,6 +263,7 @@ async fn minimal_fixture_start_passes_the_environment() {
             dial: true,
             rpc: true,
             watch: true,
+            serve: true,
             profiles: vec!["p1".into()],
             ..Capabilities::default()
         }
@@ -409,6 +410,35 @@ async fn minimal_fixture_watch_events_map_to_notifications() {
 }
 
 #[tokio::test]
+async fn minimal_fixture_serving_status_events() {
+    let scratch = Scratch::new("serve");
+    let events = Events::default();
+    let mut client = scratch.client("minimal");
+    client.start(env(&events)).await.unwrap();
+    assert!(client.capabilities().serve);
+    client.serve("0.0.0.0:8443").await.unwrap();
+    let statuses: Vec<(String, Result<(), XdsError>)> = events
+        .all()
+        .into_iter()
+        .filter_map(|e| match e {
+            ObservedEvent::ServingStatus { address, status } => Some((address, status)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![
+            (
+                "0.0.0.0:8443".to_string(),
+                Err(XdsError::new(tonic::Code::NotFound, "no listener yet"))
+            ),
+            ("0.0.0.0:8443".to_string(), Ok(())),
+        ]
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test]
 async fn hello_capabilities_override_the_manifest_with_a_warning() {
     let scratch = Scratch::new("caps");
     let events = Events::default();
@@ -434,7 +464,7 @@ async fn hello_capabilities_override_the_manifest_with_a_warning() {
     let warnings = events.logs(LogLevel::Warning);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
-        warnings[0].contains(r#"rpc: adapter.json true, hello false; profiles: adapter.json ["p1"], hello ["p1", "p2"]"#),
+        warnings[0].contains(r#"rpc: adapter.json true, hello false; serve: adapter.json true, hello false; profiles: adapter.json ["p1"], hello ["p1", "p2"]"#),
         "{}",
         warnings[0]
     );

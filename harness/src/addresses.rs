@@ -9,6 +9,12 @@
 //! leaves the machine and each endpoint stays distinct (duplicate
 //! addresses are invalid EDS). Timelines are rewritten back, so they read
 //! the same in every mode.
+//!
+//! xDS-enabled servers (gRFC A36) in a client under test listen for real
+//! too: a scenario's `serve` address keeps its IP and gets a free port,
+//! and the server Listeners naming it (in their resource name, which the
+//! bootstrap's template builds from the address, and in their address)
+//! are rewritten the same way.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -19,6 +25,7 @@ use envoy_types::pb::envoy::config::core::v3::{
 };
 use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 use envoy_types::pb::envoy::config::endpoint::v3::lb_endpoint::HostIdentifier;
+use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::service::discovery::v3::Resource;
 use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
@@ -31,6 +38,9 @@ pub struct AddressMap {
     backends: BTreeMap<String, String>,
     /// canonical IP -> loopback IP, for everything else.
     others: BTreeMap<String, String>,
+    /// canonical `ip:port` -> real `ip:port`, for xDS-enabled servers'
+    /// listening addresses.
+    listening: BTreeMap<String, SocketAddr>,
     /// real text -> canonical text, applied to rendered timelines.
     reverse: Vec<(String, String)>,
     /// The real texts in `reverse`, to add each once without a scan.
@@ -57,6 +67,34 @@ impl AddressMap {
             .push((real.to_string(), canonical_uri.to_string()));
     }
 
+    /// An xDS-enabled server of the client under test listens on `real`
+    /// for the scenario's `canonical` address.
+    pub fn add_listening(&mut self, canonical: &str, real: SocketAddr) {
+        self.listening.insert(canonical.to_string(), real);
+        self.reals.insert(real.to_string());
+        self.reverse.push((real.to_string(), canonical.to_string()));
+    }
+
+    /// Where the client under test really listens for `canonical`.
+    pub fn listening_address<'a>(&self, canonical: &'a str) -> Cow<'a, str> {
+        match self.listening.get(canonical) {
+            Some(real) => Cow::Owned(real.to_string()),
+            None => Cow::Borrowed(canonical),
+        }
+    }
+
+    /// A resource name as served: listening addresses in it (a server
+    /// Listener's name holds one) made real.
+    pub fn resource_name<'a>(&self, name: &'a str) -> Cow<'a, str> {
+        let mut name = Cow::Borrowed(name);
+        for (canonical, real) in &self.listening {
+            if name.contains(canonical.as_str()) {
+                name = Cow::Owned(name.replace(canonical.as_str(), &real.to_string()));
+            }
+        }
+        name
+    }
+
     pub fn is_identity(&self) -> bool {
         self.backends.is_empty() && self.reverse.is_empty()
     }
@@ -71,6 +109,7 @@ impl AddressMap {
 
     fn rewrite_one(&mut self, resource: &ServedResource) -> ServedResource {
         let mut out = resource.clone();
+        out.name = self.resource_name(&resource.name).into_owned();
         out.entry = self.rewrite_any(&resource.entry);
         out
     }
@@ -81,10 +120,14 @@ impl AddressMap {
             && let Some(inner) = wrapper.resource.take()
         {
             wrapper.resource = Some(self.rewrite_any(&inner));
+            wrapper.name = self.resource_name(&wrapper.name).into_owned();
             return Any {
                 type_url: any.type_url.clone(),
                 value: wrapper.encode_to_vec(),
             };
+        }
+        if any.type_url == Listener::type_url() {
+            return self.rewrite_listener(any);
         }
         if any.type_url != ClusterLoadAssignment::type_url() {
             return any.clone();
@@ -114,6 +157,35 @@ impl AddressMap {
         Any {
             type_url: any.type_url.clone(),
             value: cla.encode_to_vec(),
+        }
+    }
+
+    /// A server Listener's name and address, where they name a listening
+    /// address; anything else passes as it is.
+    fn rewrite_listener(&self, any: &Any) -> Any {
+        if self.listening.is_empty() {
+            return any.clone();
+        }
+        let Ok(mut listener) = Listener::decode(any.value.as_slice()) else {
+            return any.clone();
+        };
+        listener.name = self.resource_name(&listener.name).into_owned();
+        if let Some(address::Address::SocketAddress(sa)) =
+            listener.address.as_mut().and_then(|a| a.address.as_mut())
+            && let Some(PortSpecifier::PortValue(port)) = sa.port_specifier
+            && let Ok(ip) = sa.address.parse::<IpAddr>()
+            && let Ok(port) = u16::try_from(port)
+            && let Some(real) = self.listening.iter().find_map(|(canonical, real)| {
+                (canonical.parse::<SocketAddr>().ok() == Some(SocketAddr::new(ip, port)))
+                    .then_some(real)
+            })
+        {
+            sa.address = real.ip().to_string();
+            sa.port_specifier = Some(PortSpecifier::PortValue(u32::from(real.port())));
+        }
+        Any {
+            type_url: any.type_url.clone(),
+            value: listener.encode_to_vec(),
         }
     }
 
@@ -192,9 +264,9 @@ impl Normalizer {
         }
     }
 
-    /// Every whole `digits-and-dots:port` token that is a real address is
-    /// replaced; a token is never matched in part (`127.0.0.1:400` is not
-    /// found in `127.0.0.1:4000`).
+    /// Every whole `digits-and-dots:port` or `[ipv6]:port` token that is a
+    /// real address is replaced; a token is never matched in part
+    /// (`127.0.0.1:400` is not found in `127.0.0.1:4000`).
     pub fn normalize(&self, text: &str) -> String {
         if self.lookup.is_empty() {
             return text.to_string();
@@ -204,8 +276,9 @@ impl Normalizer {
         let mut copied = 0;
         let mut i = 0;
         while i < bytes.len() {
-            let starts_token = bytes[i].is_ascii_digit()
-                && (i == 0 || !(bytes[i - 1].is_ascii_digit() || bytes[i - 1] == b'.'));
+            let starts_token = (bytes[i].is_ascii_digit()
+                && (i == 0 || !(bytes[i - 1].is_ascii_digit() || bytes[i - 1] == b'.')))
+                || bytes[i] == b'[';
             if starts_token
                 && let Some(end) = address_end(bytes, i)
                 && let Some(canonical) = self.lookup.get(&text[i..end])
@@ -223,12 +296,25 @@ impl Normalizer {
     }
 }
 
-/// The end of a `[0-9.]+:[0-9]+` token starting at `start` (ASCII, so the
-/// ends are char boundaries).
+/// The end of a `[0-9.]+:[0-9]+` or `\[[0-9a-fA-F:.]*\]:[0-9]+` token
+/// starting at `start` (ASCII, so the ends are char boundaries).
 fn address_end(bytes: &[u8], start: usize) -> Option<usize> {
     let mut i = start;
-    while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'.') {
+    if bytes[start] == b'[' {
         i += 1;
+        while i < bytes.len()
+            && (bytes[i].is_ascii_hexdigit() || bytes[i] == b':' || bytes[i] == b'.')
+        {
+            i += 1;
+        }
+        if bytes.get(i) != Some(&b']') {
+            return None;
+        }
+        i += 1;
+    } else {
+        while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'.') {
+            i += 1;
+        }
     }
     if bytes.get(i) != Some(&b':') {
         return None;
@@ -356,5 +442,106 @@ mod tests {
         );
         assert_eq!(map.rewrite(std::slice::from_ref(&garbage)), vec![garbage]);
         assert_eq!(map.normalize("server 127.0.0.1:5000"), "server primary:443");
+    }
+}
+
+#[cfg(test)]
+mod listening_tests {
+    use super::*;
+    use envoy_types::pb::envoy::config::core::v3::Address;
+
+    fn server_listener(name: &str, ip: &str, port: u32) -> ServedResource {
+        let listener = Listener {
+            name: name.into(),
+            address: Some(Address {
+                address: Some(address::Address::SocketAddress(SocketAddress {
+                    address: ip.into(),
+                    port_specifier: Some(PortSpecifier::PortValue(port)),
+                    ..Default::default()
+                })),
+            }),
+            ..Default::default()
+        };
+        ServedResource::from_message(name, &listener)
+    }
+
+    fn decoded(r: &ServedResource) -> Listener {
+        let any = if r.entry.type_url == Resource::type_url() {
+            let wrapper = Resource::decode(r.entry.value.as_slice()).unwrap();
+            assert_eq!(wrapper.name, r.name, "the wrapper is named as the entry");
+            wrapper.resource.unwrap()
+        } else {
+            r.entry.clone()
+        };
+        Listener::decode(any.value.as_slice()).unwrap()
+    }
+
+    fn socket_address(l: &Listener) -> String {
+        match l.address.as_ref().and_then(|a| a.address.as_ref()) {
+            Some(address::Address::SocketAddress(sa)) => match sa.port_specifier {
+                Some(PortSpecifier::PortValue(p)) => format!("{}:{p}", sa.address),
+                _ => unreachable!(),
+            },
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn server_listeners_follow_their_listening_address_and_timelines_read_back() {
+        let mut map = AddressMap::identity();
+        map.add_listening("0.0.0.0:8443", "0.0.0.0:41234".parse().unwrap());
+        map.add_listening("[::]:50051", "[::]:41235".parse().unwrap());
+        assert_eq!(map.listening_address("0.0.0.0:8443"), "0.0.0.0:41234");
+        assert_eq!(map.listening_address("10.0.0.1:80"), "10.0.0.1:80");
+
+        let name = "grpc/server?xds.resource.listening_address=0.0.0.0:8443";
+        let served = [
+            server_listener(name, "0.0.0.0", 8443),
+            // A Listener whose address is not the one its name says is
+            // served as wrong as it was written (only the name moves).
+            server_listener(name, "0.0.0.0", 9999),
+            server_listener(
+                "grpc/server?xds.resource.listening_address=[::]:50051",
+                "::",
+                50051,
+            )
+            .wrapped(None),
+        ];
+        let rewritten = map.rewrite(&served);
+        let real_name = "grpc/server?xds.resource.listening_address=0.0.0.0:41234";
+        assert_eq!(rewritten[0].name, real_name);
+        assert_eq!(decoded(&rewritten[0]).name, real_name);
+        assert_eq!(socket_address(&decoded(&rewritten[0])), "0.0.0.0:41234");
+        assert_eq!(socket_address(&decoded(&rewritten[1])), "0.0.0.0:9999");
+        let v6 = decoded(&rewritten[2]);
+        assert_eq!(
+            v6.name,
+            "grpc/server?xds.resource.listening_address=[::]:41235"
+        );
+        assert_eq!(socket_address(&v6), ":::41235");
+        // Names in steps (remove_resources) move the same way.
+        assert_eq!(map.resource_name(name), real_name);
+        assert_eq!(map.resource_name("other"), "other");
+
+        // What the client reports reads as the scenario wrote it.
+        assert_eq!(
+            map.normalize(&format!(
+                "LDS [{real_name}] serving on 0.0.0.0:41234; [::]:41235 down"
+            )),
+            format!("LDS [{name}] serving on 0.0.0.0:8443; [::]:50051 down")
+        );
+        // Brackets that are not an address are left alone.
+        assert_eq!(
+            map.normalize("[x] [::1] [::]:412350"),
+            "[x] [::1] [::]:412350"
+        );
+    }
+
+    #[test]
+    fn no_listening_address_leaves_listeners_alone() {
+        let mut map = AddressMap::identity();
+        map.add_backend("198.18.0.1:8080", "127.0.0.1:40001".parse().unwrap());
+        let served = server_listener("grpc/server?x=0.0.0.0:8443", "0.0.0.0", 8443);
+        assert_eq!(map.rewrite(std::slice::from_ref(&served)), vec![served]);
     }
 }

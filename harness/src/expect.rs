@@ -29,6 +29,19 @@ fn same_set(want: &Option<Vec<String>>, got: &[String]) -> bool {
     })
 }
 
+/// [`same_set`] on names as the scenario wrote them (see [`Translate`]).
+fn same_names(want: &Option<Vec<String>>, got: &[String], text: Translate<'_>) -> bool {
+    want.as_ref().is_none_or(|w| {
+        w.len() == got.len() && {
+            let got: BTreeSet<Cow<'_, str>> = got.iter().map(|n| text(n)).collect();
+            w.iter()
+                .map(|n| Cow::Borrowed(n.as_str()))
+                .collect::<BTreeSet<_>>()
+                == got
+        }
+    })
+}
+
 /// `got`, translated only if there is something to look for in it.
 fn contains_in(want: &Option<String>, got: &str, text: Translate<'_>) -> bool {
     want.as_ref().is_none_or(|w| text(got).contains(w.as_str()))
@@ -64,7 +77,7 @@ pub fn matches_translated(matcher: &Matcher, event: &TimelineEvent, text: Transl
             eq(&m.server, &event.source)
                 && m.resource_type
                     .is_none_or(|t| t.type_url() == request.type_url)
-                && same_set(&m.names, &request.resource_names)
+                && same_names(&m.names, &request.resource_names, text)
                 && eq(&m.version, &request.version_info)
                 && eq(&m.nonce, &request.response_nonce)
                 && eq(&m.kind, &kind)
@@ -90,7 +103,7 @@ pub fn matches_translated(matcher: &Matcher, event: &TimelineEvent, text: Transl
             eq(&m.server, &event.source)
                 && m.resource_type
                     .is_none_or(|t| t.type_url() == response.type_url)
-                && same_set(&m.names, &response.resource_names)
+                && same_names(&m.names, &response.resource_names, text)
                 && eq(&m.version, &response.version_info)
                 && eq(&m.nonce, &response.nonce)
         }
@@ -184,7 +197,7 @@ pub fn matches_translated(matcher: &Matcher, event: &TimelineEvent, text: Transl
             Matcher::Serving(m),
             EventKind::Client(ObservedEvent::ServingStatus { address, status }),
         ) => {
-            eq(&m.address, address)
+            m.address.as_ref().is_none_or(|a| *a == text(address))
                 && match status {
                     Ok(()) => m.serving,
                     Err(e) => {

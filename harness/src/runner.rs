@@ -259,6 +259,49 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
     (!missing.is_empty()).then(|| format!("the client lacks {}", missing.join(", ")))
 }
 
+/// Every address a `serve` step names, once each, in order.
+fn serve_addresses(scenario: &Scenario) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    scenario
+        .steps
+        .iter()
+        .filter_map(|s| match &s.step {
+            Step::Serve { address } => Some(address.clone()),
+            _ => None,
+        })
+        .filter(|a| seen.insert(a.clone()))
+        .collect()
+}
+
+/// Where a real client can listen for a scenario's `ip:port`: the same IP
+/// when it can be bound here (the wildcard or loopback), else 127.0.0.1,
+/// on a port free now. The wildcard IPv6 address falls back to 0.0.0.0
+/// on machines without IPv6.
+fn free_listening_address(canonical: &str) -> std::io::Result<SocketAddr> {
+    let wanted: SocketAddr = canonical
+        .parse()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{e}")))?;
+    let ip = wanted.ip();
+    let mut candidates = Vec::new();
+    if ip.is_unspecified() || ip.is_loopback() {
+        candidates.push(ip);
+    }
+    if ip.is_ipv6() && ip.is_unspecified() {
+        candidates.push(std::net::Ipv4Addr::UNSPECIFIED.into());
+    }
+    candidates.push(std::net::Ipv4Addr::LOCALHOST.into());
+    let mut last = None;
+    for ip in candidates {
+        // Bound and let go: the client binds it next (a port another
+        // process takes meanwhile makes the run fail, never pass).
+        match std::net::TcpListener::bind(SocketAddr::new(ip, 0)) {
+            Ok(listener) => return listener.local_addr(),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no address to bind")))
+}
+
 struct MemoryTransport {
     network: MemoryNetwork,
 }
@@ -497,6 +540,21 @@ async fn play(
         }
         backends.push(backend);
     }
+    // xDS-enabled servers in the client listen for real, on free ports.
+    if mode == RunMode::RealTime {
+        for address in serve_addresses(&scenario) {
+            match free_listening_address(&address) {
+                Ok(real) => addresses.add_listening(&address, real),
+                Err(e) => {
+                    return fail(
+                        format!("cannot find a port to serve {address} on: {e}"),
+                        &timeline,
+                        addresses,
+                    );
+                }
+            }
+        }
+    }
     // Initial resources, with endpoint addresses where they really are.
     for def in &scenario.servers {
         if !def.resources.is_empty()
@@ -633,7 +691,8 @@ impl Player {
             }
             Step::Serve { address } => {
                 self.record_step(format!("serve {address}"));
-                self.client.serve(address).await?;
+                let real = self.addresses.listening_address(address).into_owned();
+                self.client.serve(&real).await?;
             }
             Step::Rpc {
                 target,
@@ -708,9 +767,13 @@ impl Player {
                     "{server}: remove {resource_type} [{}]",
                     names.join(",")
                 ));
+                let names: Vec<String> = names
+                    .iter()
+                    .map(|n| self.addresses.resource_name(n).into_owned())
+                    .collect();
                 self.server(server)?.remove_resources(
                     resource_type.type_url(),
-                    names,
+                    &names,
                     version.clone(),
                 );
             }
@@ -1053,6 +1116,7 @@ impl Player {
         for (i, event) in events.iter().enumerate().take(to).skip(from) {
             if let Some(line) = render_line(event) {
                 let marker = if i == index { ">" } else { " " };
+                let line = self.normalizer.translate(&line);
                 out.push_str(&format!("{marker}#{i:<4}{line}\n"));
             }
         }
@@ -1079,10 +1143,12 @@ impl Player {
                     Ok(ClientResourceStatus::Timeout) => CsdsStatus::Timeout,
                     _ => continue,
                 };
+                // Names as the scenario wrote them (a server Listener's
+                // name holds its real listening address over TCP).
                 let key = (
                     config.client_scope.clone(),
                     entry.type_url.clone(),
-                    entry.name.clone(),
+                    self.normalizer.translate(&entry.name).into_owned(),
                 );
                 let error = entry.error_state.as_ref().map(|e| e.details.clone());
                 now.insert(
@@ -1196,6 +1262,24 @@ mod tests {
     use super::*;
 
     const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn listening_addresses_keep_a_bindable_ip_and_get_a_free_port() {
+        let wildcard = free_listening_address("0.0.0.0:8443").unwrap();
+        assert!(wildcard.ip().is_unspecified() && wildcard.is_ipv4());
+        assert_ne!(wildcard.port(), 0);
+        // [::] where the machine has IPv6, else 0.0.0.0: a wildcard still.
+        assert!(
+            free_listening_address("[::]:50051")
+                .unwrap()
+                .ip()
+                .is_unspecified()
+        );
+        // An address of another machine cannot be bound: loopback instead.
+        let other = free_listening_address("10.0.0.1:80").unwrap();
+        assert_eq!(other.ip(), std::net::Ipv4Addr::LOCALHOST);
+        assert!(free_listening_address("not an address").is_err());
+    }
 
     #[test]
     fn virtual_time_windows_are_exact() {

@@ -3,7 +3,7 @@
 //! changed — in one list, in the order it happened, with virtual
 //! timestamps. Rendered one event per line for snapshots and reports.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -180,9 +180,15 @@ pub fn render_events(events: &[TimelineEvent], from: usize) -> String {
 /// the script's steps), adapters' log lines, status messages of failed
 /// RPCs (they embed durations). Expectations still check all of those.
 pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> String) -> String {
-    let nonces = nonce_labels(events);
-    let normalize =
-        |source: &str, text: &str| drop_node(&relabel_nonces(source, &normalize(text), &nonces));
+    let streams = stream_labels(events);
+    let nonces = nonce_labels(events, &streams);
+    let normalize = |source: &str, text: &str| {
+        drop_node(&relabel_streams(
+            source,
+            &relabel_nonces(source, &normalize(text), &nonces),
+            &streams,
+        ))
+    };
     let superseded = superseded_requests(events);
     let (group_of, mut settled_serves) = settling_serves(events);
     let mut groups: Vec<Vec<NormalizedLine>> = vec![Vec::new()];
@@ -228,7 +234,7 @@ pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> S
             group.push(NormalizedLine {
                 source: event.source.as_str(),
                 text: normalize(&event.source, &text),
-                wire_type: wire_type(&event.kind),
+                wire_type: wire_key(&event.kind, &event.source, &streams),
                 is_close,
             });
         }
@@ -238,9 +244,10 @@ pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> S
         // Stable: each source keeps its own order; steps stay first.
         group.sort_by_key(|l| if l.source == "step" { "" } else { l.source });
         // A client interleaves its types' requests as it likes (C-core
-        // resubscribes in map order): in each run of one source's
-        // requests and responses, types go in name order, each type's own
-        // order kept.
+        // resubscribes in map order), and its streams' too: in each run of
+        // one source's stream openings, requests and responses, streams go
+        // in label order and in each stream types in name order, each
+        // type's own order kept.
         let mut start = 0;
         while start < group.len() {
             let mut end = start;
@@ -375,14 +382,110 @@ fn superseded_requests(events: &[TimelineEvent]) -> std::collections::BTreeSet<u
 struct NormalizedLine<'a> {
     source: &'a str,
     text: String,
-    /// The resource type of a request or response.
-    wire_type: Option<String>,
+    /// A stream's opening, requests and responses: (stream label, 0 for
+    /// the opening, else 1, resource type).
+    wire_type: Option<(u64, u8, String)>,
     /// A server's stream or connection closed.
     is_close: bool,
 }
 
+/// Stream labels per (server, stream id). A server numbers streams in the
+/// order they open, and two XdsClients of one client (a channel's and
+/// `#server`) reconnecting at once open theirs in either order: streams
+/// that open together (in one step group, each while the one before it is
+/// still open) are numbered by their first request's type and names
+/// instead, so the labels do not depend on that race. A stream opened
+/// after the one before it closed keeps its place.
+fn stream_labels(events: &[TimelineEvent]) -> StreamLabels {
+    let mut group = 0usize;
+    let mut awaited = true;
+    // (source, stream) -> (batch it opened in, its first request).
+    let mut opened: BTreeMap<(String, u64), (usize, Option<String>)> = BTreeMap::new();
+    // source -> (streams open, current batch, the batch's group).
+    let mut batches: BTreeMap<String, (BTreeSet<u64>, usize, usize)> = BTreeMap::new();
+    for event in events {
+        match &event.kind {
+            EventKind::Barrier => awaited = true,
+            EventKind::Step(_) if std::mem::take(&mut awaited) => group += 1,
+            EventKind::Server(e) => match &**e {
+                ServerEvent::StreamOpened { stream, .. } => {
+                    let (open, batch, batch_group) =
+                        batches.entry(event.source.clone()).or_default();
+                    if open.is_empty() || *batch_group != group {
+                        *batch += 1;
+                        *batch_group = group;
+                    }
+                    open.insert(*stream);
+                    opened
+                        .entry((event.source.clone(), *stream))
+                        .or_insert((*batch, None));
+                }
+                ServerEvent::StreamClosed { stream, .. } => {
+                    if let Some((open, _, _)) = batches.get_mut(&event.source) {
+                        open.remove(stream);
+                    }
+                }
+                ServerEvent::RequestReceived { stream, request } => {
+                    if let Some((_, first @ None)) =
+                        opened.get_mut(&(event.source.clone(), *stream))
+                    {
+                        let mut names = request.resource_names.clone();
+                        names.sort();
+                        *first = Some(format!("{} {}", request.type_url, names.join(",")));
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    let mut order: Vec<(&String, usize, &Option<String>, u64)> = opened
+        .iter()
+        .map(|((source, stream), (batch, first))| (source, *batch, first, *stream))
+        .collect();
+    order.sort();
+    let mut labels = StreamLabels::new();
+    let mut next: BTreeMap<&String, u64> = BTreeMap::new();
+    for (source, _, _, stream) in order {
+        let label = next.entry(source).or_insert(0);
+        *label += 1;
+        labels.insert((source.clone(), stream), *label);
+    }
+    labels
+}
+
+type StreamLabels = BTreeMap<(String, u64), u64>;
+
+fn stream_label(streams: &StreamLabels, source: &str, stream: u64) -> u64 {
+    streams
+        .get(&(source.to_string(), stream))
+        .copied()
+        .unwrap_or(stream)
+}
+
+/// `[sN]` in a server's line, with N its stream's label.
+fn relabel_streams(source: &str, text: &str, streams: &StreamLabels) -> String {
+    let Some(at) = text.find("[s") else {
+        return text.to_string();
+    };
+    let digits = &text[at + 2..];
+    let len = digits.bytes().take_while(u8::is_ascii_digit).count();
+    match (digits[..len].parse::<u64>(), digits[len..].starts_with(']')) {
+        (Ok(stream), true) => format!(
+            "{}[s{}{}",
+            &text[..at],
+            stream_label(streams, source, stream),
+            &digits[len..]
+        ),
+        _ => text.to_string(),
+    }
+}
+
 /// Labels per (server, nonce): each fake server numbers its own nonces.
-fn nonce_labels(events: &[TimelineEvent]) -> BTreeMap<(String, String), String> {
+fn nonce_labels(
+    events: &[TimelineEvent],
+    streams: &StreamLabels,
+) -> BTreeMap<(String, String), String> {
     let mut labels = BTreeMap::new();
     let mut counts: BTreeMap<(String, u64, String), u64> = BTreeMap::new();
     for event in events {
@@ -397,7 +500,10 @@ fn nonce_labels(events: &[TimelineEvent]) -> BTreeMap<(String, String), String> 
             *count += 1;
             labels
                 .entry((event.source.clone(), response.nonce.clone()))
-                .or_insert_with(|| format!("s{stream}-{type_label}-{count}"));
+                .or_insert_with(|| {
+                    let stream = stream_label(streams, &event.source, *stream);
+                    format!("s{stream}-{type_label}-{count}")
+                });
         }
     }
     labels
@@ -437,16 +543,23 @@ fn drop_node(text: &str) -> String {
     }
 }
 
-/// The resource type of a request or response on the wire, else None.
-fn wire_type(kind: &EventKind) -> Option<String> {
-    match kind {
-        EventKind::Server(event) => match &**event {
-            ServerEvent::RequestReceived { request, .. } => Some(request.type_url.clone()),
-            ServerEvent::ResponseSent { response, .. } => Some(response.type_url.clone()),
-            _ => None,
-        },
-        _ => None,
-    }
+/// How a stream's opening, requests and responses sort in a run of one
+/// source's wire events (see [`NormalizedLine::wire_type`]); else None.
+fn wire_key(kind: &EventKind, source: &str, streams: &StreamLabels) -> Option<(u64, u8, String)> {
+    let EventKind::Server(event) = kind else {
+        return None;
+    };
+    let (stream, rank, type_url) = match &**event {
+        ServerEvent::StreamOpened { stream, .. } => (*stream, 0, ""),
+        ServerEvent::RequestReceived { stream, request } => (*stream, 1, request.type_url.as_str()),
+        ServerEvent::ResponseSent { stream, response } => (*stream, 1, response.type_url.as_str()),
+        _ => return None,
+    };
+    Some((
+        stream_label(streams, source, stream),
+        rank,
+        type_url.to_string(),
+    ))
 }
 
 /// One line, e.g.
@@ -843,6 +956,73 @@ mod tests {
                 },
             })),
         }
+    }
+
+    #[test]
+    fn streams_opened_together_are_labelled_by_their_first_request() {
+        let step = |text: &str| TimelineEvent {
+            at: Duration::ZERO,
+            source: "step".into(),
+            kind: EventKind::Step(text.into()),
+        };
+        let opened = |stream: u64| TimelineEvent {
+            at: Duration::ZERO,
+            source: "primary".into(),
+            kind: EventKind::Server(Box::new(ServerEvent::StreamOpened {
+                stream,
+                connection: Some(1),
+            })),
+        };
+        // Two clients' streams open in either order after one step; the
+        // first stream (before the step) keeps s1.
+        let run = |first: u64, second: u64| {
+            // Stream 2 is always the one asking for "a".
+            let names = |stream: u64| if stream == 2 { "a" } else { "b" };
+            let events = [
+                opened(1),
+                request(1, &["z"], ""),
+                step("accept"),
+                opened(first),
+                request(first, &[names(first)], ""),
+                opened(second),
+                request(second, &[names(second)], ""),
+                request(2, &["a"], "n1"),
+            ];
+            render_normalized(&events, &|t| t.to_string())
+        };
+        assert_eq!(run(2, 3), run(3, 2));
+        // A stream opened after the one before it closed keeps its number,
+        // whatever it asks first.
+        let closed = |stream: u64| TimelineEvent {
+            at: Duration::ZERO,
+            source: "primary".into(),
+            kind: EventKind::Server(Box::new(ServerEvent::StreamClosed {
+                stream,
+                code: tonic::Code::Unknown,
+                message: "gone".into(),
+                by_client: true,
+            })),
+        };
+        let reconnect = [
+            opened(1),
+            request(1, &["z"], ""),
+            closed(1),
+            opened(2),
+            request(2, &["a"], ""),
+        ];
+        let rendered = render_normalized(&reconnect, &|t| t.to_string());
+        assert!(
+            rendered.contains("[s1] DiscoveryRequest CDS names=[z]")
+                && rendered.contains("[s2] DiscoveryRequest CDS names=[a]"),
+            "{rendered}"
+        );
+        let rendered = run(3, 2);
+        assert!(
+            rendered.contains("[s2] DiscoveryRequest CDS names=[a]")
+                && rendered.contains("[s3] DiscoveryRequest CDS names=[b]")
+                && rendered.contains("[s1] DiscoveryRequest CDS names=[z]"),
+            "{rendered}"
+        );
     }
 
     #[test]

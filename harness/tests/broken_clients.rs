@@ -139,7 +139,7 @@ fn defect(name: &str) -> Defects {
 #[case::a71_server_scope(
     "one_client_for_all_targets",
     "a71/server-scope-falls-back-independently",
-    ":43:5:"
+    ":45:5:"
 )]
 #[case::a47_authority_servers(
     "authorities_ignored",

@@ -79,6 +79,7 @@ const CAPABILITIES = {
   csds: true,
   fallback: false, // grpc-js-xds uses only xds_servers[0]
   delta: false,
+  serve: true, // gRFC A36: grpc-js-xds's XdsServer
   profiles: [],
 };
 
@@ -209,7 +210,68 @@ function rpc(cmd) {
 let server = null;
 let shuttingDown = false;
 
+// --- xDS-enabled servers (gRFC A36) -------------------------------------------
+
+/** listening address -> XdsServer */
+const xdsServers = new Map();
+
+const BACKEND_METHOD = '/xds_conformance.Backend/Who';
+
+function serve(address) {
+  if (xdsServers.has(address)) throw new Error(`already serving on ${address}`);
+  let xdsServer;
+  try {
+    xdsServer = new xds.XdsServer();
+  } catch (err) {
+    // A36 lets a client refuse to create the server (a bootstrap without
+    // server_listener_resource_name_template): the protocol reports that
+    // as NOT_SERVING, FAILED_PRECONDITION.
+    send({
+      event: 'serving_status',
+      address,
+      state: 'NOT_SERVING',
+      code: 'FAILED_PRECONDITION',
+      message: err && err.message ? err.message : String(err),
+    });
+    return;
+  }
+  // The data-plane method answers "server", so a serving server can be called.
+  xdsServer.register(
+    BACKEND_METHOD,
+    (call, callback) => callback(null, Buffer.from('server')),
+    (x) => x,
+    (x) => x,
+    'unary',
+  );
+  xdsServer.bindAsync(address, grpc.ServerCredentials.createInsecure(), () => {
+    // Called once serving; the serving-state listener reports it.
+  });
+  xdsServer.addServingStateListener(address, (status) => {
+    if (shuttingDown) return;
+    if (status.code === grpc.status.OK) {
+      send({ event: 'serving_status', address, state: 'SERVING' });
+    } else {
+      send({
+        event: 'serving_status',
+        address,
+        state: 'NOT_SERVING',
+        code: codeName(status.code),
+        message: String(status.details || ''),
+      });
+    }
+  });
+  xdsServers.set(address, xdsServer);
+}
+
 function closeAll() {
+  for (const xdsServer of xdsServers.values()) {
+    try {
+      xdsServer.forceShutdown();
+    } catch (_) {
+      // best effort
+    }
+  }
+  xdsServers.clear();
   for (const entry of channels.values()) {
     entry.closed = true;
     try {
@@ -255,6 +317,12 @@ async function handle(cmd) {
       return { id, ok: true };
     case 'rpc':
       return { id, ok: true, result: await rpc(cmd) };
+    case 'serve':
+      if (typeof cmd.address !== 'string' || cmd.address === '') {
+        return { id, ok: false, error: 'serve: missing "address"' };
+      }
+      serve(cmd.address);
+      return { id, ok: true };
     case 'watch':
     case 'cancel_watch':
       return {

@@ -2,8 +2,13 @@
 
 Speaks the adapter protocol (client-under-test/ADAPTER_PROTOCOL.md, version
 1): JSON lines in on stdin (commands), JSON lines out on stdout (a `hello`,
-one reply per command, `channel_state` and `log` events). stderr is the
-client's log (C-core traces with GRPC_TRACE / GRPC_VERBOSITY).
+one reply per command, `channel_state`, `serving_status` and `log` events).
+stderr is the client's log (C-core traces with GRPC_TRACE / GRPC_VERBOSITY).
+
+grpcio gives xDS-enabled servers (gRFC A36) no serving-status callback:
+C-core only logs the changes. Once a server is started, the adapter reads
+its own stderr through a pipe (passing every line on) and turns those log
+lines into `serving_status` events (see ServerLog).
 
 Started by the harness from the repository root with the venv made by
 install.sh:  .peers/grpcio/venv/bin/python client-under-test/adapters/grpcio/adapter.py
@@ -29,6 +34,7 @@ if _PROFILE == "a88":
     os.environ["GRPC_EXPERIMENTAL_XDS_DATA_ERROR_HANDLING"] = "true"
 
 import json  # noqa: E402
+import re  # noqa: E402
 import threading  # noqa: E402
 import traceback  # noqa: E402
 from concurrent import futures  # noqa: E402
@@ -47,6 +53,7 @@ CAPABILITIES = {
     "csds": True,
     "fallback": True,  # gRFC A71: on by default in 1.85
     "delta": False,
+    "serve": True,  # gRFC A36, through grpc.server(xds=True)
     "profiles": PROFILES,
 }
 
@@ -110,6 +117,177 @@ class Output:
         self.event("log", level=level, message=message)
 
 
+class ServerLog:
+    """C-core's serving-status log lines, as `serving_status` events.
+
+    C-core (xds_server_config_fetcher.cc, 1.85) logs, with no notifier set:
+      INFO  "xDS Listener resource obtained; will start serving on ADDR"
+      ERROR "[ListenerWatcher:0x..] Encountered fatal error CODE: message"
+            then the status's source-location trace on lines of their own
+            and a last line "; not serving on ADDR"
+    Started on the first `serve`: fd 2 (and fd 1, which points at it) go
+    into a pipe; a thread copies every line to the real stderr first, then
+    parses it, so the client log loses nothing.
+    """
+
+    _SERVING = re.compile(r"xDS Listener resource obtained; will start serving on (\S+)")
+    _FATAL = re.compile(r"\] Encountered fatal error (.*)$")
+    _NOT_SERVING = re.compile(r"; not serving on (\S+)\s*$")
+    _STATUS = re.compile(r"^([A-Z_]+): (.*)$")
+    # absl::Status appends "=== Source Location Trace: ===" and file:line.
+    _SOURCE_LOCATION = re.compile(r"^(\S+\.(cc|h):\d+|=== Source Location Trace: ===)$")
+    _NO_TEMPLATE = "server_listener_resource_name_template not provided"
+
+    def __init__(self, out):
+        self._out = out
+        self._real_stderr = None
+        self._thread = None
+        self._pending = None  # lines of a fatal error not yet closed
+
+    def start(self):
+        if self._thread is not None:
+            return
+        read_end, write_end = os.pipe()
+        self._real_stderr = os.dup(2)
+        sys.stderr.flush()
+        os.dup2(write_end, 2)
+        os.dup2(write_end, 1)
+        os.close(write_end)
+        self._thread = threading.Thread(target=self._pump, args=(read_end,), name="server-log", daemon=True)
+        self._thread.start()
+
+    def stop(self):
+        """Puts stderr back and lets the pump drain what is in the pipe."""
+        if self._thread is None:
+            return
+        try:
+            sys.stderr.flush()
+        except Exception:
+            pass
+        os.dup2(self._real_stderr, 2)
+        os.dup2(self._real_stderr, 1)
+        # Nothing else holds the pipe's write end once fds 1 and 2 point
+        # back, so the pump reads to its end and stops.
+        self._thread.join(timeout=2.0)
+
+    def _pump(self, read_end):
+        with os.fdopen(read_end, "rb", buffering=0) as pipe:
+            pending = b""
+            while True:
+                try:
+                    chunk = pipe.read(65536)
+                except OSError:
+                    return
+                if not chunk:
+                    break
+                self._write_real(chunk)
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    self._parse_safely(line)
+            if pending:
+                self._parse_safely(pending)
+
+    def _write_real(self, data):
+        try:
+            while data:
+                written = os.write(self._real_stderr, data)
+                data = data[written:]
+        except OSError:
+            pass
+
+    def _parse_safely(self, raw):
+        try:
+            self.parse(raw.decode("utf-8", errors="replace").rstrip("\r"))
+        except Exception:  # a parsing bug must not stop the pump
+            self._write_real(("[adapter] server log parse failed:\n" + traceback.format_exc()).encode())
+
+    def parse(self, line):
+        if self._pending is not None:
+            self._pending.append(line)
+            end = self._NOT_SERVING.search(line)
+            if end is not None:
+                self._not_serving(end.group(1), self._pending)
+                self._pending = None
+            elif len(self._pending) > 20:  # not the shape expected: give up
+                self._pending = None
+            return
+        serving = self._SERVING.search(line)
+        if serving is not None:
+            self._out.event("serving_status", address=serving.group(1), state="SERVING")
+            return
+        fatal = self._FATAL.search(line)
+        if fatal is not None:
+            end = self._NOT_SERVING.search(line)
+            if end is not None:  # all on one line
+                first = line[fatal.start(1) : end.start()]
+                self._not_serving(end.group(1), [first])
+            else:
+                self._pending = [fatal.group(1)]
+            return
+        if self._NO_TEMPLATE in line:
+            # C-core then runs the server without xDS: say so on the timeline.
+            message = line.split("] ", 1)[-1]
+            self._out.timeline_log("error", f"C-core: {message}; the server starts without xDS")
+
+    def _not_serving(self, address, lines):
+        # The status, without its source-location lines and the tail.
+        text = [
+            part.strip()
+            for part in lines
+            if part.strip() and not self._SOURCE_LOCATION.match(part.strip()) and not self._NOT_SERVING.search(part)
+        ]
+        status = " ".join(text)
+        match = self._STATUS.match(status)
+        code, message = (match.group(1), match.group(2)) if match else ("UNKNOWN", status)
+        self._out.event("serving_status", address=address, state="NOT_SERVING", code=code, message=message)
+
+
+class Servers:
+    """xDS-enabled servers (gRFC A36), one per listening address."""
+
+    def __init__(self, out):
+        self._out = out
+        self._lock = threading.Lock()
+        self._servers = {}  # address -> grpc.Server
+        self.log = ServerLog(out)
+
+    def serve(self, address):
+        with self._lock:
+            if address in self._servers:
+                raise RuntimeError(f"already serving on {address}")
+            self.log.start()
+            server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), xds=True)
+            server.add_generic_rpc_handlers((_WhoHandler(),))
+            # Under xDS C-core binds when the Listener arrives: the port
+            # number returned here is not a success signal.
+            server.add_insecure_port(address)
+            server.start()
+            self._servers[address] = server
+        _log(f"serving on {address} (xDS)")
+
+    def stop_all(self):
+        with self._lock:
+            servers = list(self._servers.items())
+            self._servers.clear()
+        for address, server in servers:
+            try:
+                server.stop(grace=None).wait(timeout=2.0)
+            except Exception as e:
+                _log(f"stopping the server on {address}: {e!r}")
+        self.log.stop()
+
+
+class _WhoHandler(grpc.GenericRpcHandler):
+    """Answers the data-plane method with "server", so a serving server
+    can be called."""
+
+    def service(self, handler_call_details):
+        if handler_call_details.method != DEFAULT_METHOD:
+            return None
+        return grpc.unary_unary_rpc_method_handler(lambda request, context: b"server")
+
+
 class Channels:
     """One grpc channel per target, kept until shutdown."""
 
@@ -162,6 +340,7 @@ class Adapter:
     def __init__(self, out):
         self.out = out
         self.channels = Channels(out)
+        self.servers = Servers(out)
         self.csds_server = None
         self.csds_address = None
         self._inflight = set()
@@ -213,6 +392,8 @@ class Adapter:
                 self.op_dial(cmd_id, cmd)
             elif op == "rpc":
                 self.spawn(cmd_id, self.op_rpc, cmd)
+            elif op == "serve":
+                self.op_serve(cmd_id, cmd)
             elif op in ("watch", "cancel_watch"):
                 self.out.reply(cmd_id, ok=False, error="unsupported: grpcio has no resource watch API")
             elif op == "shutdown":
@@ -249,6 +430,14 @@ class Adapter:
             self.out.reply(cmd_id, ok=False, error="dial: missing target")
             return
         self.channels.get_or_dial(target)
+        self.out.reply(cmd_id)
+
+    def op_serve(self, cmd_id, cmd):
+        address = cmd.get("address")
+        if not isinstance(address, str) or not address:
+            self.out.reply(cmd_id, ok=False, error="serve: missing address")
+            return
+        self.servers.serve(address)
         self.out.reply(cmd_id)
 
     def op_rpc(self, cmd_id, cmd):
@@ -298,6 +487,7 @@ class Adapter:
                 self.csds_server.stop(grace=None).wait(timeout=2.0)
             except Exception as e:
                 _log(f"stopping the CSDS server: {e!r}")
+        self.servers.stop_all()
         if cmd_id is not None:
             self.out.send({"id": cmd_id, "ok": True}, seal=True)
         try:

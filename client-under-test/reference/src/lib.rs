@@ -20,6 +20,7 @@ pub mod profile;
 pub mod resolver;
 pub mod resource;
 pub mod server;
+pub mod stop;
 pub mod transport;
 pub mod watcher;
 

@@ -79,9 +79,47 @@ impl ResourceName {
     }
 }
 
+/// A bootstrap name template with `%s` replaced by `value`: percent-encoded
+/// as a URI path for an `xdstp:` template (gRFC A47), as it is otherwise.
+pub fn fill_template(template: &str, value: &str) -> String {
+    let value = if template.starts_with("xdstp:") {
+        percent_encode_path(value)
+    } else {
+        value.to_string()
+    };
+    template.replace("%s", &value)
+}
+
+fn percent_encode_path(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/!$&'()*+,;=:@".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn templates_percent_encode_only_for_xdstp() {
+        assert_eq!(
+            fill_template("grpc/server?xds.resource.listening_address=%s", "[::]:80"),
+            "grpc/server?xds.resource.listening_address=[::]:80"
+        );
+        assert_eq!(
+            fill_template(
+                "xdstp://auth/envoy.config.listener.v3.Listener/%s",
+                "[::]:80 a?b"
+            ),
+            "xdstp://auth/envoy.config.listener.v3.Listener/%5B::%5D:80%20a%3Fb"
+        );
+    }
     use rstest::rstest;
 
     #[rstest]

@@ -18,6 +18,7 @@ use crate::resource::{
     ClusterKind, ClusterResource, EndpointsResource, ListenerResource, ResourceType, Route,
     RouteAction, RouteConfigResource, RouteSource, VirtualHost, XdsResource,
 };
+use crate::stop::StopOnDrop;
 use crate::watcher::{WatcherEvent, XdsError};
 
 /// gRPC's limit on aggregate cluster nesting.
@@ -151,12 +152,7 @@ impl XdsTarget {
                     .unwrap_or_else(|| format!("xdstp://{a}/envoy.config.listener.v3.Listener/%s"))
             }
         };
-        let name = if template.starts_with("xdstp:") {
-            percent_encode_path(&self.name)
-        } else {
-            self.name.clone()
-        };
-        Ok(template.replace("%s", &name))
+        Ok(crate::name::fill_template(&template, &self.name))
     }
 }
 
@@ -181,30 +177,8 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn percent_encode_path(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~/!$&'()*+,;=:@".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 /// A running dial. Dropping it cancels its watches.
-pub struct Dial {
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Drop for Dial {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
+pub type Dial = StopOnDrop;
 
 /// Starts resolving `target` with `client`; updates go to `watcher`.
 pub fn dial(
@@ -213,7 +187,7 @@ pub fn dial(
     target: &str,
     watcher: Arc<dyn DialWatcher>,
 ) -> Dial {
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+    let (dial, stop_rx) = StopOnDrop::new();
     let listener =
         XdsTarget::parse(target).and_then(|t| t.listener_name(bootstrap).map(|l| (t, l)));
     let (events_tx, events_rx) = mpsc::unbounded_channel();
@@ -233,9 +207,7 @@ pub fn dial(
             tokio::spawn(resolver.run(events_rx, stop_rx));
         }
     }
-    Dial {
-        stop: Some(stop_tx),
-    }
+    dial
 }
 
 type Key = (ResourceType, String);

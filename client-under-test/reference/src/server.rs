@@ -29,6 +29,7 @@ use crate::client::{WatchId, XdsClient};
 use crate::resource::{
     FilterChainData, ResourceType, RouteSource, ServerListenerResource, XdsResource,
 };
+use crate::stop::StopOnDrop;
 use crate::watcher::{WatcherEvent, XdsError};
 
 /// The `client_scope` of the XdsClient that xDS-enabled servers share
@@ -69,38 +70,11 @@ pub fn listener_resource_name(
                 "server_listener_resource_name_template not provided in bootstrap file.",
             )
         })?;
-    let address = if template.starts_with("xdstp:") {
-        percent_encode(listening_address)
-    } else {
-        listening_address.to_string()
-    };
-    Ok(template.replace("%s", &address))
-}
-
-fn percent_encode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~/!$&'()*+,;=:@".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    Ok(crate::name::fill_template(template, listening_address))
 }
 
 /// A running xDS-enabled server. Dropping it cancels its watches.
-pub struct Serve {
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
+pub type Serve = StopOnDrop;
 
 /// Starts an xDS-enabled server's watch for `listening_address`
 /// (`ip:port`, IPv6 in brackets) on `client`; status changes go to
@@ -111,7 +85,7 @@ pub fn serve(
     listening_address: &str,
     watcher: Arc<dyn ServingStatusWatcher>,
 ) -> Serve {
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+    let (serve, stop_rx) = StopOnDrop::new();
     match listener_resource_name(bootstrap, listening_address) {
         Err(error) => watcher.on_status(ServingStatus::NotServing(error)),
         Ok(name) => {
@@ -130,9 +104,7 @@ pub fn serve(
             tokio::spawn(server.run(name, events_rx, stop_rx));
         }
     }
-    Serve {
-        stop: Some(stop_tx),
-    }
+    serve
 }
 
 type Event = (ResourceType, String, WatcherEvent);
