@@ -148,6 +148,7 @@ async fn run() -> Result<(), AdapterError> {
                 "csds": capabilities.csds,
                 "fallback": capabilities.fallback,
                 "delta": capabilities.delta,
+                "serve": capabilities.serve,
                 "client_events": false,
                 "profiles": capabilities.profiles,
             },
@@ -290,6 +291,11 @@ async fn execute(
             client.lock().await.dial(&target).await.map_err(reason)?;
             Ok(Map::new())
         }
+        "serve" => {
+            let address = text("address")?;
+            client.lock().await.serve(&address).await.map_err(reason)?;
+            Ok(Map::new())
+        }
         "rpc" => {
             let timeout_ms = command
                 .get("timeout_ms")
@@ -384,8 +390,23 @@ fn forward(out: &Outbox, event: ObservedEvent) {
                 json!({"event": "log", "level": "info", "message": text}),
             );
         }
-        // The adapter protocol has no `serve` yet, so none happen here.
-        ObservedEvent::ServingStatus { .. } => {}
+        ObservedEvent::ServingStatus { address, status } => {
+            let line = match status {
+                Ok(()) => json!({
+                    "event": "serving_status",
+                    "address": address,
+                    "state": "SERVING",
+                }),
+                Err(e) => json!({
+                    "event": "serving_status",
+                    "address": address,
+                    "state": "NOT_SERVING",
+                    "code": code_name(e.code),
+                    "message": bounded(&e.message, MAX_TEXT),
+                }),
+            };
+            send(out, line);
+        }
         ObservedEvent::ChannelState { target, state } => send(
             out,
             json!({"event": "channel_state", "target": target, "state": state.name()}),

@@ -16,8 +16,8 @@
 //! - Percentages saturate where C-core's unsigned multiply would wrap.
 //! - `failure_percentage_threshold` itself is range-checked (gRFC A50;
 //!   C-core checks another field there).
-//! - A Listener without `api_listener` is an error: this is a client, and
-//!   C-core would read it as a server listener.
+//! - A server Listener with `listener_filters` is NACKed, as gRFC A36
+//!   requires; C-core 1.85 ignores the field (it ACKs and serves).
 //! - A run of empty priorities gives one error ("priorities A to B empty"),
 //!   not one per number, so a huge priority cannot blow up the error list.
 //! - Rust `regex` stands in for RE2 (near-identical dialects); IPv6 zone ids

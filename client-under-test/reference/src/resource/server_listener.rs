@@ -197,6 +197,11 @@ pub(super) fn parse_server_listener(
     if listener.use_original_dst.is_some_and(|v| v.value) {
         scope.at("use_original_dst").error("field not supported");
     }
+    // gRFC A36: "The xDS client must NACK the Listener resource if
+    // Listener.listener_filters is non-empty" (C-core does not check).
+    if !listener.listener_filters.is_empty() {
+        scope.at("listener_filters").error("field not supported");
+    }
     let mut chains = Vec::new();
     {
         let mut scope = scope.at("filter_chains");
@@ -552,7 +557,7 @@ mod tests {
     use crate::resource::test_support::*;
     use crate::resource::{DecodeError, XdsResource, listener::decode};
     use envoy_types::pb::envoy::config::core::v3::{CidrRange as Cidr, TransportSocket};
-    use envoy_types::pb::envoy::config::listener::v3::Filter;
+    use envoy_types::pb::envoy::config::listener::v3::{Filter, ListenerFilter};
     use envoy_types::pb::envoy::extensions::filters::http::fault::v3::HttpFault;
     use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager as HcmProto;
     use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
@@ -725,6 +730,17 @@ mod tests {
     #[case::original_dst(
         Listener { use_original_dst: Some(BoolValue { value: true }), ..server_listener(vec![chain(None)]) },
         "use_original_dst",
+        "field not supported"
+    )]
+    #[case::listener_filters(
+        Listener {
+            listener_filters: vec![ListenerFilter {
+                name: "envoy.filters.listener.tls_inspector".into(),
+                ..Default::default()
+            }],
+            ..server_listener(vec![chain(None)])
+        },
+        "listener_filters",
         "field not supported"
     )]
     fn invalid_server_listeners(
