@@ -38,9 +38,11 @@ pub struct AddressMap {
     backends: BTreeMap<String, String>,
     /// canonical IP -> loopback IP, for everything else.
     others: BTreeMap<String, String>,
-    /// canonical `ip:port` -> real `ip:port`, for xDS-enabled servers'
-    /// listening addresses.
-    listening: BTreeMap<String, SocketAddr>,
+    /// canonical -> real listening address of an xDS-enabled server, for
+    /// server Listeners' addresses.
+    listening: BTreeMap<SocketAddr, SocketAddr>,
+    /// The same as text, for what embeds it (resource names, `serve`).
+    to_real: Normalizer,
     /// real text -> canonical text, applied to rendered timelines.
     reverse: Vec<(String, String)>,
     /// The real texts in `reverse`, to add each once without a scan.
@@ -70,29 +72,25 @@ impl AddressMap {
     /// An xDS-enabled server of the client under test listens on `real`
     /// for the scenario's `canonical` address.
     pub fn add_listening(&mut self, canonical: &str, real: SocketAddr) {
-        self.listening.insert(canonical.to_string(), real);
+        if let Ok(parsed) = canonical.parse::<SocketAddr>() {
+            self.listening.insert(parsed, real);
+        }
+        self.to_real
+            .lookup
+            .insert(canonical.to_string(), real.to_string());
         self.reals.insert(real.to_string());
         self.reverse.push((real.to_string(), canonical.to_string()));
     }
 
     /// Where the client under test really listens for `canonical`.
     pub fn listening_address<'a>(&self, canonical: &'a str) -> Cow<'a, str> {
-        match self.listening.get(canonical) {
-            Some(real) => Cow::Owned(real.to_string()),
-            None => Cow::Borrowed(canonical),
-        }
+        self.to_real.translate(canonical)
     }
 
     /// A resource name as served: listening addresses in it (a server
-    /// Listener's name holds one) made real.
+    /// Listener's name holds one) made real, whole addresses only.
     pub fn resource_name<'a>(&self, name: &'a str) -> Cow<'a, str> {
-        let mut name = Cow::Borrowed(name);
-        for (canonical, real) in &self.listening {
-            if name.contains(canonical.as_str()) {
-                name = Cow::Owned(name.replace(canonical.as_str(), &real.to_string()));
-            }
-        }
-        name
+        self.to_real.translate(name)
     }
 
     pub fn is_identity(&self) -> bool {
@@ -175,10 +173,7 @@ impl AddressMap {
             && let Some(PortSpecifier::PortValue(port)) = sa.port_specifier
             && let Ok(ip) = sa.address.parse::<IpAddr>()
             && let Ok(port) = u16::try_from(port)
-            && let Some(real) = self.listening.iter().find_map(|(canonical, real)| {
-                (canonical.parse::<SocketAddr>().ok() == Some(SocketAddr::new(ip, port)))
-                    .then_some(real)
-            })
+            && let Some(real) = self.listening.get(&SocketAddr::new(ip, port))
         {
             sa.address = real.ip().to_string();
             sa.port_specifier = Some(PortSpecifier::PortValue(u32::from(real.port())));
@@ -237,11 +232,13 @@ impl AddressMap {
     }
 }
 
-/// Turns real addresses back into canonical ones, in one pass over a text
-/// however many addresses there are (a benchmark maps 10,000).
+/// Replaces whole `ip:port` tokens by a lookup, in one pass over a text
+/// however many addresses there are (a benchmark maps 10,000): real
+/// addresses back into canonical ones for timelines, and listening
+/// addresses forward into real ones for served names.
 #[derive(Clone, Debug, Default)]
 pub struct Normalizer {
-    /// real `ip:port` -> canonical text.
+    /// `ip:port` -> its replacement.
     lookup: HashMap<String, String>,
 }
 
@@ -522,6 +519,8 @@ mod listening_tests {
         // Names in steps (remove_resources) move the same way.
         assert_eq!(map.resource_name(name), real_name);
         assert_eq!(map.resource_name("other"), "other");
+        // Whole addresses only: a longer port is another address.
+        assert_eq!(map.resource_name("a=0.0.0.0:84430"), "a=0.0.0.0:84430");
 
         // What the client reports reads as the scenario wrote it.
         assert_eq!(

@@ -21,24 +21,16 @@ fn eq<T: PartialEq>(want: &Option<T>, got: &T) -> bool {
     want.as_ref().is_none_or(|w| w == got)
 }
 
-fn same_set(want: &Option<Vec<String>>, got: &[String]) -> bool {
+/// The same set, with what the client reported read as the scenario wrote
+/// it (see [`Translate`]).
+fn same_set(want: &Option<Vec<String>>, got: &[String], text: Translate<'_>) -> bool {
     // Lengths first: requests can name thousands of resources.
     want.as_ref().is_none_or(|w| {
         w.len() == got.len()
-            && w.iter().collect::<BTreeSet<_>>() == got.iter().collect::<BTreeSet<_>>()
-    })
-}
-
-/// [`same_set`] on names as the scenario wrote them (see [`Translate`]).
-fn same_names(want: &Option<Vec<String>>, got: &[String], text: Translate<'_>) -> bool {
-    want.as_ref().is_none_or(|w| {
-        w.len() == got.len() && {
-            let got: BTreeSet<Cow<'_, str>> = got.iter().map(|n| text(n)).collect();
-            w.iter()
+            && w.iter()
                 .map(|n| Cow::Borrowed(n.as_str()))
                 .collect::<BTreeSet<_>>()
-                == got
-        }
+                == got.iter().map(|n| text(n)).collect::<BTreeSet<_>>()
     })
 }
 
@@ -77,7 +69,7 @@ pub fn matches_translated(matcher: &Matcher, event: &TimelineEvent, text: Transl
             eq(&m.server, &event.source)
                 && m.resource_type
                     .is_none_or(|t| t.type_url() == request.type_url)
-                && same_names(&m.names, &request.resource_names, text)
+                && same_set(&m.names, &request.resource_names, text)
                 && eq(&m.version, &request.version_info)
                 && eq(&m.nonce, &request.response_nonce)
                 && eq(&m.kind, &kind)
@@ -103,7 +95,7 @@ pub fn matches_translated(matcher: &Matcher, event: &TimelineEvent, text: Transl
             eq(&m.server, &event.source)
                 && m.resource_type
                     .is_none_or(|t| t.type_url() == response.type_url)
-                && same_names(&m.names, &response.resource_names, text)
+                && same_set(&m.names, &response.resource_names, text)
                 && eq(&m.version, &response.version_info)
                 && eq(&m.nonce, &response.nonce)
         }
@@ -163,9 +155,7 @@ pub fn matches_translated(matcher: &Matcher, event: &TimelineEvent, text: Transl
                                         Some(Err(_)) => &[],
                                         None => return false,
                                     };
-                                    let got: Vec<String> =
-                                        got.iter().map(|a| text(a).into_owned()).collect();
-                                    same_set(&Some(addresses.clone()), &got)
+                                    same_set(&Some(addresses.clone()), got, text)
                                 })
                         })
                 }

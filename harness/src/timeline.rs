@@ -191,15 +191,12 @@ pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> S
     };
     let superseded = superseded_requests(events);
     let (group_of, mut settled_serves) = settling_serves(events);
-    let mut groups: Vec<Vec<NormalizedLine>> = vec![Vec::new()];
-    // The first step opens a group; later ones only after a barrier.
-    let mut awaited = true;
+    let step_group = step_groups(events);
+    let mut groups: Vec<Vec<NormalizedLine>> = (0..=step_group.last().copied().unwrap_or(0))
+        .map(|_| Vec::new())
+        .collect();
     for (index, event) in events.iter().enumerate() {
-        if matches!(event.kind, EventKind::Barrier) {
-            awaited = true;
-            continue;
-        }
-        if superseded.contains(&index) {
+        if matches!(event.kind, EventKind::Barrier) || superseded.contains(&index) {
             continue;
         }
         let text = match &event.kind {
@@ -225,19 +222,14 @@ pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> S
                 None => continue,
             },
         };
-        if matches!(event.kind, EventKind::Step(_)) && std::mem::take(&mut awaited) {
-            groups.push(Vec::new());
-        }
         let is_close = matches!(&event.kind, EventKind::Server(e)
             if matches!(**e, ServerEvent::StreamClosed { .. } | ServerEvent::ConnectionClosed { .. }));
-        if let Some(group) = groups.last_mut() {
-            group.push(NormalizedLine {
-                source: event.source.as_str(),
-                text: normalize(&event.source, &text),
-                wire_type: wire_key(&event.kind, &event.source, &streams),
-                is_close,
-            });
-        }
+        groups[step_group[index]].push(NormalizedLine {
+            source: event.source.as_str(),
+            text: normalize(&event.source, &text),
+            wire_type: wire_key(&event.kind, &event.source, &streams),
+            is_close,
+        });
     }
     let mut out = String::new();
     for (index, mut group) in groups.into_iter().enumerate() {
@@ -389,6 +381,26 @@ struct NormalizedLine<'a> {
     is_close: bool,
 }
 
+/// Each event's group in a normalised rendering: events before the first
+/// step are group 0, the first step opens group 1, and a later step opens
+/// the next group only after a barrier (an action step that follows
+/// another with nothing awaited between them joins its group).
+fn step_groups(events: &[TimelineEvent]) -> Vec<usize> {
+    let mut group = 0;
+    let mut awaited = true;
+    events
+        .iter()
+        .map(|event| {
+            match event.kind {
+                EventKind::Barrier => awaited = true,
+                EventKind::Step(_) if std::mem::take(&mut awaited) => group += 1,
+                _ => {}
+            }
+            group
+        })
+        .collect()
+}
+
 /// Stream labels per (server, stream id). A server numbers streams in the
 /// order they open, and two XdsClients of one client (a channel's and
 /// `#server`) reconnecting at once open theirs in either order: streams
@@ -397,45 +409,39 @@ struct NormalizedLine<'a> {
 /// instead, so the labels do not depend on that race. A stream opened
 /// after the one before it closed keeps its place.
 fn stream_labels(events: &[TimelineEvent]) -> StreamLabels {
-    let mut group = 0usize;
-    let mut awaited = true;
+    let step_group = step_groups(events);
     // (source, stream) -> (batch it opened in, its first request).
     let mut opened: BTreeMap<(String, u64), (usize, Option<String>)> = BTreeMap::new();
     // source -> (streams open, current batch, the batch's group).
     let mut batches: BTreeMap<String, (BTreeSet<u64>, usize, usize)> = BTreeMap::new();
-    for event in events {
-        match &event.kind {
-            EventKind::Barrier => awaited = true,
-            EventKind::Step(_) if std::mem::take(&mut awaited) => group += 1,
-            EventKind::Server(e) => match &**e {
-                ServerEvent::StreamOpened { stream, .. } => {
-                    let (open, batch, batch_group) =
-                        batches.entry(event.source.clone()).or_default();
-                    if open.is_empty() || *batch_group != group {
-                        *batch += 1;
-                        *batch_group = group;
-                    }
-                    open.insert(*stream);
-                    opened
-                        .entry((event.source.clone(), *stream))
-                        .or_insert((*batch, None));
+    for (event, &group) in events.iter().zip(&step_group) {
+        let EventKind::Server(e) = &event.kind else {
+            continue;
+        };
+        match &**e {
+            ServerEvent::StreamOpened { stream, .. } => {
+                let (open, batch, batch_group) = batches.entry(event.source.clone()).or_default();
+                if open.is_empty() || *batch_group != group {
+                    *batch += 1;
+                    *batch_group = group;
                 }
-                ServerEvent::StreamClosed { stream, .. } => {
-                    if let Some((open, _, _)) = batches.get_mut(&event.source) {
-                        open.remove(stream);
-                    }
+                open.insert(*stream);
+                opened
+                    .entry((event.source.clone(), *stream))
+                    .or_insert((*batch, None));
+            }
+            ServerEvent::StreamClosed { stream, .. } => {
+                if let Some((open, _, _)) = batches.get_mut(&event.source) {
+                    open.remove(stream);
                 }
-                ServerEvent::RequestReceived { stream, request } => {
-                    if let Some((_, first @ None)) =
-                        opened.get_mut(&(event.source.clone(), *stream))
-                    {
-                        let mut names = request.resource_names.clone();
-                        names.sort();
-                        *first = Some(format!("{} {}", request.type_url, names.join(",")));
-                    }
+            }
+            ServerEvent::RequestReceived { stream, request } => {
+                if let Some((_, first @ None)) = opened.get_mut(&(event.source.clone(), *stream)) {
+                    let mut names = request.resource_names.clone();
+                    names.sort();
+                    *first = Some(format!("{} {}", request.type_url, names.join(",")));
                 }
-                _ => {}
-            },
+            }
             _ => {}
         }
     }
