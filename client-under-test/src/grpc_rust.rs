@@ -70,10 +70,9 @@ use xds_client::{
 };
 use xds_reference_client::bootstrap::NodeConfig;
 use xds_reference_client::resource::decode_entry;
-use xds_reference_client::transport::BoxIo;
-use xds_reference_client::{
-    Bootstrap, ResourceType, TcpTransport, XdsError, XdsServerConfig, XdsTransportFactory,
-};
+use xds_reference_client::{Bootstrap, XdsServerConfig};
+use xds_vocabulary::transport::{BoxIo, TcpTransport, XdsTransportFactory};
+use xds_vocabulary::{ResourceType, XdsError};
 
 use crate::{
     Capabilities, ClientEnvironment, ClientError, ClientUnderTest, EventSink, ObservedEvent,
@@ -387,32 +386,22 @@ impl Cutoff {
 #[derive(Clone)]
 pub struct HarnessTransportBuilder {
     factory: Arc<dyn XdsTransportFactory>,
-    /// Every field of the bootstrap's server entry (the crate's
-    /// [`ServerConfig`] only has the URI).
-    server: XdsServerConfig,
     cut: watch::Receiver<bool>,
 }
 
 impl HarnessTransportBuilder {
-    pub fn new(factory: Arc<dyn XdsTransportFactory>, server: XdsServerConfig) -> (Self, Cutoff) {
+    pub fn new(factory: Arc<dyn XdsTransportFactory>) -> (Self, Cutoff) {
         let (tx, rx) = watch::channel(false);
-        (
-            Self {
-                factory,
-                server,
-                cut: rx,
-            },
-            Cutoff(tx),
-        )
+        (Self { factory, cut: rx }, Cutoff(tx))
     }
 
     /// For `transport`: the in-memory network, or TCP to `server_uri`.
-    pub fn for_transport(transport: &Transport, server: XdsServerConfig) -> (Self, Cutoff) {
+    pub fn for_transport(transport: &Transport) -> (Self, Cutoff) {
         let factory: Arc<dyn XdsTransportFactory> = match transport {
             Transport::InMemory { xds, .. } => xds.clone(),
             Transport::Tcp => Arc::new(TcpTransport),
         };
-        Self::new(factory, server)
+        Self::new(factory)
     }
 
     fn is_cut(&self) -> bool {
@@ -423,7 +412,6 @@ impl HarnessTransportBuilder {
 impl std::fmt::Debug for HarnessTransportBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HarnessTransportBuilder")
-            .field("server", &self.server)
             .finish_non_exhaustive()
     }
 }
@@ -435,10 +423,7 @@ impl TransportBuilder for HarnessTransportBuilder {
         if self.is_cut() {
             return Err(xds_client::Error::Connection("client shut down".into()));
         }
-        // The crate asks for its configured server; we configured the URI of
-        // `self.server`, whose other fields the factory may need.
-        let mut target = self.server.clone();
-        target.server_uri = server.uri().to_string();
+        let target = server.uri().to_string();
         // The URI only sets :authority; the connector decides where bytes go.
         let endpoint = Endpoint::from_shared(format!("http://{}", authority_of(server.uri())))
             .map_err(|e| xds_client::Error::Connection(e.to_string()))?
@@ -564,8 +549,7 @@ impl AsyncWrite for CuttableIo {
 
 /// Builds the crate's client as the adapter does, for `transport`.
 pub fn build_client(config: &CrateConfig, transport: &Transport) -> (XdsClient, Cutoff) {
-    let (builder, cutoff) =
-        HarnessTransportBuilder::for_transport(transport, config.server.clone());
+    let (builder, cutoff) = HarnessTransportBuilder::for_transport(transport);
     let client =
         XdsClient::builder(config.client_config(), builder, ProstCodec, TokioRuntime).build();
     (client, cutoff)

@@ -25,8 +25,8 @@ use std::time::SystemTime;
 use envoy_types::pb::envoy::service::status::v3::ClientStatusResponse;
 use std::time::Duration;
 
-pub use xds_reference_client::transport::DataPlaneConnector;
-use xds_reference_client::{ClientEvent, ResourceType, XdsError, XdsTransportFactory};
+use xds_vocabulary::transport::{DataPlaneConnector, XdsTransportFactory};
+use xds_vocabulary::{ClientEvent, ResourceType, XdsError};
 
 /// What a client can be asked to do; a scenario needing more is "not
 /// applicable" to it, never "failed".

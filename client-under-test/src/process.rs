@@ -28,8 +28,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tonic::transport::Channel;
-use xds_reference_client::watcher::code_name;
-use xds_reference_client::{ClientEvent, LogLevel, ResourceType, XdsError};
+use xds_vocabulary::{ClientEvent, LogLevel, ResourceType, XdsError, code_from_name};
 
 use crate::{
     BACKEND_METHOD, Capabilities, ClientEnvironment, ClientError, ClientUnderTest, EventSink,
@@ -1002,13 +1001,6 @@ fn observed_event(event: EventLine) -> Result<ObservedEvent, String> {
             Ok(ObservedEvent::ServingStatus { address, status })
         }
     }
-}
-
-/// The status code with this canonical name (`UNAVAILABLE`).
-fn code_from_name(name: &str) -> Option<tonic::Code> {
-    (0..=16)
-        .map(tonic::Code::from_i32)
-        .find(|code| code_name(*code) == name)
 }
 
 /// Reads one `\n`-terminated line (without the `\n`), keeping at most

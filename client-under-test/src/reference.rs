@@ -11,11 +11,12 @@ use tokio::sync::watch;
 use xds_reference_client::dataplane::DataPlane;
 use xds_reference_client::resolver::{self, ClusterConfig, Dial, DialUpdate};
 use xds_reference_client::server::{self, SERVER_CLIENT_SCOPE, Serve, ServingStatus};
-use xds_reference_client::transport::DataPlaneConnector;
 use xds_reference_client::{
-    Bootstrap, ClientProfile, DataErrorHandling, Defects, ResourceType, RetryAfterGoodStream,
-    TcpTransport, WatchId, WatcherEvent, XdsClient, XdsClientConfig, XdsTransportFactory,
+    Bootstrap, ClientProfile, DataErrorHandling, Defects, RetryAfterGoodStream, WatchId,
+    WatcherEvent, XdsClient, XdsClientConfig,
 };
+use xds_vocabulary::ResourceType;
+use xds_vocabulary::transport::{DataPlaneConnector, TcpTransport, XdsTransportFactory};
 
 use crate::{
     Capabilities, ClientEnvironment, ClientError, ClientUnderTest, DialNotification, ObservedEvent,

@@ -25,49 +25,20 @@ use xds_client_under_test::{
     ClientEnvironment, ClientError, ClientUnderTest, GrpcRustClient, ObservedEvent, RpcRequest,
     Transport, WatcherNotification,
 };
-use xds_fake_server::event::{RecordedRequest, RecordedResponse, RequestKind, ServerEvent};
+use xds_fake_server::event::{RecordedRequest, RecordedResponse, ServerEvent};
 use xds_fake_server::fault::Fault;
-use xds_fake_server::network::MemoryNetwork;
 use xds_fake_server::resource::ServedResource;
-use xds_fake_server::resource::type_urls::{CLUSTER as CDS, LISTENER as LDS};
 use xds_fake_server::{FakeAdsServer, ScriptedResponse, ServerConfig, ServingMode};
-use xds_reference_client::transport::{BoxIo, ConnectFuture};
-use xds_reference_client::{
-    ResourceType, XdsServerConfig, XdsTransportFactory, transport::DataPlaneConnector,
-};
+use xds_vocabulary::network::MemoryNetwork;
+use xds_vocabulary::{RequestKind, ResourceType};
+
+const CDS: &str = ResourceType::Cluster.type_url();
+const LDS: &str = ResourceType::Listener.type_url();
 
 const ADDRESS: &str = "primary:443";
 
 // ---------------------------------------------------------------------------
 // Support
-
-struct MemoryXds(MemoryNetwork);
-
-impl XdsTransportFactory for MemoryXds {
-    fn connect(&self, server: &XdsServerConfig) -> ConnectFuture {
-        let network = self.0.clone();
-        let address = server.server_uri.clone();
-        Box::pin(async move {
-            network
-                .connect(&address)
-                .await
-                .map(|s| Box::new(s) as BoxIo)
-        })
-    }
-}
-
-impl DataPlaneConnector for MemoryXds {
-    fn connect(&self, address: &str) -> ConnectFuture {
-        let network = self.0.clone();
-        let address = address.to_string();
-        Box::pin(async move {
-            network
-                .connect(&address)
-                .await
-                .map(|s| Box::new(s) as BoxIo)
-        })
-    }
-}
 
 fn bootstrap(server_features: &[&str]) -> String {
     serde_json::json!({
@@ -99,10 +70,9 @@ struct Setup {
 }
 
 fn transport(network: &MemoryNetwork) -> Transport {
-    let memory = Arc::new(MemoryXds(network.clone()));
     Transport::InMemory {
-        xds: memory.clone(),
-        data_plane: memory,
+        xds: Arc::new(network.clone()),
+        data_plane: Arc::new(network.clone()),
     }
 }
 

@@ -19,12 +19,11 @@ use serde_json::{Value, json};
 use tonic::{Request, Response, Status, Streaming};
 use xds_client_under_test::{
     Capabilities, ClientEnvironment, ClientError, ClientUnderTest, ConnectivityState,
-    DataPlaneConnector, ObservedEvent, ProcessClient, ProcessError, ProcessTimeouts, RpcOutcome,
-    RpcRequest, Transport, WatcherNotification,
+    ObservedEvent, ProcessClient, ProcessError, ProcessTimeouts, RpcOutcome, RpcRequest, Transport,
+    WatcherNotification,
 };
-use xds_reference_client::{
-    ClientEvent, LogLevel, ResourceType, TcpTransport, XdsError, XdsTransportFactory,
-};
+use xds_vocabulary::transport::{DataPlaneConnector, TcpTransport, XdsTransportFactory};
+use xds_vocabulary::{ClientEvent, LogLevel, ResourceType, XdsError};
 
 /// Timeouts for fixtures: generous where a python fixture must start (a
 /// loaded machine), short where a test waits for the timeout to fire.

@@ -26,7 +26,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use envoy_types::pb::google::protobuf::Any;
 
-use crate::resource::{ServedResource, is_full_state};
+use xds_vocabulary::resource_type::is_full_state;
+
+use crate::resource::ServedResource;
 
 /// The names a stream subscribes to for one type.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -119,10 +121,13 @@ pub(crate) fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::type_urls::{
-        CLUSTER, CLUSTER_LOAD_ASSIGNMENT, LISTENER, ROUTE_CONFIGURATION,
-    };
     use rstest::rstest;
+    use xds_vocabulary::ResourceType;
+
+    const LISTENER: &str = ResourceType::Listener.type_url();
+    const ROUTE_CONFIGURATION: &str = ResourceType::RouteConfiguration.type_url();
+    const CLUSTER: &str = ResourceType::Cluster.type_url();
+    const CLUSTER_LOAD_ASSIGNMENT: &str = ResourceType::ClusterLoadAssignment.type_url();
 
     fn entry(value: u8) -> Any {
         Any {

@@ -26,8 +26,8 @@ use tonic::transport::server::TcpIncoming;
 
 use crate::connection::ServerConnection;
 use crate::event::Recorded;
-use crate::network::{MemoryAcceptor, MemoryNetwork};
 use crate::server::ServeError;
+use xds_vocabulary::network::{MemoryAcceptor, MemoryNetwork};
 
 /// The one method backends serve.
 pub const BACKEND_METHOD: &str = "/xds_conformance.Backend/Who";

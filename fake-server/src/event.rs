@@ -8,6 +8,8 @@
 use envoy_types::pb::envoy::config::core::v3::Node;
 use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
 
+use xds_vocabulary::RequestKind;
+
 use crate::fault::Fault;
 
 /// One recorded event.
@@ -81,37 +83,6 @@ pub enum ServerEvent {
     },
 }
 
-/// How a request relates to what the stream has sent for its type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RequestKind {
-    /// Empty `response_nonce`: the first request for the type on the stream
-    /// (or a client that does not track nonces).
-    Initial,
-    /// The nonce of a response sent for this type on this stream, no error.
-    Ack,
-    /// `error_detail` is set: the client rejected a response.
-    Nack,
-    /// A nonce this stream never sent for this type.
-    UnknownNonce,
-}
-
-impl RequestKind {
-    /// Classifies a request given the nonces sent for its type on its stream.
-    /// The order matters: an empty nonce is `Initial` even with an error
-    /// detail, because there is no response it could reject.
-    pub fn classify(request: &DiscoveryRequest, sent_nonce: impl Fn(&str) -> bool) -> Self {
-        if request.response_nonce.is_empty() {
-            RequestKind::Initial
-        } else if request.error_detail.is_some() {
-            RequestKind::Nack
-        } else if !sent_nonce(&request.response_nonce) {
-            RequestKind::UnknownNonce
-        } else {
-            RequestKind::Ack
-        }
-    }
-}
-
 /// The parts of a `DiscoveryRequest` a conformance check looks at.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordedRequest {
@@ -159,7 +130,6 @@ pub struct RecordedResponse {
 mod tests {
     use super::*;
     use envoy_types::pb::google::rpc::Status;
-    use rstest::rstest;
 
     fn request(nonce: &str, error: bool) -> DiscoveryRequest {
         DiscoveryRequest {
@@ -171,18 +141,6 @@ mod tests {
             }),
             ..Default::default()
         }
-    }
-
-    #[rstest]
-    #[case::initial("", false, RequestKind::Initial)]
-    #[case::initial_even_with_error("", true, RequestKind::Initial)]
-    #[case::ack("1", false, RequestKind::Ack)]
-    #[case::nack("1", true, RequestKind::Nack)]
-    #[case::nack_of_unknown_nonce("7", true, RequestKind::Nack)]
-    #[case::unknown("7", false, RequestKind::UnknownNonce)]
-    fn classify(#[case] nonce: &str, #[case] error: bool, #[case] expected: RequestKind) {
-        let kind = RequestKind::classify(&request(nonce, error), |n| n == "1");
-        assert_eq!(kind, expected);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! ([`ServingMode::Auto`]) or sends responses by hand
 //! ([`ServingMode::Scripted`]), applies [`fault::Fault`]s, and reads back what
 //! each server saw and did ([`event::ServerEvent`]). The same service runs on
-//! real TCP and on an in-memory transport ([`network::MemoryNetwork`]), so
+//! real TCP and on an in-memory transport
+//! ([`xds_vocabulary::network::MemoryNetwork`]), so
 //! in-process clients run on tokio's paused virtual time deterministically.
 //!
 //! This crate must not know about scenario files, the harness, timelines,
@@ -14,7 +15,6 @@
 pub mod backend;
 pub mod event;
 pub mod fault;
-pub mod network;
 pub mod resource;
 
 mod ads;

@@ -6,31 +6,9 @@
 //! bytes, an entry whose `type_url` disagrees with the stream's type, or a
 //! `Resource` wrapper. The server never decodes entries; it only compares them.
 
-use envoy_types::pb::envoy::service::discovery::v3::Resource;
 use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
-
-/// Type URLs of the four resource types gRPC clients subscribe to.
-pub mod type_urls {
-    /// `envoy.config.listener.v3.Listener` (LDS).
-    pub const LISTENER: &str = "type.googleapis.com/envoy.config.listener.v3.Listener";
-    /// `envoy.config.route.v3.RouteConfiguration` (RDS).
-    pub const ROUTE_CONFIGURATION: &str =
-        "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
-    /// `envoy.config.cluster.v3.Cluster` (CDS).
-    pub const CLUSTER: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
-    /// `envoy.config.endpoint.v3.ClusterLoadAssignment` (EDS).
-    pub const CLUSTER_LOAD_ASSIGNMENT: &str =
-        "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
-}
-
-/// Whether every SotW response of this type carries the full state of the
-/// subscription (LDS and CDS), so that a resource missing from a response
-/// means "deleted". For every other type a response carries only what it
-/// carries, and absence means nothing.
-pub fn is_full_state(type_url: &str) -> bool {
-    type_url == type_urls::LISTENER || type_url == type_urls::CLUSTER
-}
+use xds_vocabulary::codec;
 
 /// One named entry of one resource type.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,19 +51,11 @@ impl ServedResource {
     /// carrying this name and `version` (empty when `None`), as some control
     /// planes send it.
     pub fn wrapped(self, version: Option<String>) -> Self {
-        let wrapper = Resource {
-            name: self.name.clone(),
-            version: version.unwrap_or_default(),
-            resource: Some(self.entry),
-            ..Default::default()
-        };
+        let entry = codec::wrap(&self.name, &version.unwrap_or_default(), self.entry);
         Self {
             type_url: self.type_url,
             name: self.name,
-            entry: Any {
-                type_url: Resource::type_url(),
-                value: wrapper.encode_to_vec(),
-            },
+            entry,
         }
     }
 }
@@ -94,32 +64,9 @@ impl ServedResource {
 mod tests {
     use super::*;
     use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-    use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
     use envoy_types::pb::envoy::config::listener::v3::Listener;
-    use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
-
-    #[test]
-    fn type_url_constants_match_the_generated_messages() {
-        assert_eq!(type_urls::LISTENER, Listener::type_url());
-        assert_eq!(
-            type_urls::ROUTE_CONFIGURATION,
-            RouteConfiguration::type_url()
-        );
-        assert_eq!(type_urls::CLUSTER, Cluster::type_url());
-        assert_eq!(
-            type_urls::CLUSTER_LOAD_ASSIGNMENT,
-            ClusterLoadAssignment::type_url()
-        );
-    }
-
-    #[test]
-    fn only_listeners_and_clusters_are_full_state() {
-        assert!(is_full_state(type_urls::LISTENER));
-        assert!(is_full_state(type_urls::CLUSTER));
-        assert!(!is_full_state(type_urls::ROUTE_CONFIGURATION));
-        assert!(!is_full_state(type_urls::CLUSTER_LOAD_ASSIGNMENT));
-        assert!(!is_full_state("type.googleapis.com/some.Other"));
-    }
+    use envoy_types::pb::envoy::service::discovery::v3::Resource;
+    use xds_vocabulary::ResourceType;
 
     #[test]
     fn from_message_packs_the_message_under_its_own_type() {
@@ -128,9 +75,9 @@ mod tests {
             ..Default::default()
         };
         let served = ServedResource::from_message("l1", &listener);
-        assert_eq!(served.type_url, type_urls::LISTENER);
+        assert_eq!(served.type_url, ResourceType::Listener.type_url());
         assert_eq!(served.name, "l1");
-        assert_eq!(served.entry.type_url, type_urls::LISTENER);
+        assert_eq!(served.entry.type_url, ResourceType::Listener.type_url());
         assert_eq!(
             Listener::decode(served.entry.value.as_slice()).ok(),
             Some(listener)
@@ -143,8 +90,8 @@ mod tests {
             type_url: String::new(),
             value: vec![0xff, 0xff],
         };
-        let served = ServedResource::raw(type_urls::CLUSTER, "bad", entry.clone());
-        assert_eq!(served.type_url, type_urls::CLUSTER);
+        let served = ServedResource::raw(ResourceType::Cluster.type_url(), "bad", entry.clone());
+        assert_eq!(served.type_url, ResourceType::Cluster.type_url());
         assert_eq!(served.entry, entry);
     }
 
@@ -156,7 +103,7 @@ mod tests {
         };
         let plain = ServedResource::from_message("c1", &cluster);
         let wrapped = plain.clone().wrapped(Some("v9".into()));
-        assert_eq!(wrapped.type_url, type_urls::CLUSTER);
+        assert_eq!(wrapped.type_url, ResourceType::Cluster.type_url());
         assert_eq!(wrapped.name, "c1");
         assert_eq!(wrapped.entry.type_url, Resource::type_url());
         let resource = Resource::decode(wrapped.entry.value.as_slice()).ok();

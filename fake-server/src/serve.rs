@@ -22,8 +22,8 @@ use tonic::transport::server::{Connected, TcpIncoming};
 
 use crate::ads::AdsService;
 use crate::connection::ServerConnection;
-use crate::network::MemoryAcceptor;
 use crate::state::Inner;
+use xds_vocabulary::network::MemoryAcceptor;
 
 /// Runs a tonic server with this fake server's ADS service on `incoming`
 /// until the fake server shuts down (then it drains its connections).

@@ -12,10 +12,10 @@ use tonic::transport::server::TcpIncoming;
 
 use crate::event::{Recorded, ServerEvent};
 use crate::fault::{Fault, FaultError};
-use crate::network::{AddressInUse, MemoryAcceptor, MemoryNetwork};
 use crate::resource::ServedResource;
 use crate::serve::{MemoryListener, TcpAccept, TcpGate, spawn_server};
 use crate::state::{Inner, MemoryBinding};
+use xds_vocabulary::network::{AddressInUse, MemoryAcceptor, MemoryNetwork};
 
 /// How a server is set up.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -14,7 +14,9 @@ use tokio::sync::{mpsc, oneshot};
 use tonic::{Code, Status};
 
 use crate::auto::{self, Subscription};
-use crate::event::{RecordedRequest, RecordedResponse, RequestKind, ServerEvent};
+use xds_vocabulary::RequestKind;
+
+use crate::event::{RecordedRequest, RecordedResponse, ServerEvent};
 use crate::resource::ServedResource;
 use crate::server::{ScriptedResponse, ServingMode};
 use crate::state::State;
@@ -79,7 +81,11 @@ impl State {
             return;
         };
         let type_state = stream.types.entry(request.type_url.clone()).or_default();
-        let kind = RequestKind::classify(&request, |nonce| type_state.nonces.contains(nonce));
+        let kind = RequestKind::classify(
+            &request.response_nonce,
+            request.error_detail.is_some(),
+            |nonce| type_state.nonces.contains(nonce),
+        );
         let previous = type_state.requested.then_some(&type_state.subscription);
         type_state.subscription =
             Subscription::from_request(&request.type_url, &request.resource_names, previous);

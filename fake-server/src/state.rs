@@ -14,11 +14,11 @@ use tokio::sync::watch;
 
 use crate::connection::ServerConnection;
 use crate::event::{Recorded, ServerEvent};
-use crate::network::{MemoryAcceptor, MemoryNetwork};
 use crate::serve::TcpGate;
 use crate::server::{EventObserver, ServingMode};
 use crate::sotw::SotwStream;
 use crate::store::Store;
+use xds_vocabulary::network::{MemoryAcceptor, MemoryNetwork};
 
 /// What a `FakeAdsServer` handle, its tonic service and its listeners share.
 pub(crate) struct Inner {

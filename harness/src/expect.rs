@@ -6,14 +6,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use xds_client_under_test::{DialNotification, ObservedEvent, WatcherNotification};
-use xds_fake_server::event::{RequestKind as ServerRequestKind, ServerEvent};
-use xds_reference_client::watcher::code_name;
-use xds_reference_client::{ClientEvent, LogLevel};
+use xds_fake_server::event::ServerEvent;
+use xds_vocabulary::{ClientEvent, code_name};
 
 use crate::scenario::{
     Alternative, ChannelMatcher, ClientEventKind, ClientEventMatcher, CsdsMatcher, CsdsStatus,
-    DialMatcher, Matcher, RequestKind, RequestMatcher, ResponseMatcher, RpcMatcher,
-    ServerEventKind, ServerEventMatcher, ServingMatcher, WatcherEventKind, WatcherMatcher,
+    DialMatcher, Matcher, RequestMatcher, ResponseMatcher, RpcMatcher, ServerEventKind,
+    ServerEventMatcher, ServingMatcher, WatcherEventKind, WatcherMatcher,
 };
 use crate::timeline::{CsdsEntry, EventKind, TimelineEvent, describe};
 
@@ -60,19 +59,13 @@ pub fn matches_translated(matcher: &Matcher, event: &TimelineEvent, text: Transl
             let ServerEvent::RequestReceived { request, .. } = &**e else {
                 return false;
             };
-            let kind = match request.kind {
-                ServerRequestKind::Initial => RequestKind::Initial,
-                ServerRequestKind::Ack => RequestKind::Ack,
-                ServerRequestKind::Nack => RequestKind::Nack,
-                ServerRequestKind::UnknownNonce => RequestKind::UnknownNonce,
-            };
             eq(&m.server, &event.source)
                 && m.resource_type
                     .is_none_or(|t| t.type_url() == request.type_url)
                 && same_set(&m.names, &request.resource_names, text)
                 && eq(&m.version, &request.version_info)
                 && eq(&m.nonce, &request.response_nonce)
-                && eq(&m.kind, &kind)
+                && eq(&m.kind, &request.kind)
                 && m.error_code.is_none_or(|c| {
                     request
                         .error_detail
@@ -315,7 +308,7 @@ fn client_event_matches(m: &ClientEventMatcher, e: &ClientEvent, kind: &EventKin
         return false;
     }
     if let Some(level) = &m.level {
-        let ok = matches!(e, ClientEvent::Log { level: l, .. } if level_name(*l) == level.as_str());
+        let ok = matches!(e, ClientEvent::Log { level: l, .. } if l == level);
         if !ok {
             return false;
         }
@@ -325,14 +318,6 @@ fn client_event_matches(m: &ClientEventMatcher, e: &ClientEvent, kind: &EventKin
         &describe(kind).unwrap_or_default(),
         &as_written,
     )
-}
-
-fn level_name(level: LogLevel) -> &'static str {
-    match level {
-        LogLevel::Info => "info",
-        LogLevel::Warning => "warning",
-        LogLevel::Error => "error",
-    }
 }
 
 /// A readable description of a matcher, for failure messages.
@@ -573,7 +558,7 @@ pub fn describe_matcher(matcher: &Matcher) -> String {
                 field("delay", format!("{:.3}s", v.as_secs_f64()));
             }
             if let Some(v) = level {
-                field("level", v.clone());
+                field("level", v.name().to_string());
             }
             if let Some(v) = contains {
                 field("contains", format!("{v:?}"));
@@ -589,13 +574,9 @@ mod tests {
     use super::*;
     use std::time::Duration;
     use xds_fake_server::event::RecordedRequest;
-    use xds_reference_client::{ResourceType, XdsError};
+    use xds_vocabulary::{RequestKind, ResourceType, XdsError};
 
-    fn request(
-        kind: ServerRequestKind,
-        names: &[&str],
-        error: Option<(i32, &str)>,
-    ) -> TimelineEvent {
+    fn request(kind: RequestKind, names: &[&str], error: Option<(i32, &str)>) -> TimelineEvent {
         TimelineEvent {
             at: Duration::ZERO,
             source: "primary".into(),
@@ -617,7 +598,7 @@ mod tests {
     #[test]
     fn request_matcher_checks_every_given_field() {
         let nack = request(
-            ServerRequestKind::Nack,
+            RequestKind::Nack,
             &["b", "a"],
             Some((3, "resource index 1: c2: bad")),
         );
@@ -654,7 +635,7 @@ mod tests {
             &nack
         ));
         assert!(!matches(&m(|r| r.node = Some(true)), &nack));
-        let ack = request(ServerRequestKind::Ack, &["a"], None);
+        let ack = request(RequestKind::Ack, &["a"], None);
         assert!(!matches(&m(|r| r.error_contains = vec!["x".into()]), &ack));
     }
 

@@ -9,7 +9,8 @@ use xds_conformance_reports::matrix::{
     CellStatus, ClientColumn, DocEvent, DocKind, Matrix, MatrixCell, MatrixRow, TimelineDoc,
 };
 use xds_conformance_reports::{RunReport, ScenarioReport, Verdict, timeline_path};
-use xds_fake_server::event::{RequestKind, ServerEvent};
+use xds_fake_server::event::ServerEvent;
+use xds_vocabulary::RequestKind;
 
 use crate::runner::run_scenario;
 use crate::scenario::{Scenario, load_file};

@@ -35,8 +35,9 @@ use xds_client_under_test::{
     ProcessError, ReferenceClient, RpcOutcome, RpcRequest,
 };
 use xds_conformance_reports::Verdict;
-use xds_fake_server::event::{RequestKind, ServerEvent};
-use xds_reference_client::ResourceType;
+use xds_fake_server::event::ServerEvent;
+use xds_vocabulary::RequestKind;
+use xds_vocabulary::ResourceType;
 
 use crate::runner::{RunMode, RunOutcome, run_scenario_in};
 use crate::scenario::{Scenario, ScenarioError, load_str};

@@ -24,13 +24,9 @@ use xds_client_under_test::{
 use xds_conformance_reports::Verdict;
 use xds_fake_server::backend::Backend;
 use xds_fake_server::fault::Fault;
-use xds_fake_server::network::MemoryNetwork;
 use xds_fake_server::{FakeAdsServer, ScriptedResponse, ServedResource, ServerConfig, ServingMode};
-use xds_reference_client::XdsServerConfig;
-use xds_reference_client::transport::{
-    BoxIo, ConnectFuture, DataPlaneConnector, XdsTransportFactory,
-};
-use xds_reference_client::watcher::code_name;
+use xds_vocabulary::code_name;
+use xds_vocabulary::network::MemoryNetwork;
 
 use envoy_types::pb::envoy::admin::v3::ClientResourceStatus;
 
@@ -302,36 +298,6 @@ fn free_listening_address(canonical: &str) -> std::io::Result<SocketAddr> {
     Err(last.unwrap_or_else(|| std::io::Error::other("no address to bind")))
 }
 
-struct MemoryTransport {
-    network: MemoryNetwork,
-}
-
-impl DataPlaneConnector for MemoryTransport {
-    fn connect(&self, address: &str) -> ConnectFuture {
-        let network = self.network.clone();
-        let address = address.to_string();
-        Box::pin(async move {
-            network
-                .connect(&address)
-                .await
-                .map(|s| Box::new(s) as BoxIo)
-        })
-    }
-}
-
-impl XdsTransportFactory for MemoryTransport {
-    fn connect(&self, server: &XdsServerConfig) -> ConnectFuture {
-        let network = self.network.clone();
-        let address = server.server_uri.clone();
-        Box::pin(async move {
-            network
-                .connect(&address)
-                .await
-                .map(|s| Box::new(s) as BoxIo)
-        })
-    }
-}
-
 /// The bootstrap JSON a plan gives, with server URIs filled in.
 pub fn bootstrap_json(scenario: &Scenario, uri: &dyn Fn(&str) -> String) -> String {
     let server_entry = |name: &str| {
@@ -566,10 +532,8 @@ async fn play(
     let sink_timeline = timeline.clone();
     let transport = match mode {
         RunMode::Virtual => Transport::InMemory {
-            xds: Arc::new(MemoryTransport {
-                network: network.clone(),
-            }),
-            data_plane: Arc::new(MemoryTransport { network }),
+            xds: Arc::new(network.clone()),
+            data_plane: Arc::new(network),
         },
         RunMode::RealTime => Transport::Tcp,
     };

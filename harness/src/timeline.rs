@@ -12,10 +12,10 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use xds_client_under_test::{DialNotification, ObservedEvent, RpcOutcome, WatcherNotification};
 use xds_fake_server::backend::BackendEvent;
-use xds_fake_server::event::{RecordedRequest, RecordedResponse, RequestKind, ServerEvent};
+use xds_fake_server::event::{RecordedRequest, RecordedResponse, ServerEvent};
 use xds_fake_server::fault::Fault;
-use xds_reference_client::watcher::code_name;
-use xds_reference_client::{ClientEvent, LogLevel, ResourceType, XdsError};
+use xds_vocabulary::RequestKind;
+use xds_vocabulary::{ClientEvent, LogLevel, ResourceType, XdsError, code_name};
 
 use crate::scenario::CsdsStatus;
 

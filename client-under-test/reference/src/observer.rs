@@ -1,62 +1,8 @@
-//! Client-side events beyond watcher notifications: the log lines gRFCs
-//! require (A53's WARNING/INFO), ADS call lifecycle, backoff, and the
-//! per-server connectivity state (A57). A harness puts them on a timeline.
+//! Who hears the client's own events (the vocabulary's [`ClientEvent`]:
+//! the log lines gRFCs require, ADS call lifecycle, backoff, and the
+//! per-server connectivity state of A57). A harness puts them on a timeline.
 
-use std::time::Duration;
-
-use crate::resource::ResourceType;
-use crate::watcher::XdsError;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LogLevel {
-    Info,
-    Warning,
-    Error,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum ClientEvent {
-    /// A new ADS call (stream attempt) to `server`.
-    AdsCallStarted { server: String },
-    /// A subscription request went out on a connected stream; the
-    /// does-not-exist timers of the named resources may start now.
-    SubscriptionSent {
-        server: String,
-        resource_type: ResourceType,
-        names: Vec<String>,
-    },
-    /// The ADS call ended.
-    AdsCallFinished {
-        server: String,
-        status: XdsError,
-        seen_response: bool,
-    },
-    /// The A57 "connected" flag of `server`'s current ADS call: true once
-    /// the transport under it heard the server (its HTTP/2 preface), false
-    /// when that call ends. Does-not-exist timers start only while true.
-    Connected { server: String, connected: bool },
-    /// The next attempt to `server` starts after `delay`.
-    RetryScheduled { server: String, delay: Duration },
-    /// The xDS channel's health changed: `error` is None when healthy.
-    /// `failures` counts transitions from healthy to failing.
-    ServerStatus {
-        server: String,
-        error: Option<XdsError>,
-        failures: u64,
-    },
-    /// A resource's does-not-exist timer started (15 s by default).
-    ResourceTimerStarted {
-        resource_type: ResourceType,
-        name: String,
-        timeout: Duration,
-    },
-    /// An authority now also uses a lower-priority server (gRFC A71).
-    FallbackStarted { authority: String, server: String },
-    /// An authority is back on a higher-priority server (gRFC A71).
-    FellForward { authority: String, server: String },
-    /// A log line gRPC would write (e.g. gRFC A53's WARNING and INFO).
-    Log { level: LogLevel, message: String },
-}
+pub use xds_vocabulary::{ClientEvent, LogLevel};
 
 /// Receives [`ClientEvent`]s, on the client's task, in order.
 pub trait ClientObserver: Send + Sync + 'static {

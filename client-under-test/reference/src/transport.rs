@@ -1,5 +1,6 @@
-//! How the client reaches an xDS server: a factory of byte streams (TCP, or
-//! an in-memory pipe under test) under one tonic channel per server.
+//! How the client reaches an xDS server: a factory of byte streams (the
+//! vocabulary's TCP, or its in-memory network under test) under one tonic
+//! channel per server.
 //!
 //! The channel's connector watches its connection, because gRFC A57 starts
 //! the does-not-exist timer only once a subscription was sent on a
@@ -7,7 +8,6 @@
 //! word, so "connected" here means what C-core's READY means: the server's
 //! first bytes (its SETTINGS preface) have arrived.
 
-use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -21,50 +21,9 @@ use tonic::transport::{Channel, Endpoint};
 
 use crate::bootstrap::XdsServerConfig;
 
-/// A bidirectional byte stream to an xDS server.
-pub trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
-impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
-
-pub type BoxIo = Box<dyn Io>;
-pub type ConnectFuture = Pin<Box<dyn Future<Output = io::Result<BoxIo>> + Send>>;
-
-/// Opens byte streams to xDS servers. The default is [`TcpTransport`]; a
-/// test harness supplies an in-memory one.
-pub trait XdsTransportFactory: Send + Sync + 'static {
-    fn connect(&self, server: &XdsServerConfig) -> ConnectFuture;
-}
-
-/// Opens byte streams to data-plane endpoints (`ip:port` from EDS). The
-/// default is [`TcpTransport`]; a test harness supplies an in-memory one.
-pub trait DataPlaneConnector: Send + Sync + 'static {
-    fn connect(&self, address: &str) -> ConnectFuture;
-}
-
-impl DataPlaneConnector for TcpTransport {
-    fn connect(&self, address: &str) -> ConnectFuture {
-        let target = address.to_string();
-        Box::pin(async move {
-            let stream = tokio::net::TcpStream::connect(&target).await?;
-            stream.set_nodelay(true)?;
-            Ok(Box::new(stream) as BoxIo)
-        })
-    }
-}
-
-/// Plain TCP to `server_uri` (`host:port`, optionally `dns:///host:port`).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct TcpTransport;
-
-impl XdsTransportFactory for TcpTransport {
-    fn connect(&self, server: &XdsServerConfig) -> ConnectFuture {
-        let target = server.server_uri.trim_start_matches("dns:///").to_string();
-        Box::pin(async move {
-            let stream = tokio::net::TcpStream::connect(&target).await?;
-            stream.set_nodelay(true)?;
-            Ok(Box::new(stream) as BoxIo)
-        })
-    }
-}
+pub use xds_vocabulary::transport::{
+    BoxIo, ConnectFuture, DataPlaneConnector, Io, TcpTransport, XdsTransportFactory,
+};
 
 /// The state of the channel's current connection.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,7 +70,7 @@ impl XdsTransport {
                     mine,
                 };
                 watch.set(ConnectionState::Connecting);
-                match factory.connect(&server).await {
+                match factory.connect(&server.server_uri).await {
                     Ok(io) => {
                         watch.set(ConnectionState::Handshaking);
                         Ok(TokioIo::new(WatchedIo {

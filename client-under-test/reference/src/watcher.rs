@@ -1,55 +1,10 @@
 //! What watchers hear, and the errors they hear about.
 
-use std::fmt;
 use std::sync::Arc;
 
 use crate::resource::XdsResource;
 
-/// A gRPC status as an xDS watcher sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct XdsError {
-    pub code: tonic::Code,
-    pub message: String,
-}
-
-impl XdsError {
-    pub fn new(code: tonic::Code, message: impl Into<String>) -> Self {
-        XdsError {
-            code,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for XdsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", code_name(self.code), self.message)
-    }
-}
-
-/// The canonical upper-case name of a gRPC status code.
-pub fn code_name(code: tonic::Code) -> &'static str {
-    use tonic::Code::*;
-    match code {
-        Ok => "OK",
-        Cancelled => "CANCELLED",
-        Unknown => "UNKNOWN",
-        InvalidArgument => "INVALID_ARGUMENT",
-        DeadlineExceeded => "DEADLINE_EXCEEDED",
-        NotFound => "NOT_FOUND",
-        AlreadyExists => "ALREADY_EXISTS",
-        PermissionDenied => "PERMISSION_DENIED",
-        ResourceExhausted => "RESOURCE_EXHAUSTED",
-        FailedPrecondition => "FAILED_PRECONDITION",
-        Aborted => "ABORTED",
-        OutOfRange => "OUT_OF_RANGE",
-        Unimplemented => "UNIMPLEMENTED",
-        Internal => "INTERNAL",
-        Unavailable => "UNAVAILABLE",
-        DataLoss => "DATA_LOSS",
-        Unauthenticated => "UNAUTHENTICATED",
-    }
-}
+pub use xds_vocabulary::status::{XdsError, code_name};
 
 /// One notification to a resource watcher.
 #[derive(Clone, Debug, PartialEq)]

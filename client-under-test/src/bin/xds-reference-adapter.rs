@@ -34,8 +34,7 @@ use xds_client_under_test::{
     BACKEND_METHOD, ClientEnvironment, ClientError, ClientUnderTest, DialNotification,
     ObservedEvent, PROTOCOL_VERSION, ReferenceClient, RpcRequest, Transport, WatcherNotification,
 };
-use xds_reference_client::watcher::code_name;
-use xds_reference_client::{ClientEvent, LogLevel, ResourceType, XdsError};
+use xds_vocabulary::{ClientEvent, LogLevel, ResourceType, XdsError, code_name};
 
 /// Longest `summary` or `log` message put on a line: the protocol caps
 /// lines at 1 MiB, and a summary of a resource with 10,000 entries would

@@ -301,7 +301,7 @@ async fn max_connection_age_ends_connections_after_the_grace() {
         age: std::time::Duration::from_secs(10),
         grace: std::time::Duration::from_secs(1),
     }));
-    let network = xds_fake_server::network::MemoryNetwork::new();
+    let network = xds_vocabulary::network::MemoryNetwork::new();
     server.serve_in_memory(&network, ADDRESS).expect("serve");
     server.set_resources(vec![cluster("c1", "a")], None);
     let mut client = AdsStream::open_in_memory(&network).await;

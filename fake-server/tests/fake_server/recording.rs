@@ -5,8 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tonic::Code;
-use xds_fake_server::event::{Recorded, RecordedRequest, RequestKind, ServerEvent};
+use xds_fake_server::event::{Recorded, RecordedRequest, ServerEvent};
 use xds_fake_server::{FakeAdsServer, ServingMode};
+use xds_vocabulary::RequestKind;
 
 use crate::support::*;
 

@@ -3,9 +3,10 @@
 use envoy_types::pb::envoy::service::discovery::v3::Resource;
 use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
-use xds_fake_server::event::{RecordedResponse, RequestKind, ServerEvent};
+use xds_fake_server::event::{RecordedResponse, ServerEvent};
 use xds_fake_server::resource::ServedResource;
 use xds_fake_server::{ScriptedResponse, ServingMode};
+use xds_vocabulary::RequestKind;
 
 use crate::support::*;
 

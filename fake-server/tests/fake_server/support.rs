@@ -20,13 +20,16 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Status, Streaming};
 use xds_fake_server::event::{Recorded, ServerEvent};
-use xds_fake_server::network::{MemoryNetwork, MemoryStream};
 use xds_fake_server::resource::ServedResource;
 use xds_fake_server::{FakeAdsServer, ServerConfig, ServingMode};
 
-pub use xds_fake_server::resource::type_urls::{
-    CLUSTER as CDS, CLUSTER_LOAD_ASSIGNMENT as EDS, LISTENER as LDS, ROUTE_CONFIGURATION as RDS,
-};
+use xds_vocabulary::ResourceType;
+use xds_vocabulary::network::{MemoryNetwork, MemoryStream};
+
+pub const LDS: &str = ResourceType::Listener.type_url();
+pub const RDS: &str = ResourceType::RouteConfiguration.type_url();
+pub const CDS: &str = ResourceType::Cluster.type_url();
+pub const EDS: &str = ResourceType::ClusterLoadAssignment.type_url();
 
 pub const ADDRESS: &str = "primary:443";
 

@@ -13,7 +13,8 @@ use std::time::Duration;
 use serde_saphyr::MessageFormatter as _;
 use xds_fake_server::ServedResource;
 use xds_fake_server::fault::Fault;
-use xds_reference_client::ResourceType;
+use xds_vocabulary::status::STATUS_CODES;
+use xds_vocabulary::{LogLevel, RequestKind, ResourceType};
 
 use super::duration::parse_duration;
 use super::file::{
@@ -25,9 +26,9 @@ use super::file::{
 use super::resources;
 use super::{
     Alternative, BootstrapPlan, ChannelMatcher, ClientEventKind, ClientEventMatcher, ClientPlan,
-    CsdsMatcher, CsdsStatus, DialMatcher, Location, Matcher, RequestKind, RequestMatcher,
-    ResponseMatcher, RpcMatcher, Scenario, ServerDef, ServerEventKind, ServerEventMatcher,
-    ServingMatcher, Step, StepDef, WatcherEventKind, WatcherMatcher, Window,
+    CsdsMatcher, CsdsStatus, DialMatcher, Location, Matcher, RequestMatcher, ResponseMatcher,
+    RpcMatcher, Scenario, ServerDef, ServerEventKind, ServerEventMatcher, ServingMatcher, Step,
+    StepDef, WatcherEventKind, WatcherMatcher, Window,
 };
 
 /// A scenario file that cannot be run: where, and what is wrong.
@@ -270,36 +271,9 @@ fn check(source_name: &str, file: ScenarioFile) -> Result<Scenario, Problem> {
 #[derive(Default)]
 struct Watches(HashMap<(ResourceType, String), usize>);
 
-const CODES: &[(&str, tonic::Code)] = &[
-    ("OK", tonic::Code::Ok),
-    ("CANCELLED", tonic::Code::Cancelled),
-    ("UNKNOWN", tonic::Code::Unknown),
-    ("INVALID_ARGUMENT", tonic::Code::InvalidArgument),
-    ("DEADLINE_EXCEEDED", tonic::Code::DeadlineExceeded),
-    ("NOT_FOUND", tonic::Code::NotFound),
-    ("ALREADY_EXISTS", tonic::Code::AlreadyExists),
-    ("PERMISSION_DENIED", tonic::Code::PermissionDenied),
-    ("RESOURCE_EXHAUSTED", tonic::Code::ResourceExhausted),
-    ("FAILED_PRECONDITION", tonic::Code::FailedPrecondition),
-    ("ABORTED", tonic::Code::Aborted),
-    ("OUT_OF_RANGE", tonic::Code::OutOfRange),
-    ("UNIMPLEMENTED", tonic::Code::Unimplemented),
-    ("INTERNAL", tonic::Code::Internal),
-    ("UNAVAILABLE", tonic::Code::Unavailable),
-    ("DATA_LOSS", tonic::Code::DataLoss),
-    ("UNAUTHENTICATED", tonic::Code::Unauthenticated),
-];
-
 const SERVER_MODES: &[(&str, bool)] = &[("auto", false), ("scripted", true)];
 
 const SERVING_STATES: &[(&str, bool)] = &[("SERVING", true), ("NOT_SERVING", false)];
-
-const REQUEST_KINDS: &[(&str, RequestKind)] = &[
-    ("initial", RequestKind::Initial),
-    ("ack", RequestKind::Ack),
-    ("nack", RequestKind::Nack),
-    ("unknown_nonce", RequestKind::UnknownNonce),
-];
 
 const WATCHER_EVENTS: &[(&str, WatcherEventKind)] = &[
     ("changed", WatcherEventKind::Changed),
@@ -346,8 +320,6 @@ const CLIENT_EVENTS: &[(&str, ClientEventKind)] = &[
     ("log", ClientEventKind::Log),
 ];
 
-const LOG_LEVELS: &[(&str, &str)] = &[("info", "info"), ("warning", "warning"), ("error", "error")];
-
 /// One of a fixed set of words; the error lists them all.
 fn keyword<T: Copy>(s: &Spanned<String>, what: &str, table: &[(&str, T)]) -> Result<T, Problem> {
     table
@@ -368,7 +340,7 @@ fn keyword<T: Copy>(s: &Spanned<String>, what: &str, table: &[(&str, T)]) -> Res
 }
 
 fn code(s: &Spanned<String>) -> Result<tonic::Code, Problem> {
-    keyword(s, "status code", CODES)
+    keyword(s, "status code", &STATUS_CODES)
 }
 
 /// A fault's optional `type:`, as a type URL.
@@ -933,7 +905,7 @@ impl Checker {
                 version: r.version.clone(),
                 nonce: r.nonce.clone(),
                 kind: opt(r.kind.as_ref(), |k| {
-                    keyword(k, "request kind", REQUEST_KINDS)
+                    keyword(k, "request kind", &RequestKind::ALL.map(|k| (k.name(), k)))
                 })?,
                 error_code: opt(r.error_code.as_ref(), code)?.map(i32::from),
                 error_contains: r
@@ -1052,8 +1024,9 @@ impl Checker {
             event: keyword(&c.event, "client event", CLIENT_EVENTS)?,
             server: self.filter_server(c.server.as_ref())?,
             delay: opt(c.delay.as_ref(), |d| duration(d, "delay"))?,
-            level: opt(c.level.as_ref(), |l| keyword(l, "log level", LOG_LEVELS))?
-                .map(str::to_string),
+            level: opt(c.level.as_ref(), |l| {
+                keyword(l, "log level", &LogLevel::ALL.map(|l| (l.name(), l)))
+            })?,
             contains: c.contains.clone(),
         }))
     }
@@ -1509,8 +1482,8 @@ steps:
             panic!()
         };
         assert_eq!(
-            (c.level.as_deref(), *duration),
-            (Some("warning"), Duration::from_millis(1500))
+            (c.level, *duration),
+            (Some(LogLevel::Warning), Duration::from_millis(1500))
         );
     }
 

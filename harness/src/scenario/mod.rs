@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use xds_fake_server::ServedResource;
-use xds_reference_client::ResourceType;
+use xds_vocabulary::{LogLevel, RequestKind, ResourceType};
 
 /// The address of the `index`-th backend in resources, in the RFC 2544
 /// benchmarking range (valid IPs that no real network uses). Runs over real
@@ -238,14 +238,6 @@ pub struct ServingMatcher {
     pub contains: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RequestKind {
-    Initial,
-    Ack,
-    Nack,
-    UnknownNonce,
-}
-
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RequestMatcher {
     pub server: Option<String>,
@@ -359,7 +351,7 @@ pub enum ClientEventKind {
 }
 
 /// Matches the reference client's own events (see
-/// `xds_reference_client::ClientEvent`); such scenarios need a client
+/// `xds_vocabulary::ClientEvent`); such scenarios need a client
 /// that reports them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClientEventMatcher {
@@ -367,8 +359,8 @@ pub struct ClientEventMatcher {
     pub server: Option<String>,
     /// For retry_scheduled: the delay, ms precision.
     pub delay: Option<Duration>,
-    /// For log: `info`, `warning`, `error`.
-    pub level: Option<String>,
+    /// For log.
+    pub level: Option<LogLevel>,
     /// Substring of the rendered event.
     pub contains: Option<String>,
 }

@@ -40,7 +40,7 @@ use envoy_types::util::pack_any;
 use indexmap::IndexMap;
 use prost::Message;
 use xds_fake_server::ServedResource;
-use xds_reference_client::ResourceType;
+use xds_vocabulary::ResourceType;
 
 use super::file::{
     ClusterSpec, EndpointsSpec, ListenerSpec, LocalitySpec, RawSpec, ResourceSpec, RouteConfigSpec,

@@ -53,107 +53,15 @@ pub use server_listener::{
 };
 pub use validation::ValidationErrors;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
 use envoy_types::pb::google::protobuf::Any;
-use prost::Message;
+use xds_vocabulary::codec::{self, Unwrapped, WrapperError};
 
-/// Prefix every v3 type URL carries on the wire.
-pub const TYPE_URL_PREFIX: &str = "type.googleapis.com/";
-const RESOURCE_WRAPPER_TYPE_URL: &str = "type.googleapis.com/envoy.service.discovery.v3.Resource";
-
-/// The four resource types a gRPC client subscribes to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ResourceType {
-    Listener,
-    RouteConfiguration,
-    Cluster,
-    ClusterLoadAssignment,
-}
-
-impl ResourceType {
-    pub const ALL: [ResourceType; 4] = [
-        ResourceType::Listener,
-        ResourceType::RouteConfiguration,
-        ResourceType::Cluster,
-        ResourceType::ClusterLoadAssignment,
-    ];
-
-    /// Full type URL, as in `DiscoveryRequest.type_url`.
-    pub fn type_url(self) -> &'static str {
-        match self {
-            ResourceType::Listener => "type.googleapis.com/envoy.config.listener.v3.Listener",
-            ResourceType::RouteConfiguration => {
-                "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
-            }
-            ResourceType::Cluster => "type.googleapis.com/envoy.config.cluster.v3.Cluster",
-            ResourceType::ClusterLoadAssignment => {
-                "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
-            }
-        }
-    }
-
-    /// The type URL without its `type.googleapis.com/` prefix (the form
-    /// `xdstp://` resource names carry).
-    pub fn message_name(self) -> &'static str {
-        &self.type_url()[TYPE_URL_PREFIX.len()..]
-    }
-
-    /// The short discovery-service name: LDS, RDS, CDS, EDS.
-    pub fn short_name(self) -> &'static str {
-        match self {
-            ResourceType::Listener => "LDS",
-            ResourceType::RouteConfiguration => "RDS",
-            ResourceType::Cluster => "CDS",
-            ResourceType::ClusterLoadAssignment => "EDS",
-        }
-    }
-
-    pub fn from_type_url(type_url: &str) -> Option<ResourceType> {
-        ResourceType::ALL
-            .into_iter()
-            .find(|t| t.type_url() == type_url)
-    }
-
-    /// Accepts `LDS`, `Listener`, a message name or a full type URL.
-    pub fn parse(s: &str) -> Option<ResourceType> {
-        ResourceType::ALL.into_iter().find(|t| {
-            s.eq_ignore_ascii_case(t.short_name())
-                || s == t.type_url()
-                || s == t.message_name()
-                || s.eq_ignore_ascii_case(t.rust_name())
-        })
-    }
-
-    fn rust_name(self) -> &'static str {
-        match self {
-            ResourceType::Listener => "Listener",
-            ResourceType::RouteConfiguration => "RouteConfiguration",
-            ResourceType::Cluster => "Cluster",
-            ResourceType::ClusterLoadAssignment => "ClusterLoadAssignment",
-        }
-    }
-
-    /// In SotW, LDS and CDS responses carry every subscribed resource, so a
-    /// resource missing from a response has been deleted. RDS and EDS
-    /// responses may carry a subset.
-    pub fn all_resources_required_in_sotw(self) -> bool {
-        matches!(self, ResourceType::Listener | ResourceType::Cluster)
-    }
-
-    /// For RDS and EDS an empty `resource_names` means "nothing"; only LDS
-    /// and CDS have a wildcard.
-    pub fn supports_wildcard(self) -> bool {
-        self.all_resources_required_in_sotw()
-    }
-}
-
-impl fmt::Display for ResourceType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.short_name())
-    }
-}
+pub use xds_vocabulary::ResourceType;
+pub use xds_vocabulary::resource_type::TYPE_URL_PREFIX;
 
 /// A validated resource, as delivered to watchers.
 #[derive(Clone, Debug, PartialEq)]
@@ -204,10 +112,9 @@ pub struct DecodedEntry {
 /// Why one response entry was rejected.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DecodeError {
-    /// `envoy.service.discovery.v3.Resource` wrapper could not be decoded.
-    BadWrapper,
-    /// A Resource wrapper without an inner resource.
-    EmptyWrapper,
+    /// The `envoy.service.discovery.v3.Resource` wrapper could not be
+    /// decoded, or has no inner resource.
+    Wrapper(WrapperError),
     /// The entry's type_url does not match the response's.
     WrongType { got: String, expected: String },
     /// The bytes are not a valid protobuf of the expected message.
@@ -222,10 +129,7 @@ pub enum DecodeError {
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DecodeError::BadWrapper => f.write_str("Can't decode Resource proto wrapper"),
-            DecodeError::EmptyWrapper => {
-                f.write_str("No resource present in Resource proto wrapper")
-            }
+            DecodeError::Wrapper(e) => e.fmt(f),
             DecodeError::WrongType { got, expected } => {
                 write!(
                     f,
@@ -246,25 +150,12 @@ impl fmt::Display for DecodeError {
 /// Decodes one entry of a DiscoveryResponse whose `type_url` is
 /// `expected.type_url()`.
 pub fn decode_entry(expected: ResourceType, entry: &Any) -> DecodedEntry {
-    let mut wrapper_name = None;
-    let inner: Any;
-    let any = if entry.type_url == RESOURCE_WRAPPER_TYPE_URL {
-        let wrapper = match envoy_types::pb::envoy::service::discovery::v3::Resource::decode(
-            entry.value.as_slice(),
-        ) {
-            Ok(w) => w,
-            Err(_) => return failed(None, DecodeError::BadWrapper),
-        };
-        let Some(resource) = wrapper.resource else {
-            return failed(None, DecodeError::EmptyWrapper);
-        };
-        if !wrapper.name.is_empty() {
-            wrapper_name = Some(wrapper.name);
+    let (wrapper_name, any) = match codec::unwrap(entry) {
+        Ok(Unwrapped::Plain(any)) => (None, Cow::Borrowed(any)),
+        Ok(Unwrapped::Wrapped { name, resource }) => {
+            ((!name.is_empty()).then_some(name), Cow::Owned(resource))
         }
-        inner = resource;
-        &inner
-    } else {
-        entry
+        Err(e) => return failed(None, DecodeError::Wrapper(e)),
     };
     if any.type_url != expected.type_url() {
         return failed(
@@ -302,10 +193,8 @@ mod tests {
     use super::test_support::*;
     use super::*;
     use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-    use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
-    use envoy_types::pb::envoy::config::listener::v3::Listener;
-    use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
     use envoy_types::pb::envoy::service::discovery::v3::Resource;
+    use prost::Message;
     use rstest::rstest;
 
     fn wrapped(name: &str, resource: Option<Any>) -> Any {
@@ -315,7 +204,7 @@ mod tests {
             ..Default::default()
         };
         Any {
-            type_url: RESOURCE_WRAPPER_TYPE_URL.to_string(),
+            type_url: codec::RESOURCE_WRAPPER_TYPE_URL.to_string(),
             value: wrapper.encode_to_vec(),
         }
     }
@@ -338,22 +227,6 @@ mod tests {
         assert_eq!(decoded.name.as_deref(), Some(name));
         assert_eq!(decoded.result.unwrap().resource_type(), resource_type);
         assert_eq!(decoded.serialized, entry.value);
-    }
-
-    #[test]
-    fn type_urls_match_the_protos() {
-        use prost::Name;
-        assert_eq!(ResourceType::Listener.type_url(), Listener::type_url());
-        assert_eq!(
-            ResourceType::RouteConfiguration.type_url(),
-            RouteConfiguration::type_url()
-        );
-        assert_eq!(ResourceType::Cluster.type_url(), Cluster::type_url());
-        assert_eq!(
-            ResourceType::ClusterLoadAssignment.type_url(),
-            ClusterLoadAssignment::type_url()
-        );
-        assert_eq!(RESOURCE_WRAPPER_TYPE_URL, Resource::type_url());
     }
 
     #[test]
@@ -384,18 +257,24 @@ mod tests {
     fn wrapper_without_resource() {
         let decoded = decode_entry(ResourceType::Listener, &wrapped("l1", None));
         assert_eq!(decoded.name, None);
-        assert_eq!(decoded.result.unwrap_err(), DecodeError::EmptyWrapper);
+        assert_eq!(
+            decoded.result.unwrap_err(),
+            DecodeError::Wrapper(WrapperError::Empty)
+        );
     }
 
     #[test]
     fn bad_wrapper_bytes() {
         let entry = Any {
-            type_url: RESOURCE_WRAPPER_TYPE_URL.to_string(),
+            type_url: codec::RESOURCE_WRAPPER_TYPE_URL.to_string(),
             value: vec![0xff, 0xff],
         };
         let decoded = decode_entry(ResourceType::Cluster, &entry);
         assert_eq!(decoded.name, None);
-        assert_eq!(decoded.result.unwrap_err(), DecodeError::BadWrapper);
+        assert_eq!(
+            decoded.result.unwrap_err(),
+            DecodeError::Wrapper(WrapperError::Undecodable)
+        );
     }
 
     #[test]

@@ -14,6 +14,8 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, DuplexStream, ReadBuf};
 
+use crate::transport::{BoxIo, ConnectFuture, DataPlaneConnector, XdsTransportFactory};
+
 /// Buffer size of each direction of an in-memory connection.
 pub const PIPE_CAPACITY: usize = 64 * 1024;
 
@@ -103,6 +105,33 @@ impl MemoryNetwork {
         self.listeners
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl MemoryNetwork {
+    fn open(&self, address: &str) -> ConnectFuture {
+        let network = self.clone();
+        let address = address.to_string();
+        Box::pin(async move {
+            network
+                .connect(&address)
+                .await
+                .map(|stream| Box::new(stream) as BoxIo)
+        })
+    }
+}
+
+/// xDS servers are found at their `server_uri`.
+impl XdsTransportFactory for MemoryNetwork {
+    fn connect(&self, server_uri: &str) -> ConnectFuture {
+        self.open(server_uri)
+    }
+}
+
+/// Endpoints are found at their `ip:port`.
+impl DataPlaneConnector for MemoryNetwork {
+    fn connect(&self, address: &str) -> ConnectFuture {
+        self.open(address)
     }
 }
 

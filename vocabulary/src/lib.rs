@@ -1,0 +1,23 @@
+//! The vocabulary every part of xds-conformance shares: the xDS resource
+//! types and their type URLs, gRPC status codes and the error watchers
+//! hear, how a request relates to the responses before it, the events a
+//! client reports about itself, the `envoy.service.discovery.v3.Resource`
+//! codec, and the byte-stream transports (TCP and the in-memory network
+//! that lets a whole scenario run on virtual time).
+//!
+//! It is a leaf: it must not know about any implementation (the reference
+//! client's cache, the fake server's streams, the harness's scenarios).
+//! Whatever two of them need to agree on lives here, once.
+
+pub mod client_event;
+pub mod codec;
+pub mod network;
+pub mod request_kind;
+pub mod resource_type;
+pub mod status;
+pub mod transport;
+
+pub use client_event::{ClientEvent, LogLevel};
+pub use request_kind::RequestKind;
+pub use resource_type::ResourceType;
+pub use status::{XdsError, code_from_name, code_name};
