@@ -17,8 +17,8 @@ use tonic::{Code, Request, Response, Status, Streaming};
 
 use crate::connection::ConnectionInfo;
 use crate::delta;
-use crate::sotw::SotwStream;
-use crate::state::Inner;
+use crate::shared::Inner;
+use crate::stream::{Protocol, Stream};
 
 /// The ADS service of one fake server.
 pub(crate) struct AdsService {
@@ -46,7 +46,13 @@ impl AggregatedDiscoveryService for AdsService {
             .map(|info| info.connection);
         let (responses, responses_rx) = mpsc::unbounded_channel();
         let (stop_reader, stopped) = oneshot::channel();
-        let stream = SotwStream::new(responses, stop_reader);
+        let stream = Stream::new(
+            Protocol::Sotw {
+                responses,
+                types: Default::default(),
+            },
+            stop_reader,
+        );
         let Some(stream_id) = self
             .inner
             .update(|state| state.open_stream(connection, stream))
@@ -87,7 +93,7 @@ async fn read_requests(
             biased;
             _ = &mut stopped => return,
             message = requests.message() => match message {
-                Ok(Some(request)) => inner.update(|state| state.on_request(stream_id, request)),
+                Ok(Some(request)) => inner.update(|state| state.on_sotw_request(stream_id, request)),
                 Ok(None) => {
                     inner.update(|state| {
                         state.close_stream(stream_id, Code::Ok, "client half-closed".into(), true)

@@ -14,7 +14,7 @@ use envoy_types::pb::envoy::service::discovery::v3::{
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::state::Inner;
+use crate::shared::Inner;
 
 /// The response stream type of a delta ADS stream.
 pub(crate) type DeltaResponseStream =

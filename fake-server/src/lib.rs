@@ -18,19 +18,21 @@ pub mod fault;
 pub mod resource;
 
 mod ads;
-mod auto;
+mod config;
 mod connection;
 mod delta;
+mod egress;
+mod respond;
 mod serve;
 mod server;
+mod shared;
 mod sotw;
 mod state;
 mod store;
+mod stream;
 
+pub use config::{EventObserver, MaxConnectionAge, ScriptedResponse, ServerConfig, ServingMode};
 pub use connection::{ConnectionInfo, ServerConnection};
 pub use fault::FaultError;
 pub use resource::ServedResource;
-pub use server::{
-    EventObserver, FakeAdsServer, MaxConnectionAge, ScriptedResponse, ServeError, ServerConfig,
-    ServingMode,
-};
+pub use server::{FakeAdsServer, ServeError};

@@ -22,7 +22,7 @@ use tonic::transport::server::{Connected, TcpIncoming};
 
 use crate::ads::AdsService;
 use crate::connection::ServerConnection;
-use crate::state::Inner;
+use crate::shared::Inner;
 use xds_vocabulary::network::MemoryAcceptor;
 
 /// Runs a tonic server with this fake server's ADS service on `incoming`

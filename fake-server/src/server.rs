@@ -1,8 +1,9 @@
-//! The public handle of one fake ADS server and its configuration.
+//! The public handle of one fake ADS server: serving on a transport,
+//! changing its store, scripted sends, faults, its recording.
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
@@ -10,54 +11,15 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::Code;
 use tonic::transport::server::TcpIncoming;
 
+use xds_vocabulary::network::{AddressInUse, MemoryAcceptor, MemoryNetwork};
+
+use crate::config::{EventObserver, MaxConnectionAge, ScriptedResponse, ServerConfig, ServingMode};
 use crate::event::{Recorded, ServerEvent};
 use crate::fault::{Fault, FaultError};
 use crate::resource::ServedResource;
 use crate::serve::{MemoryListener, TcpAccept, TcpGate, spawn_server};
-use crate::state::{Inner, MemoryBinding};
-use xds_vocabulary::network::{AddressInUse, MemoryAcceptor, MemoryNetwork};
-
-/// How a server is set up.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServerConfig {
-    /// Names the server in every event it records.
-    pub name: String,
-    pub mode: ServingMode,
-}
-
-/// Whether a server answers by itself.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ServingMode {
-    /// Behaves like a normal control plane: answers requests and pushes
-    /// store changes (see the `auto` module for the rules).
-    Auto,
-    /// Never answers by itself; only [`FakeAdsServer::send_response`] sends.
-    Scripted,
-}
-
-/// Called synchronously, in recording order, for every event recorded after
-/// it is set. It may call back into the server.
-pub type EventObserver = Arc<dyn Fn(&Recorded<ServerEvent>) + Send + Sync>;
-
-/// gRPC's MAX_CONNECTION_AGE: each connection gets a GOAWAY once it is
-/// `age` old, and is closed `grace` later if streams are still open.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MaxConnectionAge {
-    pub age: std::time::Duration,
-    pub grace: std::time::Duration,
-}
-
-/// A response a scenario sends by hand.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScriptedResponse {
-    pub type_url: String,
-    /// `None`: the type's current store version.
-    pub version_info: Option<String>,
-    /// `None`: the server's next nonce (a fresh one per stream).
-    pub nonce: Option<String>,
-    /// Sent as given: any subset, extras, duplicates, invalid entries.
-    pub resources: Vec<ServedResource>,
-}
+use crate::shared::Inner;
+use crate::state::MemoryBinding;
 
 /// Serving on a transport failed.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +36,11 @@ pub enum ServeError {
 #[derive(Clone)]
 pub struct FakeAdsServer {
     inner: Arc<Inner>,
+    /// TCP listeners, kept apart from the state: tonic's accept loop locks
+    /// a listener while polling it, so listeners are never touched with
+    /// the state lock held (a fault is recorded first, then listeners
+    /// change).
+    tcp: Arc<Mutex<Vec<Arc<TcpGate>>>>,
 }
 
 impl std::fmt::Debug for FakeAdsServer {
@@ -88,6 +55,7 @@ impl FakeAdsServer {
     pub fn new(config: ServerConfig) -> Self {
         Self {
             inner: Arc::new(Inner::new(config.name, config.mode)),
+            tcp: Arc::default(),
         }
     }
 
@@ -153,7 +121,7 @@ impl FakeAdsServer {
         if self.inner.read(|state| state.refusing) {
             gate.close();
         }
-        self.inner.add_tcp_gate(gate.clone());
+        self.tcp_gates_lock().push(gate.clone());
         spawn_server(
             &runtime,
             &self.inner,
@@ -213,7 +181,16 @@ impl FakeAdsServer {
     /// Sends `response` to every open SotW stream (in either mode); returns
     /// how many streams got it.
     pub fn send_response(&self, response: ScriptedResponse) -> usize {
-        self.inner.update(|state| state.send_scripted(&response))
+        self.inner
+            .update(|state| state.send_sotw_scripted(&response))
+    }
+
+    fn tcp_gates(&self) -> Vec<Arc<TcpGate>> {
+        self.tcp_gates_lock().clone()
+    }
+
+    fn tcp_gates_lock(&self) -> MutexGuard<'_, Vec<Arc<TcpGate>>> {
+        self.tcp.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Applies a fault. A TCP re-bind failure on `AcceptConnections` is
@@ -260,14 +237,14 @@ impl FakeAdsServer {
         // TCP listeners are outside the state lock (see `Inner::tcp`).
         match fault {
             Fault::RefuseConnections => {
-                for gate in self.inner.tcp_gates() {
+                for gate in self.tcp_gates() {
                     gate.close();
                 }
                 Ok(())
             }
             Fault::AcceptConnections => {
                 let mut result = Ok(());
-                for gate in self.inner.tcp_gates() {
+                for gate in self.tcp_gates() {
                     if let Err(source) = gate.reopen() {
                         result = Err(FaultError::Rebind {
                             address: gate.address(),
@@ -318,7 +295,7 @@ impl FakeAdsServer {
         for binding in bindings {
             binding.network.unbind(&binding.address, &binding.acceptor);
         }
-        for gate in self.inner.tcp_gates() {
+        for gate in self.tcp_gates() {
             gate.finish();
         }
         self.inner.signal_shutdown();

@@ -1,5 +1,5 @@
-//! Auto mode's rules: when a stream gets a response, and what it carries, so
-//! that a fake server behaves like a normal SotW control plane.
+//! Auto mode's SotW rules: when a stream gets a response, and what it
+//! carries, so that a fake server behaves like a normal SotW control plane.
 //!
 //! Kept as pure functions of (subscription, store, what the stream was last
 //! sent) so the rules can be read and tested without any transport.
@@ -29,6 +29,14 @@ use envoy_types::pb::google::protobuf::Any;
 use xds_vocabulary::resource_type::is_full_state;
 
 use crate::resource::ServedResource;
+
+/// A SotW stream's state for one resource type.
+#[derive(Default)]
+pub(crate) struct SotwType {
+    pub subscription: Subscription,
+    /// What auto mode last sent (or counts as sent), by name.
+    pub sent: BTreeMap<String, Any>,
+}
 
 /// The names a stream subscribes to for one type.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -1,0 +1,50 @@
+//! Auto mode's triggers that are not a request: a store change, and the end
+//! of a hang. Each stream answers by its own protocol's rules.
+
+use crate::state::State;
+use crate::stream::Protocol;
+
+impl State {
+    /// Auto mode's answer for `type_url` on one stream, by its protocol.
+    fn auto_respond(&mut self, stream_id: u64, type_url: &str) {
+        match self.streams.get(&stream_id).map(|s| &s.protocol) {
+            Some(Protocol::Sotw { .. }) => self.sotw_auto_respond(stream_id, type_url),
+            None => {}
+        }
+    }
+
+    /// A store change of `type_url`: every stream gets what its rules say,
+    /// in stream-id order.
+    pub fn on_store_change(&mut self, type_url: &str) {
+        for id in self.open_stream_ids() {
+            self.auto_respond(id, type_url);
+        }
+    }
+
+    pub fn hang(&mut self, type_url: Option<String>) {
+        match type_url {
+            Some(type_url) => {
+                self.hung.types.insert(type_url);
+            }
+            None => self.hung.all = true,
+        }
+    }
+
+    /// Ends every hang; auto mode sends what the streams are owed.
+    pub fn resume(&mut self) {
+        let was = std::mem::take(&mut self.hung);
+        let owed: Vec<(u64, String)> = self
+            .streams
+            .iter()
+            .flat_map(|(id, stream)| {
+                stream
+                    .requested_types()
+                    .filter(|type_url| was.covers(type_url))
+                    .map(move |type_url| (*id, type_url.to_string()))
+            })
+            .collect();
+        for (id, type_url) in owed {
+            self.auto_respond(id, &type_url);
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! State-of-the-world ADS (`StreamAggregatedResources`): what a request
+//! means for a stream's subscription, what auto mode answers, and scripted
+//! responses. Responses leave through the shared egress path.
+
+pub(crate) mod rules;
+
+use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
+use xds_vocabulary::RequestKind;
+
+use crate::config::ScriptedResponse;
+use crate::event::{RecordedRequest, ServerEvent};
+use crate::resource::ServedResource;
+use crate::state::State;
+use crate::stream::{Outgoing, Protocol};
+use rules::Subscription;
+
+impl State {
+    /// Records a decoded request, updates the stream's subscription and, in
+    /// auto mode, answers it if the rules say so.
+    pub fn on_sotw_request(&mut self, stream_id: u64, request: DiscoveryRequest) {
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return;
+        };
+        // Irrefutable until delta streams exist; a request reaches only the
+        // reader of its own protocol's stream.
+        #[allow(irrefutable_let_patterns)]
+        let Protocol::Sotw { types, .. } = &mut stream.protocol else {
+            return;
+        };
+        let core = stream.types.entry(request.type_url.clone()).or_default();
+        let kind = RequestKind::classify(
+            &request.response_nonce,
+            request.error_detail.is_some(),
+            |nonce| core.nonces.contains(nonce),
+        );
+        let sotw = types.entry(request.type_url.clone()).or_default();
+        let previous = core.requested.then_some(&sotw.subscription);
+        sotw.subscription =
+            Subscription::from_request(&request.type_url, &request.resource_names, previous);
+        core.requested = true;
+        self.record(ServerEvent::RequestReceived {
+            stream: stream_id,
+            request: RecordedRequest::new(&request, kind),
+        });
+        if self.limit_reached(stream_id) {
+            return;
+        }
+        self.sotw_auto_respond(stream_id, &request.type_url);
+    }
+
+    /// Auto mode's answer for one SotW stream and type, if one is owed and
+    /// the rules give one.
+    pub fn sotw_auto_respond(&mut self, stream_id: u64, type_url: &str) {
+        if !self.owes_auto_answer(stream_id, type_url) {
+            return;
+        }
+        let Some(Protocol::Sotw { types, .. }) =
+            self.streams.get_mut(&stream_id).map(|s| &mut s.protocol)
+        else {
+            return;
+        };
+        let sotw = types.entry(type_url.to_string()).or_default();
+        let decision = rules::decide(
+            type_url,
+            &sotw.subscription,
+            self.store.resources(type_url),
+            &sotw.sent,
+        );
+        sotw.sent = decision.sent;
+        if let Some(resources) = decision.respond {
+            let version = self.store.version(type_url);
+            self.send_sotw(stream_id, type_url, version, None, &resources);
+        }
+    }
+
+    /// Sends a scripted response to every open SotW stream; returns how
+    /// many got it. Auto mode's bookkeeping is left alone: a scripted send
+    /// is a one-off, not a new baseline.
+    pub fn send_sotw_scripted(&mut self, response: &ScriptedResponse) -> usize {
+        let version = response
+            .version_info
+            .clone()
+            .unwrap_or_else(|| self.store.version(&response.type_url));
+        let ids: Vec<u64> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| matches!(s.protocol, Protocol::Sotw { .. }))
+            .map(|(id, _)| *id)
+            .collect();
+        ids.into_iter()
+            .filter(|&id| {
+                self.send_sotw(
+                    id,
+                    &response.type_url,
+                    version.clone(),
+                    response.nonce.clone(),
+                    &response.resources,
+                )
+            })
+            .count()
+    }
+
+    fn send_sotw(
+        &mut self,
+        stream_id: u64,
+        type_url: &str,
+        version_info: String,
+        nonce: Option<String>,
+        resources: &[ServedResource],
+    ) -> bool {
+        let response = DiscoveryResponse {
+            version_info,
+            resources: resources.iter().map(|r| r.entry.clone()).collect(),
+            type_url: type_url.to_string(),
+            ..Default::default()
+        };
+        let names = resources.iter().map(|r| r.name.clone()).collect();
+        self.send(stream_id, Outgoing::Sotw(response), nonce, names)
+    }
+}

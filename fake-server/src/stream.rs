@@ -1,0 +1,130 @@
+//! The per-stream core every ADS protocol shares: where a stream's
+//! responses go, how many it was sent, and per resource type whether the
+//! client asked for it and which nonces it was sent. What a subscription
+//! means is each protocol's own business (its per-type state is carried
+//! here, but read and changed only by its protocol module).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse;
+use tokio::sync::{mpsc, oneshot};
+use tonic::Status;
+
+use crate::event::RecordedResponse;
+use crate::sotw::rules::SotwType;
+
+/// Where a SotW stream's responses go; an `Err` ends the stream with that
+/// status.
+pub(crate) type SotwSender = mpsc::UnboundedSender<Result<DiscoveryResponse, Status>>;
+
+/// One open ADS stream, of either protocol.
+pub(crate) struct Stream {
+    /// Never sent on: dropping it (when the stream leaves the server's map)
+    /// tells the stream's request reader the server is done with it.
+    _stop_reader: oneshot::Sender<()>,
+    /// Responses sent on this stream, scripted ones included.
+    pub responses_sent: u32,
+    /// Per type URL, what every protocol tracks.
+    pub types: BTreeMap<String, TypeCore>,
+    pub protocol: Protocol,
+}
+
+/// What every protocol tracks about one resource type on one stream.
+#[derive(Default)]
+pub(crate) struct TypeCore {
+    /// The client has sent a request for this type (auto mode only pushes
+    /// store changes to types the stream asked for).
+    pub requested: bool,
+    /// Every nonce sent for this type on this stream, scripted ones included.
+    pub nonces: BTreeSet<String>,
+}
+
+/// The protocol a stream speaks, with its wire and its per-type state.
+pub(crate) enum Protocol {
+    Sotw {
+        responses: SotwSender,
+        types: BTreeMap<String, SotwType>,
+    },
+}
+
+/// A response on its way to one stream, before the egress path gives it a
+/// nonce.
+pub(crate) enum Outgoing {
+    Sotw(DiscoveryResponse),
+}
+
+impl Outgoing {
+    pub fn type_url(&self) -> &str {
+        match self {
+            Outgoing::Sotw(r) => &r.type_url,
+        }
+    }
+
+    pub fn set_nonce(&mut self, nonce: String) {
+        match self {
+            Outgoing::Sotw(r) => r.nonce = nonce,
+        }
+    }
+
+    /// What the recording keeps of it. `names` are the served entries'
+    /// names, which the wire form does not carry for undecodable entries.
+    pub fn recorded(&self, names: Vec<String>) -> RecordedResponse {
+        match self {
+            Outgoing::Sotw(r) => RecordedResponse {
+                type_url: r.type_url.clone(),
+                version_info: r.version_info.clone(),
+                nonce: r.nonce.clone(),
+                resource_names: names,
+            },
+        }
+    }
+}
+
+impl Stream {
+    pub fn new(protocol: Protocol, stop_reader: oneshot::Sender<()>) -> Self {
+        Self {
+            _stop_reader: stop_reader,
+            responses_sent: 0,
+            types: BTreeMap::new(),
+            protocol,
+        }
+    }
+
+    /// Whether the client side is still there to take responses.
+    pub fn is_open(&self) -> bool {
+        match &self.protocol {
+            Protocol::Sotw { responses, .. } => !responses.is_closed(),
+        }
+    }
+
+    /// Puts `response` on the wire; false if the stream is gone or speaks
+    /// another protocol.
+    pub fn transmit(&self, response: Outgoing) -> bool {
+        match (&self.protocol, response) {
+            (Protocol::Sotw { responses, .. }, Outgoing::Sotw(r)) => responses.send(Ok(r)).is_ok(),
+        }
+    }
+
+    /// Ends the response stream with `status` in the trailers.
+    pub fn end(&self, status: Status) {
+        // If the client is already gone there is nobody to tell.
+        match &self.protocol {
+            Protocol::Sotw { responses, .. } => {
+                let _ = responses.send(Err(status));
+            }
+        }
+    }
+
+    /// Whether the client asked for anything yet.
+    pub fn asked_anything(&self) -> bool {
+        self.types.values().any(|t| t.requested)
+    }
+
+    /// The types the client asked for, in type URL order.
+    pub fn requested_types(&self) -> impl Iterator<Item = &str> {
+        self.types
+            .iter()
+            .filter(|(_, t)| t.requested)
+            .map(|(type_url, _)| type_url.as_str())
+    }
+}
