@@ -2,6 +2,7 @@
 //! The handle is cheap to clone; all work happens on one worker task.
 
 mod ads_call;
+mod cache;
 mod worker;
 
 pub use worker::WatchId;

@@ -11,12 +11,10 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use envoy_types::pb::envoy::admin::v3::{ClientResourceStatus, UpdateFailureState};
 use envoy_types::pb::envoy::config::core::v3::Node;
 use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 use envoy_types::pb::envoy::service::status::v3::ClientConfig;
-use envoy_types::pb::envoy::service::status::v3::client_config::GenericXdsConfig;
-use envoy_types::pb::google::protobuf::{Any, Timestamp};
+use envoy_types::pb::google::protobuf::Timestamp;
 use envoy_types::pb::google::rpc::Status as RpcStatus;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -24,12 +22,13 @@ use tokio::time::Instant;
 use tonic::Code;
 
 use super::ads_call::{self, CallEvent, CallId, CallMessage};
+use super::cache::ResourceState;
 use crate::backoff::{Backoff, SplitMix64};
 use crate::bootstrap::{Bootstrap, XdsServerConfig};
 use crate::name::ResourceName;
 use crate::observer::{ClientEvent, ClientObserver, LogLevel};
 use crate::profile::{ClientProfile, DataErrorHandling, RetryAfterGoodStream};
-use crate::resource::{ResourceType, XdsResource, decode_entry};
+use crate::resource::{ResourceType, decode_entry};
 use crate::transport::{XdsTransport, XdsTransportFactory};
 use crate::watcher::{ResourceWatcher, WatcherEvent, XdsError, code_name};
 
@@ -66,48 +65,6 @@ pub(crate) struct Shared {
     pub start: Instant,
 }
 
-/// CSDS's view of a cached resource.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum CacheStatus {
-    Requested,
-    Acked,
-    Nacked,
-    DoesNotExist,
-    /// A88 with `resource_timer_is_transient_error`: the timer fired.
-    Timeout,
-}
-
-struct ResourceState {
-    watchers: BTreeSet<WatchId>,
-    value: Option<Arc<XdsResource>>,
-    serialized: Vec<u8>,
-    status: CacheStatus,
-    version: String,
-    update_time: Option<Instant>,
-    failed_version: String,
-    failed_details: String,
-    failed_update_time: Option<Instant>,
-    /// A53: a deletion of this resource was ignored and not yet cleared.
-    ignored_deletion: bool,
-}
-
-impl ResourceState {
-    fn new() -> Self {
-        ResourceState {
-            watchers: BTreeSet::new(),
-            value: None,
-            serialized: Vec::new(),
-            status: CacheStatus::Requested,
-            version: String::new(),
-            update_time: None,
-            failed_version: String::new(),
-            failed_details: String::new(),
-            failed_update_time: None,
-            ignored_deletion: false,
-        }
-    }
-}
-
 #[derive(Default)]
 struct AuthorityState {
     /// Channels in priority order; the last is the one in use.
@@ -120,7 +77,7 @@ impl AuthorityState {
         self.resources
             .values()
             .flat_map(|m| m.values())
-            .any(|r| r.status == CacheStatus::Requested)
+            .any(ResourceState::is_awaited)
     }
 }
 
@@ -157,12 +114,6 @@ struct AdsCall {
     /// Until the transport hears the server (see `CONNECT_TIMEOUT`).
     connect_deadline: Option<TimerId>,
     started: Instant,
-}
-
-/// What A88 reports for a resource the server does not have (C-core's
-/// `ResourceState` status for a deletion or a fired timer).
-fn does_not_exist() -> XdsError {
-    XdsError::new(Code::NotFound, "does not exist")
 }
 
 impl Drop for AdsCall {
@@ -435,18 +386,8 @@ impl Worker {
         state.watchers.insert(id);
         let cached_event = if first_watcher {
             None
-        } else if let Some(value) = &state.value {
-            Some(WatcherEvent::Changed(value.clone()))
-        } else if state.status == CacheStatus::DoesNotExist {
-            Some(WatcherEvent::DoesNotExist)
-        } else if state.status == CacheStatus::Nacked {
-            let message = format!("invalid resource: {}", state.failed_details);
-            Some(WatcherEvent::ResourceError(XdsError::new(
-                Code::InvalidArgument,
-                message,
-            )))
         } else {
-            None
+            state.event_for_new_watcher()
         };
         let notified = cached_event.is_some();
         if let Some(event) = cached_event {
@@ -538,7 +479,7 @@ impl Worker {
         if !state.watchers.is_empty() {
             return;
         }
-        let ignored_deletion = state.ignored_deletion;
+        let ignored_deletion = state.deletion_ignored();
         by_type.remove(&name.key);
         if by_type.is_empty() {
             authority.resources.remove(&resource_type);
@@ -740,7 +681,7 @@ impl Worker {
             let is_fallback = authority.channels.first() != Some(server);
             for (resource_type, by_type) in &authority.resources {
                 for (key, state) in by_type {
-                    if only_uncached && is_fallback && state.value.is_some() {
+                    if only_uncached && is_fallback && state.is_cached() {
                         continue;
                     }
                     let name = ResourceName {
@@ -927,7 +868,7 @@ impl Worker {
             // Cached resources need no timer: the server may not resend them.
             let cached = self
                 .resource(&name, resource_type)
-                .is_some_and(|r| r.value.is_some());
+                .is_some_and(ResourceState::is_cached);
             if cached {
                 continue;
             }
@@ -1065,8 +1006,7 @@ impl Worker {
             else {
                 continue; // Not subscribed: ignore it.
             };
-            if state.ignored_deletion {
-                state.ignored_deletion = false;
+            if state.end_ignored_deletion() {
                 logs.push(format!(
                     "xds server {}: server returned new version of resource for which we previously ignored a deletion: type {} name {}",
                     server.server_uri,
@@ -1075,57 +1015,18 @@ impl Worker {
                 ));
             }
             let event = match (decoded.result, decode_error) {
+                // A88: a data error drops the cached value when the server
+                // says the control plane cannot alert anyone.
                 (Err(_), Some(details)) => {
-                    state.status = CacheStatus::Nacked;
-                    state.failed_version = version.clone();
-                    state.failed_details = details.clone();
-                    state.failed_update_time = Some(now);
-                    // A88: a data error drops the cached value when the
-                    // server says the control plane cannot alert anyone.
-                    if drop_on_data_error {
-                        state.value = None;
-                        state.serialized.clear();
-                    }
-                    let error = XdsError::new(
-                        Code::InvalidArgument,
-                        format!("invalid resource: {details}"),
-                    );
-                    Some(if state.value.is_some() {
-                        WatcherEvent::AmbientError(error)
-                    } else {
-                        WatcherEvent::ResourceError(error)
-                    })
+                    Some(state.reject(&details, &version, now, drop_on_data_error))
                 }
-                (Ok(value), _) => {
-                    if state.value.as_deref() == Some(&*value) {
-                        // Identical: nothing to tell, unless an ambient
-                        // connectivity error is now over. A failed entry
-                        // (NACKed, or an A88 deletion kept in cache) is
-                        // accepted again; an accepted one keeps the
-                        // version it was received with.
-                        if state.status != CacheStatus::Acked {
-                            state.status = CacheStatus::Acked;
-                            state.version = version.clone();
-                            state.update_time = Some(now);
-                            state.failed_version.clear();
-                            state.failed_details.clear();
-                            state.failed_update_time = None;
-                        }
-                        channel_status
-                            .as_ref()
-                            .map(|_| WatcherEvent::AmbientErrorCleared)
-                    } else {
-                        state.value = Some(value.clone());
-                        state.serialized = decoded.serialized;
-                        state.status = CacheStatus::Acked;
-                        state.version = version.clone();
-                        state.update_time = Some(now);
-                        state.failed_version.clear();
-                        state.failed_details.clear();
-                        state.failed_update_time = None;
-                        Some(WatcherEvent::Changed(value))
-                    }
-                }
+                (Ok(value), _) => state.accept(
+                    value,
+                    decoded.serialized,
+                    &version,
+                    now,
+                    channel_status.is_some(),
+                ),
                 (Err(_), None) => None,
             };
             if let Some(event) = event {
@@ -1194,14 +1095,11 @@ impl Worker {
         let mut ignored = Vec::new();
         self.each_deleted(server, resource_type, seen, |name, state| {
             if ignore {
-                if !state.ignored_deletion {
-                    state.ignored_deletion = true;
+                if state.ignore_deletion() {
                     ignored.push(name);
                 }
             } else {
-                state.value = None;
-                state.status = CacheStatus::DoesNotExist;
-                deleted.push(state.watchers.clone());
+                deleted.push((state.watchers.clone(), state.delete()));
             }
         });
         for name in ignored {
@@ -1213,8 +1111,8 @@ impl Worker {
             );
             self.log(LogLevel::Warning, message);
         }
-        for watchers in deleted {
-            self.notify(&watchers, WatcherEvent::DoesNotExist);
+        for (watchers, event) in deleted {
+            self.notify(&watchers, event);
         }
     }
 
@@ -1240,7 +1138,7 @@ impl Worker {
                     authority: authority_name.clone(),
                     key: key.clone(),
                 };
-                if !seen.contains(&name) && state.value.is_some() {
+                if !seen.contains(&name) && state.is_cached() {
                     on_deleted(name, state);
                 }
             }
@@ -1264,18 +1162,7 @@ impl Worker {
         let now = self.now();
         let mut events = Vec::new();
         self.each_deleted(server, resource_type, seen, |_, state| {
-            state.status = CacheStatus::DoesNotExist;
-            state.failed_version = version.to_string();
-            let error = does_not_exist();
-            state.failed_details = error.message.clone();
-            state.failed_update_time = Some(now);
-            let event = if drop {
-                state.value = None;
-                state.serialized.clear();
-                WatcherEvent::ResourceError(error)
-            } else {
-                WatcherEvent::AmbientError(error)
-            };
+            let event = state.delete_as_data_error(version, now, drop);
             events.push((state.watchers.iter().copied().collect::<Vec<_>>(), event));
         });
         for (watchers, event) in events {
@@ -1473,7 +1360,7 @@ impl Worker {
                 .values()
                 .flat_map(|m| m.values())
             {
-                let target = if state.value.is_some() {
+                let target = if state.is_cached() {
                     &mut cached
                 } else {
                     &mut uncached
@@ -1518,7 +1405,7 @@ impl Worker {
                 .iter()
                 .flat_map(|(t, m)| {
                     m.iter()
-                        .filter(move |(_, state)| !only_uncached || state.value.is_none())
+                        .filter(move |(_, state)| !only_uncached || !state.is_cached())
                         .map(|(k, _)| {
                             (
                                 *t,
@@ -1579,12 +1466,10 @@ impl Worker {
                     let Some(state) = self.resource_mut(&name, resource_type) else {
                         continue;
                     };
-                    if state.value.is_some() || state.status != CacheStatus::Requested {
-                        continue;
+                    if let Some(event) = state.watch_timer_fired() {
+                        let watchers = state.watchers.clone();
+                        self.notify(&watchers, event);
                     }
-                    state.status = CacheStatus::DoesNotExist;
-                    let watchers = state.watchers.clone();
-                    self.notify(&watchers, WatcherEvent::DoesNotExist);
                 }
             }
         }
@@ -1614,38 +1499,14 @@ impl Worker {
         timer.timer = None;
         timer.seen = true;
         let data_errors = self.shared.profile.data_errors;
+        let transient_from = server
+            .resource_timer_is_transient_error()
+            .then_some(server.server_uri.as_str());
         let Some(state) = self.resource_mut(name, resource_type) else {
             return;
         };
-        if state.value.is_some() {
+        let Some(event) = state.timer_fired(data_errors, transient_from) else {
             return;
-        }
-        // A88 replaces "does not exist" by a resource error: NOT_FOUND, or,
-        // where the server has `resource_timer_is_transient_error`,
-        // UNAVAILABLE (and CSDS says TIMEOUT, not DOES_NOT_EXIST).
-        let event = match data_errors {
-            DataErrorHandling::A53 => {
-                state.status = CacheStatus::DoesNotExist;
-                WatcherEvent::DoesNotExist
-            }
-            DataErrorHandling::A88 => {
-                let error = if server.resource_timer_is_transient_error() {
-                    state.status = CacheStatus::Timeout;
-                    XdsError::new(
-                        Code::Unavailable,
-                        format!(
-                            "timeout obtaining resource from xDS server {}",
-                            server.server_uri
-                        ),
-                    )
-                } else {
-                    state.status = CacheStatus::DoesNotExist;
-                    does_not_exist()
-                };
-                state.failed_version.clear();
-                state.failed_details = error.message.clone();
-                WatcherEvent::ResourceError(error)
-            }
         };
         let watchers = state.watchers.clone();
         let message = format!(
@@ -1681,41 +1542,12 @@ impl Worker {
                         authority: authority.clone(),
                         key: key.clone(),
                     };
-                    let client_status = match r.status {
-                        CacheStatus::Requested => ClientResourceStatus::Requested,
-                        CacheStatus::Acked => ClientResourceStatus::Acked,
-                        CacheStatus::Nacked => ClientResourceStatus::Nacked,
-                        CacheStatus::DoesNotExist => ClientResourceStatus::DoesNotExist,
-                        CacheStatus::Timeout => ClientResourceStatus::Timeout,
-                    };
-                    let mut entry = GenericXdsConfig {
-                        type_url: resource_type.type_url().to_string(),
-                        name: name.full_name(*resource_type),
-                        client_status: client_status as i32,
-                        ..Default::default()
-                    };
-                    if r.value.is_some() {
-                        entry.version_info = r.version.clone();
-                        entry.last_updated = r.update_time.map(|t| self.timestamp(t));
-                        entry.xds_config = Some(Any {
-                            type_url: resource_type.type_url().to_string(),
-                            value: r.serialized.clone(),
-                        });
-                    }
-                    // A53 clients (older C-core) report an error state for
-                    // NACKs only; A88 ones for every failed status.
-                    let failed = match self.shared.profile.data_errors {
-                        DataErrorHandling::A53 => r.status == CacheStatus::Nacked,
-                        DataErrorHandling::A88 => !r.failed_details.is_empty(),
-                    };
-                    if failed {
-                        entry.error_state = Some(UpdateFailureState {
-                            last_update_attempt: r.failed_update_time.map(|t| self.timestamp(t)),
-                            details: r.failed_details.clone(),
-                            version_info: r.failed_version.clone(),
-                            failed_configuration: None,
-                        });
-                    }
+                    let entry = r.csds(
+                        resource_type.type_url(),
+                        name.full_name(*resource_type),
+                        self.shared.profile.data_errors,
+                        |t| self.timestamp(t),
+                    );
                     configs.push(entry);
                 }
             }

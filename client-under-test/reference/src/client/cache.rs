@@ -1,0 +1,435 @@
+//! The resource cache: one entry per watched resource, and every way an
+//! entry can change, written once as methods of [`ResourceState`] (as
+//! C-core's `XdsClient::ResourceState`). Each transition returns what the
+//! entry's watchers must hear; the caller decides when they hear it.
+//!
+//! The cache knows nothing of streams, protocols or servers: an ADS stream
+//! (state of the world or delta) reports updates and removals, and the
+//! worker applies them here with the data-error policy of the server they
+//! came from.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use envoy_types::pb::envoy::admin::v3::{ClientResourceStatus, UpdateFailureState};
+use envoy_types::pb::envoy::service::status::v3::client_config::GenericXdsConfig;
+use envoy_types::pb::google::protobuf::{Any, Timestamp};
+use tokio::time::Instant;
+use tonic::Code;
+
+use super::WatchId;
+use crate::profile::DataErrorHandling;
+use crate::resource::XdsResource;
+use crate::watcher::{WatcherEvent, XdsError};
+
+/// CSDS's view of a cached resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CacheStatus {
+    Requested,
+    Acked,
+    Nacked,
+    DoesNotExist,
+    /// A88 with `resource_timer_is_transient_error`: the timer fired.
+    Timeout,
+}
+
+/// One watched resource: its watchers, its value, and what CSDS says.
+pub(crate) struct ResourceState {
+    pub watchers: BTreeSet<WatchId>,
+    value: Option<Arc<XdsResource>>,
+    /// The value's bytes as received, for CSDS.
+    serialized: Vec<u8>,
+    status: CacheStatus,
+    version: String,
+    update_time: Option<Instant>,
+    failed_version: String,
+    failed_details: String,
+    failed_update_time: Option<Instant>,
+    /// A53: a deletion of this resource was ignored and not yet cleared.
+    ignored_deletion: bool,
+}
+
+/// What A88 reports for a resource the server does not have (C-core's
+/// `ResourceState` status for a deletion or a fired timer).
+pub(crate) fn does_not_exist() -> XdsError {
+    XdsError::new(Code::NotFound, "does not exist")
+}
+
+impl ResourceState {
+    pub fn new() -> Self {
+        ResourceState {
+            watchers: BTreeSet::new(),
+            value: None,
+            serialized: Vec::new(),
+            status: CacheStatus::Requested,
+            version: String::new(),
+            update_time: None,
+            failed_version: String::new(),
+            failed_details: String::new(),
+            failed_update_time: None,
+            ignored_deletion: false,
+        }
+    }
+
+    /// A value is cached (whatever errors followed it).
+    pub fn is_cached(&self) -> bool {
+        self.value.is_some()
+    }
+
+    /// Neither a value nor an answer yet: what A71 fallback looks for.
+    pub fn is_awaited(&self) -> bool {
+        self.status == CacheStatus::Requested
+    }
+
+    /// A53: the resource's deletion is being ignored.
+    pub fn deletion_ignored(&self) -> bool {
+        self.ignored_deletion
+    }
+
+    /// What a watcher added to an entry that is already watched hears at
+    /// once: the cached value, or the answer the entry already has.
+    pub fn event_for_new_watcher(&self) -> Option<WatcherEvent> {
+        if let Some(value) = &self.value {
+            Some(WatcherEvent::Changed(value.clone()))
+        } else if self.status == CacheStatus::DoesNotExist {
+            Some(WatcherEvent::DoesNotExist)
+        } else if self.status == CacheStatus::Nacked {
+            let message = format!("invalid resource: {}", self.failed_details);
+            Some(WatcherEvent::ResourceError(XdsError::new(
+                Code::InvalidArgument,
+                message,
+            )))
+        } else {
+            None
+        }
+    }
+
+    /// A valid resource arrived with `version`. A new value is news; an
+    /// identical one is not, unless it ends an ambient connectivity error
+    /// (`channel_failing`). A failed entry (NACKed, or an A88 deletion kept
+    /// in cache) is accepted again; an accepted one keeps the version it
+    /// was received with.
+    pub fn accept(
+        &mut self,
+        value: Arc<XdsResource>,
+        serialized: Vec<u8>,
+        version: &str,
+        now: Instant,
+        channel_failing: bool,
+    ) -> Option<WatcherEvent> {
+        if self.value.as_deref() == Some(&*value) {
+            if self.status != CacheStatus::Acked {
+                self.set_acked(version, now);
+            }
+            channel_failing.then_some(WatcherEvent::AmbientErrorCleared)
+        } else {
+            self.value = Some(value.clone());
+            self.serialized = serialized;
+            self.set_acked(version, now);
+            Some(WatcherEvent::Changed(value))
+        }
+    }
+
+    fn set_acked(&mut self, version: &str, now: Instant) {
+        self.status = CacheStatus::Acked;
+        self.version = version.to_string();
+        self.update_time = Some(now);
+        self.clear_failure();
+    }
+
+    fn clear_failure(&mut self) {
+        self.failed_version.clear();
+        self.failed_details.clear();
+        self.failed_update_time = None;
+    }
+
+    /// An invalid resource arrived (the response is NACKed): the cached
+    /// value stays, with an ambient error, unless `drop_value` (A88's
+    /// `fail_on_data_errors`); without a value it is a resource error.
+    pub fn reject(
+        &mut self,
+        details: &str,
+        version: &str,
+        now: Instant,
+        drop_value: bool,
+    ) -> WatcherEvent {
+        self.status = CacheStatus::Nacked;
+        self.failed_version = version.to_string();
+        self.failed_details = details.to_string();
+        self.failed_update_time = Some(now);
+        if drop_value {
+            self.drop_value();
+        }
+        let error = XdsError::new(
+            Code::InvalidArgument,
+            format!("invalid resource: {details}"),
+        );
+        if self.value.is_some() {
+            WatcherEvent::AmbientError(error)
+        } else {
+            WatcherEvent::ResourceError(error)
+        }
+    }
+
+    fn drop_value(&mut self) {
+        self.value = None;
+        self.serialized.clear();
+    }
+
+    /// The resource arrived again after its deletion was ignored (A53):
+    /// true if that ends an ignored deletion (which gRPC logs).
+    pub fn end_ignored_deletion(&mut self) -> bool {
+        std::mem::take(&mut self.ignored_deletion)
+    }
+
+    /// A53, `ignore_resource_deletion`: the deletion changes nothing but a
+    /// flag; true the first time (which gRPC logs once).
+    pub fn ignore_deletion(&mut self) -> bool {
+        !std::mem::replace(&mut self.ignored_deletion, true)
+    }
+
+    /// A53: the server deleted the resource; the value goes.
+    pub fn delete(&mut self) -> WatcherEvent {
+        self.value = None;
+        self.status = CacheStatus::DoesNotExist;
+        WatcherEvent::DoesNotExist
+    }
+
+    /// A88: a deletion is a data error. The value stays, with an ambient
+    /// NOT_FOUND, unless `drop_value` (`fail_on_data_errors`); CSDS says
+    /// DOES_NOT_EXIST either way.
+    pub fn delete_as_data_error(
+        &mut self,
+        version: &str,
+        now: Instant,
+        drop_value: bool,
+    ) -> WatcherEvent {
+        self.status = CacheStatus::DoesNotExist;
+        self.failed_version = version.to_string();
+        let error = does_not_exist();
+        self.failed_details = error.message.clone();
+        self.failed_update_time = Some(now);
+        if drop_value {
+            self.drop_value();
+            WatcherEvent::ResourceError(error)
+        } else {
+            WatcherEvent::AmbientError(error)
+        }
+    }
+
+    /// The does-not-exist timer fired (A57): nothing for a cached
+    /// resource. A53: does not exist. A88: a NOT_FOUND resource error, or,
+    /// from a server whose timer is a transient error (`transient_from`,
+    /// its URI), UNAVAILABLE and CSDS TIMEOUT.
+    pub fn timer_fired(
+        &mut self,
+        handling: DataErrorHandling,
+        transient_from: Option<&str>,
+    ) -> Option<WatcherEvent> {
+        if self.value.is_some() {
+            return None;
+        }
+        Some(match handling {
+            DataErrorHandling::A53 => {
+                self.status = CacheStatus::DoesNotExist;
+                WatcherEvent::DoesNotExist
+            }
+            DataErrorHandling::A88 => {
+                let error = match transient_from {
+                    Some(server_uri) => {
+                        self.status = CacheStatus::Timeout;
+                        XdsError::new(
+                            Code::Unavailable,
+                            format!("timeout obtaining resource from xDS server {server_uri}"),
+                        )
+                    }
+                    None => {
+                        self.status = CacheStatus::DoesNotExist;
+                        does_not_exist()
+                    }
+                };
+                self.failed_version.clear();
+                self.failed_details = error.message.clone();
+                WatcherEvent::ResourceError(error)
+            }
+        })
+    }
+
+    /// `Defects::timer_from_watch`: a timer blind to streams fired; only
+    /// an entry that has heard nothing at all is affected.
+    pub fn watch_timer_fired(&mut self) -> Option<WatcherEvent> {
+        if self.value.is_some() || self.status != CacheStatus::Requested {
+            return None;
+        }
+        self.status = CacheStatus::DoesNotExist;
+        Some(WatcherEvent::DoesNotExist)
+    }
+
+    /// The entry as CSDS reports it. A53 clients (older C-core) report an
+    /// error state for NACKs only; A88 ones for every failed status.
+    pub fn csds(
+        &self,
+        type_url: &str,
+        name: String,
+        handling: DataErrorHandling,
+        timestamp: impl Fn(Instant) -> Timestamp,
+    ) -> GenericXdsConfig {
+        let client_status = match self.status {
+            CacheStatus::Requested => ClientResourceStatus::Requested,
+            CacheStatus::Acked => ClientResourceStatus::Acked,
+            CacheStatus::Nacked => ClientResourceStatus::Nacked,
+            CacheStatus::DoesNotExist => ClientResourceStatus::DoesNotExist,
+            CacheStatus::Timeout => ClientResourceStatus::Timeout,
+        };
+        let mut entry = GenericXdsConfig {
+            type_url: type_url.to_string(),
+            name,
+            client_status: client_status as i32,
+            ..Default::default()
+        };
+        if self.value.is_some() {
+            entry.version_info = self.version.clone();
+            entry.last_updated = self.update_time.map(&timestamp);
+            entry.xds_config = Some(Any {
+                type_url: type_url.to_string(),
+                value: self.serialized.clone(),
+            });
+        }
+        let failed = match handling {
+            DataErrorHandling::A53 => self.status == CacheStatus::Nacked,
+            DataErrorHandling::A88 => !self.failed_details.is_empty(),
+        };
+        if failed {
+            entry.error_state = Some(UpdateFailureState {
+                last_update_attempt: self.failed_update_time.map(&timestamp),
+                details: self.failed_details.clone(),
+                version_info: self.failed_version.clone(),
+                failed_configuration: None,
+            });
+        }
+        entry
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::{ClusterKind, ClusterResource, LbPolicy};
+
+    fn cluster(service: &str) -> Arc<XdsResource> {
+        Arc::new(XdsResource::Cluster(ClusterResource {
+            kind: ClusterKind::Eds {
+                eds_service_name: Some(service.to_string()),
+            },
+            lb_policy: LbPolicy::RoundRobin,
+            lrs_load_reporting: false,
+            max_concurrent_requests: 1024,
+        }))
+    }
+
+    fn now() -> Instant {
+        Instant::now()
+    }
+
+    fn status(entry: &ResourceState) -> i32 {
+        entry
+            .csds("t", "c1".into(), DataErrorHandling::A88, |_| {
+                Timestamp::default()
+            })
+            .client_status
+    }
+
+    #[test]
+    fn a_new_value_is_news_and_an_identical_one_is_not() {
+        let mut entry = ResourceState::new();
+        assert!(entry.is_awaited());
+        let event = entry.accept(cluster("e1"), vec![1], "1", now(), false);
+        assert!(matches!(event, Some(WatcherEvent::Changed(_))));
+        assert_eq!(
+            entry.accept(cluster("e1"), vec![1], "2", now(), false),
+            None
+        );
+        assert_eq!(
+            entry.accept(cluster("e1"), vec![1], "3", now(), true),
+            Some(WatcherEvent::AmbientErrorCleared)
+        );
+        // An accepted entry keeps the version it was first received with.
+        let csds = entry.csds("t", "c1".into(), DataErrorHandling::A53, |_| {
+            Timestamp::default()
+        });
+        assert_eq!(csds.version_info, "1");
+    }
+
+    #[test]
+    fn a_rejection_keeps_the_value_as_an_ambient_error_unless_told_to_drop_it() {
+        let mut entry = ResourceState::new();
+        assert!(matches!(
+            entry.reject("bad", "1", now(), false),
+            WatcherEvent::ResourceError(_)
+        ));
+        entry.accept(cluster("e1"), vec![1], "2", now(), false);
+        assert!(matches!(
+            entry.reject("bad", "3", now(), false),
+            WatcherEvent::AmbientError(_)
+        ));
+        assert!(entry.is_cached());
+        assert_eq!(status(&entry), ClientResourceStatus::Nacked as i32);
+        assert!(matches!(
+            entry.reject("bad", "4", now(), true),
+            WatcherEvent::ResourceError(_)
+        ));
+        assert!(!entry.is_cached());
+        // A new watcher hears the NACK.
+        assert!(matches!(
+            entry.event_for_new_watcher(),
+            Some(WatcherEvent::ResourceError(e)) if e.message == "invalid resource: bad"
+        ));
+    }
+
+    #[test]
+    fn deletions_a53_and_a88() {
+        let mut entry = ResourceState::new();
+        entry.accept(cluster("e1"), vec![1], "1", now(), false);
+        assert!(entry.ignore_deletion());
+        assert!(!entry.ignore_deletion(), "logged once");
+        assert!(entry.end_ignored_deletion());
+        assert_eq!(entry.delete(), WatcherEvent::DoesNotExist);
+        assert_eq!(
+            entry.event_for_new_watcher(),
+            Some(WatcherEvent::DoesNotExist)
+        );
+
+        let mut entry = ResourceState::new();
+        entry.accept(cluster("e1"), vec![1], "1", now(), false);
+        assert!(matches!(
+            entry.delete_as_data_error("2", now(), false),
+            WatcherEvent::AmbientError(e) if e.code == Code::NotFound
+        ));
+        assert!(entry.is_cached());
+        assert_eq!(status(&entry), ClientResourceStatus::DoesNotExist as i32);
+        assert!(matches!(
+            entry.delete_as_data_error("3", now(), true),
+            WatcherEvent::ResourceError(_)
+        ));
+        assert!(!entry.is_cached());
+    }
+
+    #[test]
+    fn the_timer_spares_cached_values_and_follows_the_profile() {
+        let mut cached = ResourceState::new();
+        cached.accept(cluster("e1"), vec![1], "1", now(), false);
+        assert_eq!(cached.timer_fired(DataErrorHandling::A53, None), None);
+
+        let mut entry = ResourceState::new();
+        assert_eq!(
+            entry.timer_fired(DataErrorHandling::A53, None),
+            Some(WatcherEvent::DoesNotExist)
+        );
+        let mut entry = ResourceState::new();
+        assert!(matches!(
+            entry.timer_fired(DataErrorHandling::A88, Some("primary:443")),
+            Some(WatcherEvent::ResourceError(e)) if e.code == Code::Unavailable
+        ));
+        assert_eq!(status(&entry), ClientResourceStatus::Timeout as i32);
+    }
+}
