@@ -1,7 +1,7 @@
 //! The XdsClient: watch resources, cancel watches, dump state for CSDS.
 //! The handle is cheap to clone; all work happens on one worker task.
 
-mod ads_call;
+mod ads;
 mod cache;
 mod worker;
 
@@ -20,6 +20,7 @@ use crate::profile::ClientProfile;
 use crate::resource::ResourceType;
 use crate::transport::{TcpTransport, XdsTransportFactory};
 use crate::watcher::ResourceWatcher;
+use ads::channel::TonicChannels;
 use worker::{Command, Shared, Worker};
 
 /// Everything an XdsClient is made from.
@@ -82,7 +83,7 @@ impl XdsClient {
         let shared = Arc::new(Shared {
             bootstrap: config.bootstrap,
             profile: config.profile,
-            transport: config.transport,
+            channels: Arc::new(TonicChannels(config.transport)),
             observer: config.observer,
             client_scope: config.client_scope,
             node,

@@ -12,24 +12,23 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use envoy_types::pb::envoy::config::core::v3::Node;
-use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 use envoy_types::pb::envoy::service::status::v3::ClientConfig;
 use envoy_types::pb::google::protobuf::Timestamp;
-use envoy_types::pb::google::rpc::Status as RpcStatus;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tonic::Code;
 
-use super::ads_call::{self, CallEvent, CallId, CallMessage};
+use super::ads::call::{CallEvent, CallId, CallMessage};
+use super::ads::channel::{AdsChannel, AdsChannelFactory};
+use super::ads::wire::Response;
+use super::ads::{AdsStream, Deletions, Memory, TimerId, sotw};
 use super::cache::ResourceState;
 use crate::backoff::{Backoff, SplitMix64};
 use crate::bootstrap::{Bootstrap, XdsServerConfig};
 use crate::name::ResourceName;
 use crate::observer::{ClientEvent, ClientObserver, LogLevel};
 use crate::profile::{ClientProfile, DataErrorHandling, RetryAfterGoodStream};
-use crate::resource::{ResourceType, decode_entry};
-use crate::transport::{XdsTransport, XdsTransportFactory};
+use crate::resource::ResourceType;
 use crate::watcher::{ResourceWatcher, WatcherEvent, XdsError, code_name};
 
 /// Identifies one watch, for cancelling it.
@@ -55,7 +54,7 @@ pub(crate) enum Command {
 pub(crate) struct Shared {
     pub bootstrap: Bootstrap,
     pub profile: ClientProfile,
-    pub transport: Arc<dyn XdsTransportFactory>,
+    pub channels: Arc<dyn AdsChannelFactory>,
     pub observer: Option<Arc<dyn ClientObserver>>,
     pub client_scope: String,
     pub node: Node,
@@ -82,71 +81,21 @@ impl AuthorityState {
 }
 
 struct XdsChannel {
-    transport: XdsTransport,
+    transport: Box<dyn AdsChannel>,
     /// None while healthy; the last connectivity error otherwise.
     status: Option<XdsError>,
     failures: u64,
-    /// Last accepted version per type; survives stream restarts.
-    versions: BTreeMap<ResourceType, String>,
+    /// What the protocol remembers across streams (SotW: the last version
+    /// accepted per type).
+    memory: Memory,
     retryable: Option<RetryableCall>,
 }
 
 struct RetryableCall {
     backoff: Backoff,
-    call: Option<AdsCall>,
+    call: Option<AdsStream>,
     retry_timer: Option<TimerId>,
 }
-
-struct AdsCall {
-    id: u64,
-    queue: mpsc::UnboundedSender<DiscoveryRequest>,
-    task: JoinHandle<()>,
-    sent_initial: bool,
-    seen_response: bool,
-    connected: bool,
-    /// One request on its way at a time, as C-core: later ones for other
-    /// types wait, and several changes to one type coalesce.
-    send_pending: Option<ResourceType>,
-    buffered: BTreeSet<ResourceType>,
-    /// Types whose request was taken before the connection was ready.
-    unconfirmed: BTreeSet<ResourceType>,
-    types: BTreeMap<ResourceType, TypeState>,
-    /// Until the transport hears the server (see `CONNECT_TIMEOUT`).
-    connect_deadline: Option<TimerId>,
-    started: Instant,
-}
-
-impl Drop for AdsCall {
-    fn drop(&mut self) {
-        // Dropping the call cancels the stream (RST_STREAM CANCEL).
-        self.task.abort();
-    }
-}
-
-impl AdsCall {
-    fn has_subscriptions(&self) -> bool {
-        self.types.values().any(|t| !t.subscribed.is_empty())
-    }
-}
-
-#[derive(Default)]
-struct TypeState {
-    nonce: String,
-    /// The NACK to send with the next request of this type.
-    nack: Option<String>,
-    subscribed: BTreeMap<ResourceName, ResourceTimer>,
-}
-
-#[derive(Default)]
-struct ResourceTimer {
-    /// Included in a request that was built (C-core "send started").
-    subscription_sent: bool,
-    /// Seen in a response, or declared missing: no timer needed any more.
-    seen: bool,
-    timer: Option<TimerId>,
-}
-
-type TimerId = (Instant, u64);
 
 enum TimerKind {
     DoesNotExist {
@@ -518,14 +467,13 @@ impl Worker {
 
     fn get_or_create_channel(&mut self, server: &XdsServerConfig) {
         if !self.channels.contains_key(server) {
-            let transport = XdsTransport::new(self.shared.transport.clone(), server);
             self.channels.insert(
                 server.clone(),
                 XdsChannel {
-                    transport,
+                    transport: self.shared.channels.open(server),
                     status: None,
                     failures: 0,
-                    versions: BTreeMap::new(),
+                    memory: Memory::Sotw(Default::default()),
                     retryable: None,
                 },
             );
@@ -587,11 +535,7 @@ impl Worker {
             Some(RetryableCall {
                 call: Some(call), ..
             }) => {
-                let type_state = call.types.entry(resource_type).or_default();
-                if !type_state.subscribed.contains_key(name) {
-                    type_state
-                        .subscribed
-                        .insert(name.clone(), ResourceTimer::default());
+                if call.subscribe(resource_type, name) {
                     self.send_request(server, resource_type);
                 }
             }
@@ -607,12 +551,7 @@ impl Worker {
         let Some(call) = self.call_mut(server) else {
             return;
         };
-        let timer = call
-            .types
-            .get_mut(&resource_type)
-            .and_then(|t| t.subscribed.remove(name))
-            .and_then(|t| t.timer);
-        // The type entry stays: its nonce is still needed on this stream.
+        let timer = call.unsubscribe(resource_type, name);
         let still_subscribed = call.has_subscriptions();
         if let Some(timer) = timer {
             self.timers.remove(&timer);
@@ -627,7 +566,7 @@ impl Worker {
         }
     }
 
-    fn call_mut(&mut self, server: &XdsServerConfig) -> Option<&mut AdsCall> {
+    fn call_mut(&mut self, server: &XdsServerConfig) -> Option<&mut AdsStream> {
         self.channels
             .get_mut(server)?
             .retryable
@@ -647,27 +586,10 @@ impl Worker {
             server: server.clone(),
             id,
         };
-        let task = tokio::spawn(ads_call::run(
-            channel.transport.channel.clone(),
-            channel.transport.state.clone(),
-            call_id,
-            queue_rx,
-            self.call_events.clone(),
-        ));
-        let mut call = AdsCall {
-            id,
-            queue: queue_tx,
-            task,
-            sent_initial: false,
-            seen_response: false,
-            connected: false,
-            send_pending: None,
-            buffered: BTreeSet::new(),
-            unconfirmed: BTreeSet::new(),
-            types: BTreeMap::new(),
-            connect_deadline: None,
-            started: self.now(),
-        };
+        let task = channel
+            .transport
+            .start_call(call_id, queue_rx, self.call_events.clone());
+        let mut call = AdsStream::new(id, queue_tx, task, self.now());
         // Subscribe to everything the authorities using this channel watch.
         let only_uncached = self
             .shared
@@ -688,15 +610,11 @@ impl Worker {
                         authority: authority_name.clone(),
                         key: key.clone(),
                     };
-                    call.types
-                        .entry(*resource_type)
-                        .or_default()
-                        .subscribed
-                        .insert(name, ResourceTimer::default());
+                    call.subscribe(*resource_type, &name);
                 }
             }
         }
-        let types: Vec<ResourceType> = call.types.keys().copied().collect();
+        let types = call.types();
         let Some(retryable) = self
             .channels
             .get_mut(server)
@@ -726,51 +644,37 @@ impl Worker {
         }
     }
 
-    /// Builds and queues the request for `resource_type`: the subscribed
-    /// names, the last accepted version, the last nonce, a pending NACK, and
-    /// the node if this is the stream's first request.
+    /// Builds and queues the request for `resource_type` on the server's
+    /// current stream, in the stream's protocol.
     fn send_request(&mut self, server: &XdsServerConfig, resource_type: ResourceType) {
-        let node = self.shared.node.clone();
-        let Some(channel) = self.channels.get_mut(server) else {
+        let node = &self.shared.node;
+        let Some(XdsChannel {
+            memory,
+            retryable: Some(RetryableCall {
+                call: Some(call), ..
+            }),
+            ..
+        }) = self.channels.get_mut(server)
+        else {
             return;
         };
-        let version = channel
-            .versions
-            .get(&resource_type)
-            .cloned()
-            .unwrap_or_default();
-        let Some(call) = channel.retryable.as_mut().and_then(|r| r.call.as_mut()) else {
+        call.send_request(resource_type, memory, node);
+    }
+
+    /// Sends the stream's next waiting request, if it may.
+    fn send_next(&mut self, server: &XdsServerConfig) {
+        let node = &self.shared.node;
+        let Some(XdsChannel {
+            memory,
+            retryable: Some(RetryableCall {
+                call: Some(call), ..
+            }),
+            ..
+        }) = self.channels.get_mut(server)
+        else {
             return;
         };
-        if call.send_pending.is_some() {
-            call.buffered.insert(resource_type);
-            return;
-        }
-        let type_state = call.types.entry(resource_type).or_default();
-        let mut resource_names = Vec::with_capacity(type_state.subscribed.len());
-        for (name, timer) in type_state.subscribed.iter_mut() {
-            resource_names.push(name.full_name(resource_type));
-            timer.subscription_sent = true;
-        }
-        let error_detail = type_state.nack.take().map(|message| RpcStatus {
-            // C-core hard-codes INVALID_ARGUMENT for NACKs.
-            code: Code::InvalidArgument as i32,
-            message,
-            details: Vec::new(),
-        });
-        let request = DiscoveryRequest {
-            version_info: version,
-            node: (!call.sent_initial).then_some(node),
-            resource_names,
-            type_url: resource_type.type_url().to_string(),
-            response_nonce: type_state.nonce.clone(),
-            error_detail,
-            ..Default::default()
-        };
-        call.sent_initial = true;
-        call.send_pending = Some(resource_type);
-        // A closed queue means the call is ending; its Finished event follows.
-        let _ = call.queue.send(request);
+        call.send_next(memory, node);
     }
 
     // ----- call events ----------------------------------------------------
@@ -800,31 +704,18 @@ impl Worker {
         let Some(call) = self.call_mut(server) else {
             return;
         };
-        if call.send_pending == Some(resource_type) {
-            call.send_pending = None;
-        }
-        if call.connected || timer_while_connecting {
+        if call.request_taken(resource_type, timer_while_connecting) {
             self.mark_send_complete(server, resource_type);
-        } else {
-            call.unconfirmed.insert(resource_type);
         }
-        let Some(call) = self.call_mut(server) else {
-            return;
-        };
-        if call.send_pending.is_none()
-            && let Some(next) = call.buffered.pop_first()
-        {
-            self.send_request(server, next);
-        }
+        self.send_next(server);
     }
 
     fn on_connected(&mut self, server: &XdsServerConfig) {
         let Some(call) = self.call_mut(server) else {
             return;
         };
-        call.connected = true;
+        let unconfirmed = call.on_connected();
         let deadline = call.connect_deadline.take();
-        let unconfirmed = std::mem::take(&mut call.unconfirmed);
         if let Some(timer) = deadline {
             self.timers.remove(&timer);
         }
@@ -846,15 +737,9 @@ impl Worker {
             return;
         };
         let call_id = call.id;
-        let Some(type_state) = call.types.get(&resource_type) else {
+        let Some(candidates) = call.timer_candidates(resource_type) else {
             return;
         };
-        let candidates: Vec<ResourceName> = type_state
-            .subscribed
-            .iter()
-            .filter(|(_, t)| t.subscription_sent && !t.seen && t.timer.is_none())
-            .map(|(n, _)| n.clone())
-            .collect();
         let names = candidates
             .iter()
             .map(|n| n.full_name(resource_type))
@@ -881,12 +766,8 @@ impl Worker {
                     name: name.clone(),
                 },
             );
-            if let Some(t) = self
-                .call_mut(server)
-                .and_then(|c| c.types.get_mut(&resource_type))
-                .and_then(|t| t.subscribed.get_mut(&name))
-            {
-                t.timer = Some(timer);
+            if let Some(call) = self.call_mut(server) {
+                call.set_timer(resource_type, &name, timer);
             }
             self.emit(ClientEvent::ResourceTimerStarted {
                 resource_type,
@@ -931,78 +812,94 @@ impl Worker {
             .get_mut(&name.key)
     }
 
-    fn on_response(&mut self, server: &XdsServerConfig, response: DiscoveryResponse) {
-        let Some(resource_type) = ResourceType::from_type_url(&response.type_url) else {
+    fn on_response(&mut self, server: &XdsServerConfig, response: Response) {
+        let Some(resource_type) = ResourceType::from_type_url(response.type_url()) else {
             // C-core ignores a response of an unknown type: no ACK, no NACK.
             let message = format!(
                 "xds server {}: error parsing ADS response (unknown resource type {}) -- ignoring",
-                server.server_uri, response.type_url
+                server.server_uri,
+                response.type_url()
             );
             return self.log(LogLevel::Error, message);
         };
+        let parsed = match response {
+            Response::Sotw(response) => sotw::parse(resource_type, response),
+        };
+        // Seen on this stream: their does-not-exist timers are moot.
+        if let Some(call) = self.call_mut(server) {
+            let moot: Vec<TimerId> = parsed
+                .entries
+                .iter()
+                .filter_map(|entry| call.seen(resource_type, &entry.name))
+                .collect();
+            for timer in moot {
+                self.timers.remove(&timer);
+            }
+        }
+        let seen = (parsed.deletions == Deletions::AllOthers).then(|| parsed.names());
+        let nonce = parsed.nonce.clone();
+        let version = parsed.version.clone();
+        let nack = (!parsed.errors.is_empty()).then(|| {
+            format!(
+                "xDS response validation errors: [{}]",
+                parsed.errors.join("; ")
+            )
+        });
+        self.apply_updates(server, resource_type, parsed);
+        if let Some(call) = self.call_mut(server) {
+            call.responded(resource_type, nonce.clone(), nack.clone());
+        }
+        self.set_healthy(server);
+        if let Some(nack) = &nack {
+            let message = format!(
+                "xds server {}: ADS response invalid for resource type {} version {}, will NACK: nonce={} status={}",
+                server.server_uri,
+                resource_type.type_url(),
+                version,
+                nonce,
+                nack
+            );
+            self.log(LogLevel::Error, message);
+        }
+        if let Some(seen) = seen {
+            self.handle_sotw_deletions(server, resource_type, &version, &seen);
+        }
+        // A NACK carries the last version accepted in full; partly valid
+        // responses keep their valid resources (A46) but not the version.
+        if nack.is_none()
+            && let Some(XdsChannel {
+                memory: Memory::Sotw(memory),
+                ..
+            }) = self.channels.get_mut(server)
+        {
+            memory.accepted(resource_type, version);
+        }
+        self.send_request(server, resource_type);
+    }
+
+    /// Applies a response's resources to the cache, in order, and tells
+    /// their watchers. Resources nobody watches are ignored.
+    fn apply_updates(
+        &mut self,
+        server: &XdsServerConfig,
+        resource_type: ResourceType,
+        parsed: super::ads::ParsedResponse,
+    ) {
         let now = self.now();
-        let version = response.version_info.clone();
-        let mut errors = Vec::new();
-        let mut seen_in_response: HashSet<ResourceName> = HashSet::new();
-        let mut names_in_response: HashSet<String> =
-            HashSet::with_capacity(response.resources.len());
-        let channel_status = self.channels.get(server).and_then(|c| c.status.clone());
+        let channel_failing = self.channel_failing(server);
+        // A88: a data error drops the cached value when the server says
+        // the control plane cannot alert anyone.
         let drop_on_data_error = self.a88() && server.fail_on_data_errors();
-        // Watcher events and logs wait until every resource is looked at:
-        // the loop borrows the call, the cache and the timers at once (one
-        // lookup each per response, not per resource: responses can carry
-        // 10,000 resources).
+        // Watcher events and logs wait until every resource is looked at
+        // (one cache lookup per resource: responses can carry 10,000).
         let mut events: Vec<(Vec<WatchId>, WatcherEvent)> = Vec::new();
         let mut logs = Vec::new();
-        let mut call_type = self
-            .channels
-            .get_mut(server)
-            .and_then(|c| c.retryable.as_mut())
-            .and_then(|r| r.call.as_mut())
-            .and_then(|c| c.types.get_mut(&resource_type));
-        let authorities = &mut self.authorities;
-        let timers = &mut self.timers;
-        let sotw_all = resource_type.all_resources_required_in_sotw();
-
-        for (index, entry) in response.resources.iter().enumerate() {
-            let decoded = decode_entry(resource_type, entry);
-            let Some(name) = decoded.name else {
-                if let Err(e) = &decoded.result {
-                    errors.push(format!("resource index {index}: {e}"));
-                }
-                continue;
-            };
-            let prefix = |name: &str| format!("resource index {index}: {name}: ");
-            // Envoy rejects a response naming one resource twice; so do we.
-            if !names_in_response.insert(name.clone()) {
-                errors.push(format!(
-                    "{}duplicate resource name in response",
-                    prefix(&name)
-                ));
-                continue;
-            }
-            let decode_error = decoded.result.as_ref().err().map(|e| e.to_string());
-            if let Some(e) = &decode_error {
-                errors.push(format!("{}INVALID_ARGUMENT: {e}", prefix(&name)));
-            }
-            let Ok(parsed) = ResourceName::parse(&name, resource_type) else {
-                errors.push(format!("{}Cannot parse xDS resource name", prefix(&name)));
-                continue;
-            };
-            // Seen on this stream: its does-not-exist timer is moot.
-            if let Some(subscribed) = call_type
-                .as_mut()
-                .and_then(|t| t.subscribed.get_mut(&parsed))
-            {
-                subscribed.seen = true;
-                if let Some(timer) = subscribed.timer.take() {
-                    timers.remove(&timer);
-                }
-            }
-            let Some(state) = authorities
-                .get_mut(&parsed.authority)
+        for entry in parsed.entries {
+            let Some(state) = self
+                .authorities
+                .get_mut(&entry.name.authority)
                 .and_then(|a| a.resources.get_mut(&resource_type))
-                .and_then(|r| r.get_mut(&parsed.key))
+                .and_then(|r| r.get_mut(&entry.name.key))
             else {
                 continue; // Not subscribed: ignore it.
             };
@@ -1011,29 +908,19 @@ impl Worker {
                     "xds server {}: server returned new version of resource for which we previously ignored a deletion: type {} name {}",
                     server.server_uri,
                     resource_type.type_url(),
-                    name
+                    entry.full_name
                 ));
             }
-            let event = match (decoded.result, decode_error) {
-                // A88: a data error drops the cached value when the server
-                // says the control plane cannot alert anyone.
-                (Err(_), Some(details)) => {
-                    Some(state.reject(&details, &version, now, drop_on_data_error))
+            let event = match entry.resource {
+                Err(details) => {
+                    Some(state.reject(&details, &entry.version, now, drop_on_data_error))
                 }
-                (Ok(value), _) => state.accept(
-                    value,
-                    decoded.serialized,
-                    &version,
-                    now,
-                    channel_status.is_some(),
-                ),
-                (Err(_), None) => None,
+                Ok((value, serialized)) => {
+                    state.accept(value, serialized, &entry.version, now, channel_failing)
+                }
             };
             if let Some(event) = event {
                 events.push((state.watchers.iter().copied().collect(), event));
-            }
-            if sotw_all {
-                seen_in_response.insert(parsed);
             }
         }
         for message in logs {
@@ -1042,38 +929,6 @@ impl Worker {
         for (watchers, event) in events {
             self.notify(&watchers, event);
         }
-
-        if let Some(call) = self.call_mut(server) {
-            call.seen_response = true;
-        }
-        self.set_healthy(server);
-        let nack = (!errors.is_empty())
-            .then(|| format!("xDS response validation errors: [{}]", errors.join("; ")));
-        if let Some(type_state) = self
-            .call_mut(server)
-            .map(|c| c.types.entry(resource_type).or_default())
-        {
-            type_state.nonce = response.nonce.clone();
-            type_state.nack = nack.clone();
-        }
-        if let Some(nack) = &nack {
-            let message = format!(
-                "xds server {}: ADS response invalid for resource type {} version {}, will NACK: nonce={} status={}",
-                server.server_uri, response.type_url, version, response.nonce, nack
-            );
-            self.log(LogLevel::Error, message);
-        }
-        if resource_type.all_resources_required_in_sotw() {
-            self.handle_sotw_deletions(server, resource_type, &version, &seen_in_response);
-        }
-        // A NACK carries the last version accepted in full; partly valid
-        // responses keep their valid resources (A46) but not the version.
-        if nack.is_none()
-            && let Some(channel) = self.channels.get_mut(server)
-        {
-            channel.versions.insert(resource_type, version);
-        }
-        self.send_request(server, resource_type);
     }
 
     /// LDS and CDS responses carry every resource: a cached one that is
@@ -1221,7 +1076,7 @@ impl Worker {
         }
         if let Some(channel) = self.channels.get_mut(server) {
             // Dropping the old channel drops its pending connection.
-            channel.transport = XdsTransport::new(self.shared.transport.clone(), server);
+            channel.transport = self.shared.channels.open(server);
         }
         self.on_call_finished(
             server,
@@ -1310,14 +1165,9 @@ impl Worker {
         }
     }
 
-    fn cancel_call_timers(&mut self, call: &AdsCall) {
-        if let Some(timer) = call.connect_deadline {
+    fn cancel_call_timers(&mut self, call: &AdsStream) {
+        for timer in call.timers() {
             self.timers.remove(&timer);
-        }
-        for type_state in call.types.values() {
-            for timer in type_state.subscribed.values().filter_map(|t| t.timer) {
-                self.timers.remove(&timer);
-            }
         }
     }
 
@@ -1486,18 +1336,9 @@ impl Worker {
         let Some(call) = self.call_mut(server).filter(|c| c.id == call_id) else {
             return;
         };
-        let Some(timer) = call
-            .types
-            .get_mut(&resource_type)
-            .and_then(|t| t.subscribed.get_mut(name))
-        else {
-            return;
-        };
-        if timer.timer != Some(id) {
+        if !call.timer_fired(resource_type, name, id) {
             return;
         }
-        timer.timer = None;
-        timer.seen = true;
         let data_errors = self.shared.profile.data_errors;
         let transient_from = server
             .resource_timer_is_transient_error()

@@ -8,12 +8,13 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
 use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
-use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 use tokio::sync::{mpsc, watch};
 use tokio_stream::Stream;
 use tonic::transport::Channel;
 
+use super::wire::{Request, Response};
 use crate::bootstrap::XdsServerConfig;
 use crate::resource::ResourceType;
 use crate::transport::ConnectionState;
@@ -30,7 +31,7 @@ pub(crate) enum CallEvent {
     RequestTaken(ResourceType),
     /// The connection carrying the stream is ready (server preface seen).
     Connected,
-    Response(DiscoveryResponse),
+    Response(Response),
     /// The stream ended, with this status (OK if the server ended it cleanly).
     Finished(tonic::Status),
 }
@@ -42,7 +43,7 @@ pub(crate) struct CallMessage {
 
 /// Requests queued for the wire; reports each one the transport takes.
 struct Outbound {
-    queue: mpsc::UnboundedReceiver<DiscoveryRequest>,
+    queue: mpsc::UnboundedReceiver<Request>,
     call: CallId,
     events: mpsc::UnboundedSender<CallMessage>,
 }
@@ -53,14 +54,18 @@ impl Stream for Outbound {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<DiscoveryRequest>> {
         let polled = self.queue.poll_recv(cx);
         if let Poll::Ready(Some(request)) = &polled
-            && let Some(t) = ResourceType::from_type_url(&request.type_url)
+            && let Some(t) = ResourceType::from_type_url(request.type_url())
         {
             let _ = self.events.send(CallMessage {
                 call: self.call.clone(),
                 event: CallEvent::RequestTaken(t),
             });
         }
-        polled
+        polled.map(|request| {
+            request.map(|request| match request {
+                Request::Sotw(request) => request,
+            })
+        })
     }
 }
 
@@ -69,7 +74,7 @@ pub(crate) async fn run(
     channel: Channel,
     mut connection: watch::Receiver<ConnectionState>,
     call: CallId,
-    queue: mpsc::UnboundedReceiver<DiscoveryRequest>,
+    queue: mpsc::UnboundedReceiver<Request>,
     events: mpsc::UnboundedSender<CallMessage>,
 ) {
     let send = |event| {
@@ -118,7 +123,7 @@ pub(crate) async fn run(
                 check_connected(&connection.borrow_and_update(), &mut connected);
             }
             message = responses.message() => match message {
-                Ok(Some(response)) => send(CallEvent::Response(response)),
+                Ok(Some(response)) => send(CallEvent::Response(Response::Sotw(response))),
                 Ok(None) => { send(CallEvent::Finished(tonic::Status::new(tonic::Code::Ok, "stream closed by server"))); return; }
                 Err(status) => { send(CallEvent::Finished(transport_status(status))); return; }
             },

@@ -1,0 +1,363 @@
+//! One ADS stream to one server, as the worker sees it: the subscriptions
+//! it carries and their does-not-exist timers, the nonce and pending NACK
+//! of each type, and the discipline of one request on its way at a time.
+//! What a request and a response look like is each protocol's business
+//! (`sotw`); they turn responses into a [`ParsedResponse`] of resource
+//! updates and deletions, which the worker applies to the cache.
+
+pub(crate) mod call;
+pub(crate) mod channel;
+pub(crate) mod sotw;
+pub(crate) mod wire;
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
+
+use envoy_types::pb::envoy::config::core::v3::Node;
+use envoy_types::pb::google::rpc::Status as RpcStatus;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tonic::Code;
+
+use crate::name::ResourceName;
+use crate::resource::{DecodedEntry, ResourceType, XdsResource};
+use wire::Request;
+
+/// A timer of the worker's: when it is due, and a tie-breaking sequence.
+pub(crate) type TimerId = (Instant, u64);
+
+/// What a channel remembers across its streams, by protocol.
+pub(crate) enum Memory {
+    Sotw(sotw::SotwMemory),
+}
+
+/// One ADS stream attempt (an "ADS call" in C-core's words).
+pub(crate) struct AdsStream {
+    pub id: u64,
+    queue: mpsc::UnboundedSender<Request>,
+    task: JoinHandle<()>,
+    sent_initial: bool,
+    /// A response arrived on it (A57: its end is then no connectivity
+    /// error, and the backoff resets).
+    pub seen_response: bool,
+    /// The transport under it heard the server (A57's "connected").
+    pub connected: bool,
+    /// One request on its way at a time, as C-core: later ones for other
+    /// types wait, and several changes to one type coalesce.
+    send_pending: Option<ResourceType>,
+    buffered: BTreeSet<ResourceType>,
+    /// Types whose request was taken before the connection was ready.
+    unconfirmed: BTreeSet<ResourceType>,
+    types: BTreeMap<ResourceType, TypeState>,
+    /// Until the transport hears the server (see `CONNECT_TIMEOUT`).
+    pub connect_deadline: Option<TimerId>,
+    pub started: Instant,
+}
+
+/// One type on one stream.
+#[derive(Default)]
+pub(crate) struct TypeState {
+    pub nonce: String,
+    /// The NACK to send with the next request of this type.
+    pub nack: Option<String>,
+    pub subscribed: BTreeMap<ResourceName, ResourceTimer>,
+}
+
+/// A subscribed name's does-not-exist timer on one stream.
+#[derive(Default)]
+pub(crate) struct ResourceTimer {
+    /// Included in a request that was built (C-core "send started").
+    pub subscription_sent: bool,
+    /// Seen in a response, or declared missing: no timer needed any more.
+    pub seen: bool,
+    pub timer: Option<TimerId>,
+}
+
+impl Drop for AdsStream {
+    fn drop(&mut self) {
+        // Dropping the stream cancels it (RST_STREAM CANCEL).
+        self.task.abort();
+    }
+}
+
+/// The `error_detail` of a NACK. C-core hard-codes INVALID_ARGUMENT.
+pub(crate) fn nack_status(message: String) -> RpcStatus {
+    RpcStatus {
+        code: Code::InvalidArgument as i32,
+        message,
+        details: Vec::new(),
+    }
+}
+
+impl AdsStream {
+    pub fn new(
+        id: u64,
+        queue: mpsc::UnboundedSender<Request>,
+        task: JoinHandle<()>,
+        started: Instant,
+    ) -> Self {
+        AdsStream {
+            id,
+            queue,
+            task,
+            sent_initial: false,
+            seen_response: false,
+            connected: false,
+            send_pending: None,
+            buffered: BTreeSet::new(),
+            unconfirmed: BTreeSet::new(),
+            types: BTreeMap::new(),
+            connect_deadline: None,
+            started,
+        }
+    }
+
+    /// Adds `name` to the stream's subscriptions; true if it was not there.
+    pub fn subscribe(&mut self, resource_type: ResourceType, name: &ResourceName) -> bool {
+        let type_state = self.types.entry(resource_type).or_default();
+        if type_state.subscribed.contains_key(name) {
+            return false;
+        }
+        type_state
+            .subscribed
+            .insert(name.clone(), ResourceTimer::default());
+        true
+    }
+
+    /// Removes `name`; returns its running timer, if any. The type's entry
+    /// stays: its nonce is still needed on this stream.
+    pub fn unsubscribe(
+        &mut self,
+        resource_type: ResourceType,
+        name: &ResourceName,
+    ) -> Option<TimerId> {
+        self.types
+            .get_mut(&resource_type)
+            .and_then(|t| t.subscribed.remove(name))
+            .and_then(|t| t.timer)
+    }
+
+    pub fn has_subscriptions(&self) -> bool {
+        self.types.values().any(|t| !t.subscribed.is_empty())
+    }
+
+    /// The types with state on this stream, in order.
+    pub fn types(&self) -> Vec<ResourceType> {
+        self.types.keys().copied().collect()
+    }
+
+    /// Builds and queues the request for `resource_type`, unless a request
+    /// is on its way (then it waits its turn).
+    pub fn send_request(&mut self, resource_type: ResourceType, memory: &Memory, node: &Node) {
+        if self.send_pending.is_some() {
+            self.buffered.insert(resource_type);
+            return;
+        }
+        let node = (!self.sent_initial).then(|| node.clone());
+        let type_state = self.types.entry(resource_type).or_default();
+        let request = match memory {
+            Memory::Sotw(memory) => {
+                Request::Sotw(sotw::request(resource_type, type_state, memory, node))
+            }
+        };
+        self.sent_initial = true;
+        self.send_pending = Some(resource_type);
+        // A closed queue means the call is ending; its Finished event follows.
+        let _ = self.queue.send(request);
+    }
+
+    /// The transport took the request of `resource_type`. True if its
+    /// timers may start now (on a connected stream, A57); otherwise they
+    /// wait for the connection.
+    pub fn request_taken(&mut self, resource_type: ResourceType, regardless: bool) -> bool {
+        if self.send_pending == Some(resource_type) {
+            self.send_pending = None;
+        }
+        if self.connected || regardless {
+            true
+        } else {
+            self.unconfirmed.insert(resource_type);
+            false
+        }
+    }
+
+    /// Sends the next waiting request, if none is on its way.
+    pub fn send_next(&mut self, memory: &Memory, node: &Node) {
+        if self.send_pending.is_none()
+            && let Some(next) = self.buffered.pop_first()
+        {
+            self.send_request(next, memory, node);
+        }
+    }
+
+    /// The connection is ready: the types whose requests went out before
+    /// it was, whose timers may start now.
+    pub fn on_connected(&mut self) -> BTreeSet<ResourceType> {
+        self.connected = true;
+        std::mem::take(&mut self.unconfirmed)
+    }
+
+    /// Names of `resource_type` whose timer should start now: sent, not yet
+    /// seen, none running.
+    pub fn timer_candidates(&self, resource_type: ResourceType) -> Option<Vec<ResourceName>> {
+        let type_state = self.types.get(&resource_type)?;
+        Some(
+            type_state
+                .subscribed
+                .iter()
+                .filter(|(_, t)| t.subscription_sent && !t.seen && t.timer.is_none())
+                .map(|(n, _)| n.clone())
+                .collect(),
+        )
+    }
+
+    pub fn set_timer(&mut self, resource_type: ResourceType, name: &ResourceName, timer: TimerId) {
+        if let Some(t) = self.timer_mut(resource_type, name) {
+            t.timer = Some(timer);
+        }
+    }
+
+    /// Timer `id` fired: true if it is this stream's live timer of `name`,
+    /// which then counts as seen (declared missing).
+    pub fn timer_fired(
+        &mut self,
+        resource_type: ResourceType,
+        name: &ResourceName,
+        id: TimerId,
+    ) -> bool {
+        let Some(timer) = self.timer_mut(resource_type, name) else {
+            return false;
+        };
+        if timer.timer != Some(id) {
+            return false;
+        }
+        timer.timer = None;
+        timer.seen = true;
+        true
+    }
+
+    /// `name` was in a response: its timer is moot; returns it to cancel.
+    pub fn seen(&mut self, resource_type: ResourceType, name: &ResourceName) -> Option<TimerId> {
+        let timer = self.timer_mut(resource_type, name)?;
+        timer.seen = true;
+        timer.timer.take()
+    }
+
+    fn timer_mut(
+        &mut self,
+        resource_type: ResourceType,
+        name: &ResourceName,
+    ) -> Option<&mut ResourceTimer> {
+        self.types.get_mut(&resource_type)?.subscribed.get_mut(name)
+    }
+
+    /// Every timer this stream runs, to cancel with it.
+    pub fn timers(&self) -> impl Iterator<Item = TimerId> + '_ {
+        self.connect_deadline.into_iter().chain(
+            self.types
+                .values()
+                .flat_map(|t| t.subscribed.values().filter_map(|t| t.timer)),
+        )
+    }
+
+    /// A response of `resource_type` was handled: the next request carries
+    /// its nonce, and `nack` if it was rejected.
+    pub fn responded(&mut self, resource_type: ResourceType, nonce: String, nack: Option<String>) {
+        self.seen_response = true;
+        let type_state = self.types.entry(resource_type).or_default();
+        type_state.nonce = nonce;
+        type_state.nack = nack;
+    }
+}
+
+/// A response as the cache needs it, whatever the protocol.
+#[derive(Debug)]
+pub(crate) struct ParsedResponse {
+    pub resource_type: ResourceType,
+    pub nonce: String,
+    /// SotW: the response's `version_info`.
+    pub version: String,
+    /// The named entries, in response order (invalid ones too).
+    pub entries: Vec<ResourceEntry>,
+    /// What goes into the NACK, in response order; none: an ACK.
+    pub errors: Vec<String>,
+    pub deletions: Deletions,
+    /// Every name met so far, unusable entries' included.
+    names_in_response: HashSet<String>,
+}
+
+/// One named resource of a response.
+#[derive(Debug)]
+pub(crate) struct ResourceEntry {
+    pub name: ResourceName,
+    /// The name as the server wrote it.
+    pub full_name: String,
+    pub version: String,
+    /// The validated resource and its bytes, or why it is invalid.
+    pub resource: Result<(Arc<XdsResource>, Vec<u8>), String>,
+}
+
+/// Which cached resources a response deletes.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Deletions {
+    None,
+    /// SotW LDS/CDS: every cached resource of the type it leaves out.
+    AllOthers,
+}
+
+impl ParsedResponse {
+    fn new(resource_type: ResourceType, nonce: String, version: String) -> Self {
+        ParsedResponse {
+            resource_type,
+            nonce,
+            version,
+            entries: Vec::new(),
+            errors: Vec::new(),
+            deletions: Deletions::None,
+            names_in_response: HashSet::new(),
+        }
+    }
+
+    /// Adds the `index`-th entry of the response. Envoy rejects a response
+    /// naming one resource twice; so do we.
+    fn add(&mut self, index: usize, decoded: DecodedEntry, version: String) {
+        let Some(name) = decoded.name else {
+            if let Err(e) = &decoded.result {
+                self.errors.push(format!("resource index {index}: {e}"));
+            }
+            return;
+        };
+        let prefix = format!("resource index {index}: {name}: ");
+        if !self.names_in_response.insert(name.clone()) {
+            self.errors
+                .push(format!("{prefix}duplicate resource name in response"));
+            return;
+        }
+        let resource = match decoded.result {
+            Ok(value) => Ok((value, decoded.serialized)),
+            Err(e) => {
+                let details = e.to_string();
+                self.errors
+                    .push(format!("{prefix}INVALID_ARGUMENT: {details}"));
+                Err(details)
+            }
+        };
+        let Ok(parsed) = ResourceName::parse(&name, self.resource_type) else {
+            self.errors
+                .push(format!("{prefix}Cannot parse xDS resource name"));
+            return;
+        };
+        self.entries.push(ResourceEntry {
+            name: parsed,
+            full_name: name,
+            version,
+            resource,
+        });
+    }
+
+    /// The names of its entries.
+    pub fn names(&self) -> HashSet<ResourceName> {
+        self.entries.iter().map(|e| e.name.clone()).collect()
+    }
+}
