@@ -3,6 +3,8 @@
 
 mod ads;
 mod cache;
+#[cfg(test)]
+mod tests;
 mod worker;
 
 pub use worker::WatchId;
@@ -76,6 +78,16 @@ impl XdsClient {
     /// Starts the client's worker on the current tokio runtime. The worker
     /// stops when the last handle is dropped.
     pub fn start(config: XdsClientConfig) -> XdsClient {
+        let channels = Arc::new(TonicChannels(config.transport.clone()));
+        Self::start_with_channels(config, channels)
+    }
+
+    /// [`Self::start`] with ADS channels from `channels` rather than tonic
+    /// over `config.transport` (unit tests script them message by message).
+    pub(crate) fn start_with_channels(
+        config: XdsClientConfig,
+        channels: Arc<dyn ads::channel::AdsChannelFactory>,
+    ) -> XdsClient {
         let node = config
             .bootstrap
             .node_proto(&config.user_agent_name, &config.user_agent_version);
@@ -83,7 +95,7 @@ impl XdsClient {
         let shared = Arc::new(Shared {
             bootstrap: config.bootstrap,
             profile: config.profile,
-            channels: Arc::new(TonicChannels(config.transport)),
+            channels,
             observer: config.observer,
             client_scope: config.client_scope,
             node,

@@ -35,7 +35,7 @@ mod listener;
 mod route;
 mod server_listener;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 mod validation;
 
 pub use cluster::{ClusterKind, ClusterResource, LbPolicy};

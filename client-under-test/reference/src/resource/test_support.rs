@@ -25,7 +25,7 @@ use prost::{Message, Name};
 use super::common::TypedStruct;
 use super::{DecodeError, ValidationErrors, XdsResource};
 
-pub(super) fn any<M: Message + Name>(message: &M) -> Any {
+pub(crate) fn any<M: Message + Name>(message: &M) -> Any {
     Any {
         type_url: M::type_url(),
         value: message.encode_to_vec(),
@@ -33,7 +33,7 @@ pub(super) fn any<M: Message + Name>(message: &M) -> Any {
 }
 
 /// An `xds.type.v3.TypedStruct` naming `inner_type_url`, with no fields.
-pub(super) fn typed_struct(inner_type_url: &str) -> Any {
+pub(crate) fn typed_struct(inner_type_url: &str) -> Any {
     let wrapper = TypedStruct {
         type_url: inner_type_url.to_string(),
         value: None,
@@ -44,21 +44,21 @@ pub(super) fn typed_struct(inner_type_url: &str) -> Any {
     }
 }
 
-pub(super) fn ads() -> ConfigSource {
+pub(crate) fn ads() -> ConfigSource {
     ConfigSource {
         config_source_specifier: Some(ConfigSourceSpecifier::Ads(AggregatedConfigSource {})),
         ..Default::default()
     }
 }
 
-pub(super) fn self_source() -> ConfigSource {
+pub(crate) fn self_source() -> ConfigSource {
     ConfigSource {
         config_source_specifier: Some(ConfigSourceSpecifier::Self_(SelfConfigSource::default())),
         ..Default::default()
     }
 }
 
-pub(super) fn http_filter(name: &str, config: Any) -> HttpFilter {
+pub(crate) fn http_filter(name: &str, config: Any) -> HttpFilter {
     HttpFilter {
         name: name.to_string(),
         config_type: Some(ConfigType::TypedConfig(config)),
@@ -66,12 +66,12 @@ pub(super) fn http_filter(name: &str, config: Any) -> HttpFilter {
     }
 }
 
-pub(super) fn router_filter() -> HttpFilter {
+pub(crate) fn router_filter() -> HttpFilter {
     http_filter("router", any(&Router::default()))
 }
 
 /// An HCM using RDS over ADS with just the router filter.
-pub(super) fn hcm_rds(route_config_name: &str) -> HttpConnectionManager {
+pub(crate) fn hcm_rds(route_config_name: &str) -> HttpConnectionManager {
     HttpConnectionManager {
         route_specifier: Some(RouteSpecifier::Rds(Rds {
             config_source: Some(ads()),
@@ -82,7 +82,7 @@ pub(super) fn hcm_rds(route_config_name: &str) -> HttpConnectionManager {
     }
 }
 
-pub(super) fn api_listener(name: &str, hcm: &HttpConnectionManager) -> Listener {
+pub(crate) fn api_listener(name: &str, hcm: &HttpConnectionManager) -> Listener {
     Listener {
         name: name.to_string(),
         api_listener: Some(ApiListener {
@@ -92,7 +92,7 @@ pub(super) fn api_listener(name: &str, hcm: &HttpConnectionManager) -> Listener 
     }
 }
 
-pub(super) fn route_config(name: &str, virtual_hosts: Vec<VirtualHost>) -> RouteConfiguration {
+pub(crate) fn route_config(name: &str, virtual_hosts: Vec<VirtualHost>) -> RouteConfiguration {
     RouteConfiguration {
         name: name.to_string(),
         virtual_hosts,
@@ -100,7 +100,7 @@ pub(super) fn route_config(name: &str, virtual_hosts: Vec<VirtualHost>) -> Route
     }
 }
 
-pub(super) fn vhost(domains: &[&str], routes: Vec<Route>) -> VirtualHost {
+pub(crate) fn vhost(domains: &[&str], routes: Vec<Route>) -> VirtualHost {
     VirtualHost {
         name: "vh".to_string(),
         domains: domains.iter().map(|d| d.to_string()).collect(),
@@ -109,7 +109,7 @@ pub(super) fn vhost(domains: &[&str], routes: Vec<Route>) -> VirtualHost {
     }
 }
 
-pub(super) fn route_with(path: route_match::PathSpecifier, action: RouteAction) -> Route {
+pub(crate) fn route_with(path: route_match::PathSpecifier, action: RouteAction) -> Route {
     Route {
         r#match: Some(RouteMatch {
             path_specifier: Some(path),
@@ -120,7 +120,7 @@ pub(super) fn route_with(path: route_match::PathSpecifier, action: RouteAction) 
     }
 }
 
-pub(super) fn cluster_action(cluster: &str) -> RouteAction {
+pub(crate) fn cluster_action(cluster: &str) -> RouteAction {
     RouteAction {
         cluster_specifier: Some(route_action::ClusterSpecifier::Cluster(cluster.to_string())),
         ..Default::default()
@@ -128,7 +128,7 @@ pub(super) fn cluster_action(cluster: &str) -> RouteAction {
 }
 
 /// `prefix` -> `cluster`.
-pub(super) fn prefix_route(prefix: &str, cluster: &str) -> Route {
+pub(crate) fn prefix_route(prefix: &str, cluster: &str) -> Route {
     route_with(
         route_match::PathSpecifier::Prefix(prefix.to_string()),
         cluster_action(cluster),
@@ -136,7 +136,7 @@ pub(super) fn prefix_route(prefix: &str, cluster: &str) -> Route {
 }
 
 /// An EDS cluster over ADS with the default (round robin) policy.
-pub(super) fn eds_cluster(name: &str) -> Cluster {
+pub(crate) fn eds_cluster(name: &str) -> Cluster {
     Cluster {
         name: name.to_string(),
         cluster_discovery_type: Some(cluster::ClusterDiscoveryType::Type(
@@ -150,7 +150,7 @@ pub(super) fn eds_cluster(name: &str) -> Cluster {
     }
 }
 
-pub(super) fn socket_address(ip: &str, port: u32) -> Address {
+pub(crate) fn socket_address(ip: &str, port: u32) -> Address {
     Address {
         address: Some(address::Address::SocketAddress(SocketAddress {
             address: ip.to_string(),
@@ -160,7 +160,7 @@ pub(super) fn socket_address(ip: &str, port: u32) -> Address {
     }
 }
 
-pub(super) fn lb_endpoint(ip: &str, port: u32) -> LbEndpoint {
+pub(crate) fn lb_endpoint(ip: &str, port: u32) -> LbEndpoint {
     LbEndpoint {
         host_identifier: Some(HostIdentifier::Endpoint(Endpoint {
             address: Some(socket_address(ip, port)),
@@ -170,7 +170,7 @@ pub(super) fn lb_endpoint(ip: &str, port: u32) -> LbEndpoint {
     }
 }
 
-pub(super) fn locality(
+pub(crate) fn locality(
     region: &str,
     weight: Option<u32>,
     priority: u32,
@@ -189,7 +189,7 @@ pub(super) fn locality(
     }
 }
 
-pub(super) fn cla(
+pub(crate) fn cla(
     cluster_name: &str,
     endpoints: Vec<LocalityLbEndpoints>,
 ) -> ClusterLoadAssignment {
@@ -202,7 +202,7 @@ pub(super) fn cla(
 
 /// The validation errors of a decode that must have failed validation.
 #[track_caller]
-pub(super) fn invalid(
+pub(crate) fn invalid(
     decoded: (Option<String>, Result<XdsResource, DecodeError>),
 ) -> ValidationErrors {
     match decoded.1 {
@@ -213,7 +213,7 @@ pub(super) fn invalid(
 
 /// The value of a decode that must have succeeded.
 #[track_caller]
-pub(super) fn valid(decoded: (Option<String>, Result<XdsResource, DecodeError>)) -> XdsResource {
+pub(crate) fn valid(decoded: (Option<String>, Result<XdsResource, DecodeError>)) -> XdsResource {
     match decoded.1 {
         Ok(resource) => resource,
         Err(e) => panic!("expected a valid resource, got: {e}"),
@@ -223,7 +223,7 @@ pub(super) fn valid(decoded: (Option<String>, Result<XdsResource, DecodeError>))
 /// Asserts that `errors` has an error at exactly `field` whose message
 /// contains `fragment`.
 #[track_caller]
-pub(super) fn assert_error(errors: &ValidationErrors, field: &str, fragment: &str) {
+pub(crate) fn assert_error(errors: &ValidationErrors, field: &str, fragment: &str) {
     assert!(
         errors
             .errors

@@ -7,6 +7,8 @@
 
 pub(crate) mod call;
 pub(crate) mod channel;
+#[cfg(test)]
+pub(crate) mod fake;
 pub(crate) mod sotw;
 pub(crate) mod wire;
 
