@@ -1,0 +1,400 @@
+//! The XdsClient's worker: one task owns everything (authorities, xDS
+//! channels, ADS streams, the resource cache and every timer), so there are
+//! no locks and, on a current-thread runtime, one order of events. This
+//! module is the dispatcher: commands, stream events and timers go to
+//! - `watches`: watching and cancelling (authorities, cache entries);
+//! - `channels`: xDS channels and their ADS streams (subscriptions,
+//!   requests, connection, backoff, does-not-exist timers; A57);
+//! - `updates`: responses applied to the cache (A46, A53, A88);
+//! - `fallback`: server health and A71 fallback;
+//!
+//! and CSDS is dumped here.
+//!
+//! Its shape follows gRPC C-core's XdsClient: an authority holds a list of
+//! xDS channels in priority order (the last one is the one in use, gRFC
+//! A71); a channel holds a retryable ADS stream; a stream holds, per
+//! resource type, the nonce and the subscribed names with their
+//! does-not-exist timers.
+
+mod channels;
+mod fallback;
+mod updates;
+mod watches;
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use envoy_types::pb::envoy::config::core::v3::Node;
+use envoy_types::pb::envoy::service::status::v3::ClientConfig;
+use envoy_types::pb::google::protobuf::Timestamp;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tonic::Code;
+
+use super::ads::call::{CallEvent, CallId, CallMessage};
+use super::ads::channel::{AdsChannel, AdsChannelFactory};
+use super::ads::wire::Response;
+use super::ads::{AdsStream, Deletions, Memory, ParsedResponse, TimerId, sotw};
+use super::cache::ResourceState;
+use crate::backoff::{Backoff, SplitMix64};
+use crate::bootstrap::{Bootstrap, XdsServerConfig};
+use crate::name::ResourceName;
+use crate::observer::{ClientEvent, ClientObserver, LogLevel};
+use crate::profile::{ClientProfile, DataErrorHandling, RetryAfterGoodStream};
+use crate::resource::ResourceType;
+use crate::watcher::{ResourceWatcher, WatcherEvent, XdsError, code_name};
+
+/// Identifies one watch, for cancelling it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WatchId(pub u64);
+
+pub(crate) enum Command {
+    Watch {
+        id: WatchId,
+        resource_type: ResourceType,
+        name: String,
+        watcher: Arc<dyn ResourceWatcher>,
+    },
+    Cancel {
+        id: WatchId,
+    },
+    Dump {
+        reply: oneshot::Sender<ClientConfig>,
+    },
+}
+
+/// What does not change while the client runs.
+pub(crate) struct Shared {
+    pub bootstrap: Bootstrap,
+    pub profile: ClientProfile,
+    pub channels: Arc<dyn AdsChannelFactory>,
+    pub observer: Option<Arc<dyn ClientObserver>>,
+    pub client_scope: String,
+    pub node: Node,
+    /// Wall-clock time at `start`, for CSDS timestamps: under virtual time
+    /// they must be deterministic too.
+    pub epoch: SystemTime,
+    pub start: Instant,
+}
+
+#[derive(Default)]
+struct AuthorityState {
+    /// Channels in priority order; the last is the one in use.
+    channels: Vec<XdsServerConfig>,
+    resources: BTreeMap<ResourceType, BTreeMap<String, ResourceState>>,
+}
+
+impl AuthorityState {
+    fn has_uncached(&self) -> bool {
+        self.resources
+            .values()
+            .flat_map(|m| m.values())
+            .any(ResourceState::is_awaited)
+    }
+}
+
+struct XdsChannel {
+    transport: Box<dyn AdsChannel>,
+    /// None while healthy; the last connectivity error otherwise.
+    status: Option<XdsError>,
+    failures: u64,
+    /// What the protocol remembers across streams (SotW: the last version
+    /// accepted per type).
+    memory: Memory,
+    retryable: Option<RetryableCall>,
+}
+
+struct RetryableCall {
+    backoff: Backoff,
+    call: Option<AdsStream>,
+    retry_timer: Option<TimerId>,
+}
+
+enum TimerKind {
+    DoesNotExist {
+        server: XdsServerConfig,
+        call: u64,
+        resource_type: ResourceType,
+        name: ResourceName,
+    },
+    Retry {
+        server: XdsServerConfig,
+    },
+    /// `Defects::timer_from_watch` only.
+    WatchTimer {
+        resource_type: ResourceType,
+        name: ResourceName,
+    },
+    /// gRPC's minimum connect timeout: a call whose transport has not heard
+    /// the server by then fails, and the connection attempt is dropped.
+    ConnectDeadline {
+        server: XdsServerConfig,
+        call: u64,
+    },
+}
+
+/// gRPC's `min_connect_timeout` (C-core `GRPC_ARG_MIN_RECONNECT_BACKOFF_MS`
+/// default, 20 s): how long a connection attempt, HTTP/2 handshake
+/// included, may take.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+enum Outgoing {
+    Watcher(Arc<dyn ResourceWatcher>, WatcherEvent),
+    Client(ClientEvent),
+}
+
+pub(crate) struct Worker {
+    shared: Arc<Shared>,
+    rng: SplitMix64,
+    authorities: BTreeMap<Option<String>, AuthorityState>,
+    channels: BTreeMap<XdsServerConfig, XdsChannel>,
+    watchers: BTreeMap<WatchId, WatchEntry>,
+    timers: BTreeMap<TimerId, TimerKind>,
+    timer_seq: u64,
+    next_call_id: u64,
+    call_events: mpsc::UnboundedSender<CallMessage>,
+    outbox: Vec<Outgoing>,
+}
+
+struct WatchEntry {
+    resource_type: ResourceType,
+    /// None for a watch that failed at once (bad name, unknown authority).
+    name: Option<ResourceName>,
+    watcher: Arc<dyn ResourceWatcher>,
+}
+
+impl Worker {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        rng_seed: u64,
+        call_events: mpsc::UnboundedSender<CallMessage>,
+    ) -> Worker {
+        Worker {
+            shared,
+            rng: SplitMix64::new(rng_seed),
+            authorities: BTreeMap::new(),
+            channels: BTreeMap::new(),
+            watchers: BTreeMap::new(),
+            timers: BTreeMap::new(),
+            timer_seq: 0,
+            next_call_id: 0,
+            call_events,
+            outbox: Vec::new(),
+        }
+    }
+
+    pub(crate) async fn run(
+        mut self,
+        mut commands: mpsc::UnboundedReceiver<Command>,
+        mut call_messages: mpsc::UnboundedReceiver<CallMessage>,
+    ) {
+        loop {
+            let next_timer = self.timers.keys().next().map(|(at, _)| *at);
+            tokio::select! {
+                biased;
+                command = commands.recv() => match command {
+                    Some(command) => self.handle_command(command),
+                    None => break,
+                },
+                Some(message) = call_messages.recv() => self.handle_call_message(message),
+                _ = sleep_until_opt(next_timer), if next_timer.is_some() => self.fire_timers(),
+            }
+            self.flush();
+        }
+        // Shutting down: dropping the channels cancels every call.
+        self.channels.clear();
+    }
+
+    fn flush(&mut self) {
+        for out in std::mem::take(&mut self.outbox) {
+            match out {
+                Outgoing::Watcher(w, event) => w.on_event(event),
+                Outgoing::Client(event) => {
+                    if let Some(observer) = &self.shared.observer {
+                        observer.on_client_event(event);
+                    }
+                }
+            }
+        }
+    }
+
+    fn emit(&mut self, event: ClientEvent) {
+        self.outbox.push(Outgoing::Client(event));
+    }
+
+    fn log(&mut self, level: LogLevel, message: String) {
+        self.emit(ClientEvent::Log { level, message });
+    }
+
+    /// Queues `event` for the given watchers, in watch order.
+    fn notify<'a>(&mut self, watchers: impl IntoIterator<Item = &'a WatchId>, event: WatcherEvent) {
+        let event = self.with_node_id(event);
+        for id in watchers {
+            if let Some(entry) = self.watchers.get(id) {
+                self.outbox
+                    .push(Outgoing::Watcher(entry.watcher.clone(), event.clone()));
+            }
+        }
+    }
+
+    /// Error messages name the node, as C-core's `AppendNodeToStatus`.
+    fn with_node_id(&self, event: WatcherEvent) -> WatcherEvent {
+        let node_id = self.shared.bootstrap.node_id();
+        let append = |e: XdsError| XdsError {
+            code: e.code,
+            message: format!("{} (node ID:{node_id})", e.message),
+        };
+        match event {
+            WatcherEvent::ResourceError(e) => WatcherEvent::ResourceError(append(e)),
+            WatcherEvent::AmbientError(e) => WatcherEvent::AmbientError(append(e)),
+            other => other,
+        }
+    }
+
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn add_timer(&mut self, at: Instant, kind: TimerKind) -> TimerId {
+        self.timer_seq += 1;
+        let id = (at, self.timer_seq);
+        self.timers.insert(id, kind);
+        id
+    }
+
+    // ----- commands -------------------------------------------------------
+
+    fn handle_command(&mut self, command: Command) {
+        match command {
+            Command::Watch {
+                id,
+                resource_type,
+                name,
+                watcher,
+            } => self.watch(id, resource_type, &name, watcher),
+            Command::Cancel { id } => self.cancel_watch(id),
+            Command::Dump { reply } => {
+                let _ = reply.send(self.dump());
+            }
+        }
+    }
+
+    // ----- call events ----------------------------------------------------
+
+    fn handle_call_message(&mut self, message: CallMessage) {
+        let CallMessage { call, event } = message;
+        let current = self
+            .channels
+            .get(&call.server)
+            .and_then(|c| c.retryable.as_ref())
+            .and_then(|r| r.call.as_ref())
+            .is_some_and(|c| c.id == call.id);
+        if !current {
+            return; // An event of a stale call.
+        }
+        let server = call.server;
+        match event {
+            CallEvent::RequestTaken(resource_type) => self.on_request_taken(&server, resource_type),
+            CallEvent::Connected => self.on_connected(&server),
+            CallEvent::Response(response) => self.on_response(&server, response),
+            CallEvent::Finished(status) => self.on_call_finished(&server, status),
+        }
+    }
+
+    // ----- timers ---------------------------------------------------------
+
+    fn fire_timers(&mut self) {
+        let now = self.now();
+        while let Some(entry) = self.timers.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let (id, kind) = entry.remove_entry();
+            match kind {
+                TimerKind::Retry { server } => {
+                    let Some(retryable) = self
+                        .channels
+                        .get_mut(&server)
+                        .and_then(|c| c.retryable.as_mut())
+                    else {
+                        continue;
+                    };
+                    if retryable.retry_timer == Some(id) {
+                        retryable.retry_timer = None;
+                        self.start_call(&server);
+                    }
+                }
+                TimerKind::DoesNotExist {
+                    server,
+                    call,
+                    resource_type,
+                    name,
+                } => self.on_does_not_exist_timer(&server, call, resource_type, &name, id),
+                TimerKind::ConnectDeadline { server, call } => {
+                    self.on_connect_deadline(&server, call)
+                }
+                TimerKind::WatchTimer {
+                    resource_type,
+                    name,
+                } => {
+                    let Some(state) = self.resource_mut(&name, resource_type) else {
+                        continue;
+                    };
+                    if let Some(event) = state.watch_timer_fired() {
+                        let watchers = state.watchers.clone();
+                        self.notify(&watchers, event);
+                    }
+                }
+            }
+        }
+    }
+
+    // ----- CSDS -------------------------------------------------------------
+
+    fn timestamp(&self, at: Instant) -> Timestamp {
+        let since = at.saturating_duration_since(self.shared.start);
+        let wall = self.shared.epoch + since;
+        let d = wall
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp {
+            seconds: d.as_secs() as i64,
+            nanos: d.subsec_nanos() as i32,
+        }
+    }
+
+    fn dump(&self) -> ClientConfig {
+        let mut configs = Vec::new();
+        for (authority, state) in &self.authorities {
+            for (resource_type, by_type) in &state.resources {
+                for (key, r) in by_type {
+                    let name = ResourceName {
+                        authority: authority.clone(),
+                        key: key.clone(),
+                    };
+                    let entry = r.csds(
+                        resource_type.type_url(),
+                        name.full_name(*resource_type),
+                        self.shared.profile.data_errors,
+                        |t| self.timestamp(t),
+                    );
+                    configs.push(entry);
+                }
+            }
+        }
+        ClientConfig {
+            node: Some(self.shared.node.clone()),
+            generic_xds_configs: configs,
+            client_scope: self.shared.client_scope.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

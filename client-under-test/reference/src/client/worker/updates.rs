@@ -1,0 +1,249 @@
+//! Responses applied to the cache: each resource's update in order (a
+//! valid one accepted, an invalid one rejected, gRFC A46), then deletions,
+//! under the data-error policy of the client and server (gRFC A53, A88).
+
+use super::*;
+
+impl Worker {
+    /// gRFC A88 semantics (the client profile), rather than A53's.
+    pub(super) fn a88(&self) -> bool {
+        self.shared.profile.data_errors == DataErrorHandling::A88
+    }
+
+    pub(super) fn resource(
+        &self,
+        name: &ResourceName,
+        resource_type: ResourceType,
+    ) -> Option<&ResourceState> {
+        self.authorities
+            .get(&name.authority)?
+            .resources
+            .get(&resource_type)?
+            .get(&name.key)
+    }
+
+    pub(super) fn resource_mut(
+        &mut self,
+        name: &ResourceName,
+        resource_type: ResourceType,
+    ) -> Option<&mut ResourceState> {
+        self.authorities
+            .get_mut(&name.authority)?
+            .resources
+            .get_mut(&resource_type)?
+            .get_mut(&name.key)
+    }
+
+    pub(super) fn on_response(&mut self, server: &XdsServerConfig, response: Response) {
+        let Some(resource_type) = ResourceType::from_type_url(response.type_url()) else {
+            // C-core ignores a response of an unknown type: no ACK, no NACK.
+            let message = format!(
+                "xds server {}: error parsing ADS response (unknown resource type {}) -- ignoring",
+                server.server_uri,
+                response.type_url()
+            );
+            return self.log(LogLevel::Error, message);
+        };
+        let parsed = match response {
+            Response::Sotw(response) => sotw::parse(resource_type, response),
+        };
+        // Seen on this stream: their does-not-exist timers are moot.
+        if let Some(call) = self.call_mut(server) {
+            let moot: Vec<TimerId> = parsed
+                .entries
+                .iter()
+                .filter_map(|entry| call.seen(resource_type, &entry.name))
+                .collect();
+            for timer in moot {
+                self.timers.remove(&timer);
+            }
+        }
+        let seen = (parsed.deletions == Deletions::AllOthers).then(|| parsed.names());
+        let nonce = parsed.nonce.clone();
+        let version = parsed.version.clone();
+        let nack = (!parsed.errors.is_empty()).then(|| {
+            format!(
+                "xDS response validation errors: [{}]",
+                parsed.errors.join("; ")
+            )
+        });
+        self.apply_updates(server, resource_type, parsed);
+        if let Some(call) = self.call_mut(server) {
+            call.responded(resource_type, nonce.clone(), nack.clone());
+        }
+        self.set_healthy(server);
+        if let Some(nack) = &nack {
+            let message = format!(
+                "xds server {}: ADS response invalid for resource type {} version {}, will NACK: nonce={} status={}",
+                server.server_uri,
+                resource_type.type_url(),
+                version,
+                nonce,
+                nack
+            );
+            self.log(LogLevel::Error, message);
+        }
+        if let Some(seen) = seen {
+            self.handle_sotw_deletions(server, resource_type, &version, &seen);
+        }
+        // A NACK carries the last version accepted in full; partly valid
+        // responses keep their valid resources (A46) but not the version.
+        if nack.is_none()
+            && let Some(XdsChannel {
+                memory: Memory::Sotw(memory),
+                ..
+            }) = self.channels.get_mut(server)
+        {
+            memory.accepted(resource_type, version);
+        }
+        self.send_request(server, resource_type);
+    }
+
+    /// Applies a response's resources to the cache, in order, and tells
+    /// their watchers. Resources nobody watches are ignored.
+    pub(super) fn apply_updates(
+        &mut self,
+        server: &XdsServerConfig,
+        resource_type: ResourceType,
+        parsed: ParsedResponse,
+    ) {
+        let now = self.now();
+        let channel_failing = self.channel_failing(server);
+        // A88: a data error drops the cached value when the server says
+        // the control plane cannot alert anyone.
+        let drop_on_data_error = self.a88() && server.fail_on_data_errors();
+        // Watcher events and logs wait until every resource is looked at
+        // (one cache lookup per resource: responses can carry 10,000).
+        let mut events: Vec<(Vec<WatchId>, WatcherEvent)> = Vec::new();
+        let mut logs = Vec::new();
+        for entry in parsed.entries {
+            let Some(state) = self
+                .authorities
+                .get_mut(&entry.name.authority)
+                .and_then(|a| a.resources.get_mut(&resource_type))
+                .and_then(|r| r.get_mut(&entry.name.key))
+            else {
+                continue; // Not subscribed: ignore it.
+            };
+            if state.end_ignored_deletion() {
+                logs.push(format!(
+                    "xds server {}: server returned new version of resource for which we previously ignored a deletion: type {} name {}",
+                    server.server_uri,
+                    resource_type.type_url(),
+                    entry.full_name
+                ));
+            }
+            let event = match entry.resource {
+                Err(details) => {
+                    Some(state.reject(&details, &entry.version, now, drop_on_data_error))
+                }
+                Ok((value, serialized)) => {
+                    state.accept(value, serialized, &entry.version, now, channel_failing)
+                }
+            };
+            if let Some(event) = event {
+                events.push((state.watchers.iter().copied().collect(), event));
+            }
+        }
+        for message in logs {
+            self.log(LogLevel::Info, message);
+        }
+        for (watchers, event) in events {
+            self.notify(&watchers, event);
+        }
+    }
+
+    /// LDS and CDS responses carry every resource: a cached one that is
+    /// missing was deleted. Only resources received before count — one never
+    /// received may simply not have been asked for yet (the timer decides).
+    pub(super) fn handle_sotw_deletions(
+        &mut self,
+        server: &XdsServerConfig,
+        resource_type: ResourceType,
+        version: &str,
+        seen: &HashSet<ResourceName>,
+    ) {
+        if self.a88() {
+            return self.handle_sotw_deletions_a88(server, resource_type, version, seen);
+        }
+        let ignore =
+            server.ignore_resource_deletion() && !self.shared.profile.defects.deletions_always_drop;
+        let mut deleted = Vec::new();
+        let mut ignored = Vec::new();
+        self.each_deleted(server, resource_type, seen, |name, state| {
+            if ignore {
+                if state.ignore_deletion() {
+                    ignored.push(name);
+                }
+            } else {
+                deleted.push((state.watchers.clone(), state.delete()));
+            }
+        });
+        for name in ignored {
+            let message = format!(
+                "xds server {}: ignoring deletion for resource type {} name {}",
+                server.server_uri,
+                resource_type.type_url(),
+                name.full_name(resource_type)
+            );
+            self.log(LogLevel::Warning, message);
+        }
+        for (watchers, event) in deleted {
+            self.notify(&watchers, event);
+        }
+    }
+
+    /// Calls `on_deleted` for each cached resource of `resource_type` that
+    /// a response from `server` left out, in the authorities that use
+    /// `server` now.
+    pub(super) fn each_deleted(
+        &mut self,
+        server: &XdsServerConfig,
+        resource_type: ResourceType,
+        seen: &HashSet<ResourceName>,
+        mut on_deleted: impl FnMut(ResourceName, &mut ResourceState),
+    ) {
+        for (authority_name, authority) in self.authorities.iter_mut() {
+            if authority.channels.last() != Some(server) {
+                continue;
+            }
+            let Some(by_type) = authority.resources.get_mut(&resource_type) else {
+                continue;
+            };
+            for (key, state) in by_type.iter_mut() {
+                let name = ResourceName {
+                    authority: authority_name.clone(),
+                    key: key.clone(),
+                };
+                if !seen.contains(&name) && state.is_cached() {
+                    on_deleted(name, state);
+                }
+            }
+        }
+    }
+
+    /// gRFC A88: a deletion is a data error. The cached value is kept (an
+    /// ambient NOT_FOUND, on every response that still lacks it, as C-core
+    /// does) unless the server has `fail_on_data_errors`; then it is
+    /// dropped and watchers get a resource error. `ignore_resource_deletion`
+    /// no longer counts. CSDS shows DOES_NOT_EXIST either way.
+    pub(super) fn handle_sotw_deletions_a88(
+        &mut self,
+        server: &XdsServerConfig,
+        resource_type: ResourceType,
+        version: &str,
+        seen: &HashSet<ResourceName>,
+    ) {
+        let drop =
+            server.fail_on_data_errors() || self.shared.profile.defects.deletions_always_drop;
+        let now = self.now();
+        let mut events = Vec::new();
+        self.each_deleted(server, resource_type, seen, |_, state| {
+            let event = state.delete_as_data_error(version, now, drop);
+            events.push((state.watchers.iter().copied().collect::<Vec<_>>(), event));
+        });
+        for (watchers, event) in events {
+            self.notify(&watchers, event);
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! Watching and cancelling: a watch finds its authority and cache entry,
+//! hears what the entry already knows, and subscribes the channels in use;
+//! the last watch of a resource unsubscribes it, and the last of an
+//! authority releases its channels.
+
+use super::*;
+
+impl Worker {
+    pub(super) fn watch(
+        &mut self,
+        id: WatchId,
+        resource_type: ResourceType,
+        name: &str,
+        watcher: Arc<dyn ResourceWatcher>,
+    ) {
+        let parsed = ResourceName::parse(name, resource_type)
+            .map_err(|e| XdsError::new(Code::InvalidArgument, e.to_string()))
+            .and_then(|parsed| match &parsed.authority {
+                Some(a) if !self.shared.bootstrap.authorities.contains_key(a) => {
+                    Err(XdsError::new(
+                        Code::FailedPrecondition,
+                        format!("authority \"{a}\" not present in bootstrap config"),
+                    ))
+                }
+                _ => Ok(parsed),
+            });
+        let parsed = match parsed {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                self.watchers.insert(
+                    id,
+                    WatchEntry {
+                        resource_type,
+                        name: None,
+                        watcher,
+                    },
+                );
+                return self.notify(&BTreeSet::from([id]), WatcherEvent::ResourceError(error));
+            }
+        };
+        self.watchers.insert(
+            id,
+            WatchEntry {
+                resource_type,
+                name: Some(parsed.clone()),
+                watcher,
+            },
+        );
+        let servers = self.servers_for(&parsed.authority);
+        let watched_before = self
+            .authorities
+            .get(&parsed.authority)
+            .and_then(|a| a.resources.get(&resource_type))
+            .is_some_and(|r| r.contains_key(&parsed.key));
+        if !watched_before && self.shared.profile.defects.timer_from_watch {
+            let at = self.now() + self.shared.profile.resource_request_timeout;
+            self.add_timer(
+                at,
+                TimerKind::WatchTimer {
+                    resource_type,
+                    name: parsed.clone(),
+                },
+            );
+        }
+
+        let authority = self
+            .authorities
+            .entry(parsed.authority.clone())
+            .or_default();
+        let by_type = authority.resources.entry(resource_type).or_default();
+        let first_watcher = !by_type.contains_key(&parsed.key);
+        let state = by_type
+            .entry(parsed.key.clone())
+            .or_insert_with(ResourceState::new);
+        state.watchers.insert(id);
+        let cached_event = if first_watcher {
+            None
+        } else {
+            state.event_for_new_watcher()
+        };
+        let notified = cached_event.is_some();
+        if let Some(event) = cached_event {
+            self.notify(&BTreeSet::from([id]), event);
+        }
+        if first_watcher {
+            // Add channels if the authority has none yet, or if the one in
+            // use is failing: a new uncached resource may need fallback.
+            let needs_channel = {
+                let channels = &self.authorities[&parsed.authority].channels;
+                channels
+                    .last()
+                    .is_none_or(|last| self.channel_failing(last))
+            };
+            if needs_channel {
+                let start = self.authorities[&parsed.authority].channels.len();
+                for server in servers.iter().skip(start) {
+                    self.get_or_create_channel(server);
+                    self.authority_mut(&parsed.authority)
+                        .channels
+                        .push(server.clone());
+                    self.report_fallback_if_not_first(&parsed.authority, server);
+                    if !self.channel_failing(server) {
+                        break;
+                    }
+                }
+            }
+            for server in self.authorities[&parsed.authority].channels.clone() {
+                self.channel_subscribe(&server, resource_type, &parsed);
+            }
+        }
+        // A failing channel: tell the new watcher at once.
+        let failing = self.authorities[&parsed.authority]
+            .channels
+            .last()
+            .and_then(|s| self.channels.get(s))
+            .and_then(|c| c.status.clone());
+        if let Some(error) = failing {
+            let event = if notified {
+                WatcherEvent::AmbientError(error)
+            } else {
+                WatcherEvent::ResourceError(error)
+            };
+            self.notify(&BTreeSet::from([id]), event);
+        }
+    }
+
+    /// The authority's servers in priority order (gRFC A47: its own, or
+    /// the top-level ones when it has none).
+    pub(super) fn servers_for(&self, authority: &Option<String>) -> Vec<XdsServerConfig> {
+        let authority = authority
+            .as_deref()
+            .filter(|_| !self.shared.profile.defects.authorities_ignored);
+        self.shared
+            .bootstrap
+            .servers_for_authority(authority)
+            .to_vec()
+    }
+
+    pub(super) fn report_fallback_if_not_first(
+        &mut self,
+        authority: &Option<String>,
+        server: &XdsServerConfig,
+    ) {
+        if self.authorities[authority].channels.len() > 1 {
+            self.emit(ClientEvent::FallbackStarted {
+                authority: authority.clone().unwrap_or_default(),
+                server: server.server_uri.clone(),
+            });
+        }
+    }
+
+    pub(super) fn cancel_watch(&mut self, id: WatchId) {
+        let Some(entry) = self.watchers.remove(&id) else {
+            return;
+        };
+        let Some(name) = entry.name else { return };
+        let resource_type = entry.resource_type;
+        let Some(authority) = self.authorities.get_mut(&name.authority) else {
+            return;
+        };
+        let Some(by_type) = authority.resources.get_mut(&resource_type) else {
+            return;
+        };
+        let Some(state) = by_type.get_mut(&name.key) else {
+            return;
+        };
+        state.watchers.remove(&id);
+        if !state.watchers.is_empty() {
+            return;
+        }
+        let ignored_deletion = state.deletion_ignored();
+        by_type.remove(&name.key);
+        if by_type.is_empty() {
+            authority.resources.remove(&resource_type);
+        }
+        let channels = authority.channels.clone();
+        if ignored_deletion {
+            let message = format!(
+                "unsubscribing from a resource for which we previously ignored a deletion: type {} name {}",
+                resource_type.type_url(),
+                name.full_name(resource_type)
+            );
+            self.log(LogLevel::Info, message);
+        }
+        for server in &channels {
+            self.channel_unsubscribe(server, resource_type, &name);
+        }
+        let authority = self.authority_mut(&name.authority);
+        if authority.resources.is_empty() {
+            authority.channels.clear();
+            self.authorities.remove(&name.authority);
+            self.release_unused_channels();
+        }
+    }
+
+    pub(super) fn authority_mut(&mut self, authority: &Option<String>) -> &mut AuthorityState {
+        self.authorities.entry(authority.clone()).or_default()
+    }
+}
