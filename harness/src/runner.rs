@@ -31,15 +31,13 @@ use xds_vocabulary::network::MemoryNetwork;
 use envoy_types::pb::envoy::admin::v3::ClientResourceStatus;
 
 use crate::addresses::{AddressMap, Normalizer};
-use crate::expect::{
-    csds_state_matches, describe_matcher, matches_translated, matching_alternative_translated,
-};
-use crate::scenario::{
-    Alternative, BootstrapPlan, CsdsMatcher, CsdsStatus, Matcher, Scenario, ServerDef, Step,
-    StepDef, Window, backend_address,
-};
+use crate::matcher::csds::CsdsMatcher;
+use crate::matcher::{Alternative, Matcher};
+use crate::scenario::{BootstrapPlan, Scenario, ServerDef, Step, StepDef, Window, backend_address};
 use crate::settle::IdleSignal;
-use crate::timeline::{CsdsChange, CsdsEntry, EventKind, Timeline, TimelineEvent, render_line};
+use crate::timeline::{
+    CsdsChange, CsdsEntry, CsdsStatus, EventKind, Timeline, TimelineEvent, render_line,
+};
 
 /// CSDS timestamps count from here, so they are the same on every run.
 pub const CLOCK_EPOCH_UNIX_SECONDS: u64 = 1_767_225_600; // 2026-01-01T00:00:00Z
@@ -237,12 +235,11 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
             Step::Dial { .. } => need(caps.dial, "dial"),
             Step::Serve { .. } => need(caps.serve, "xDS-enabled servers"),
             Step::Rpc { .. } => need(caps.rpc, "RPCs"),
-            Step::Expect { matcher, .. } | Step::ExpectNone { matcher, .. } => match matcher {
-                Matcher::Csds(_) => need(caps.csds, "CSDS"),
-                Matcher::Client(_) => need(caps.client_events, "client events"),
-                Matcher::Dial(_) => need(caps.dial_config, "reports of the resolved config"),
-                _ => {}
-            },
+            Step::Expect { matcher, .. } | Step::ExpectNone { matcher, .. } => {
+                if let Some(what) = matcher.missing_capability(caps) {
+                    need(false, what);
+                }
+            }
             _ => {}
         }
     }
@@ -857,7 +854,7 @@ impl Player {
         self.timeline.find_from(self.search_from(), |i, e| {
             !self.consumed.contains(&i)
                 && e.at.as_millis() <= deadline.as_millis()
-                && matches_translated(matcher, e, &|text| self.normalizer.translate(text))
+                && matcher.matches(e, &|text| self.normalizer.translate(text))
         })
     }
 
@@ -895,7 +892,7 @@ impl Player {
                     let message = format!(
                         "{}: expected {} at {:.3}s{}, but it happened at {:.3}s\n{}",
                         def.location,
-                        describe_matcher(matcher),
+                        matcher.describe(),
                         t.as_secs_f64(),
                         describe_lateness(lateness),
                         event.at.as_secs_f64(),
@@ -904,10 +901,9 @@ impl Player {
                     return Err(StepError::Failed(Failure(message)));
                 }
                 self.consumed.insert(index);
-                if let Some(note) = matching_alternative_translated(matcher, &event, &|text| {
-                    self.normalizer.translate(text)
-                })
-                .and_then(|a| a.divergence.clone())
+                if let Some(note) = matcher
+                    .matching_alternative(&event, &|text| self.normalizer.translate(text))
+                    .and_then(|a| a.divergence.clone())
                     && !self.divergences.contains(&note)
                 {
                     self.divergences.push(note);
@@ -927,7 +923,7 @@ impl Player {
                 let message = format!(
                     "{}: expected {} {when}; no unused event since #{} matched\n{}",
                     def.location,
-                    describe_matcher(matcher),
+                    matcher.describe(),
                     self.search_from(),
                     self.context(self.search_from())
                 );
@@ -958,7 +954,7 @@ impl Player {
                 Window::At(t) => on_time(now, t, lateness),
             };
             let met = alternatives.iter().find(|a| match &a.matcher {
-                Matcher::Csds(m) => csds_state_matches(m, &self.csds_state),
+                Matcher::Csds(m) => m.state_matches(&self.csds_state),
                 _ => false,
             });
             if in_window && let Some(alternative) = met {
@@ -971,8 +967,8 @@ impl Player {
             }
             if now >= deadline {
                 let described = match alternatives {
-                    [one] => describe_matcher(&one.matcher),
-                    _ => describe_matcher(&Matcher::AnyOf(alternatives.to_vec())),
+                    [one] => one.matcher.describe(),
+                    _ => Matcher::AnyOf(alternatives.to_vec()).describe(),
                 };
                 let message = format!(
                     "{}: expected the client's CSDS to show {} by {:.3}s; it shows:\n{}",
@@ -1034,7 +1030,7 @@ impl Player {
             let message = format!(
                 "{}: expected no {} for {:.3}s, but one happened at {:.3}s (event #{index})\n{}",
                 def.location,
-                describe_matcher(matcher),
+                matcher.describe(),
                 duration.as_secs_f64(),
                 event.at.as_secs_f64(),
                 self.context(index)
@@ -1053,11 +1049,11 @@ impl Player {
         let deadline = Instant::now() + duration;
         loop {
             self.checkpoint().await;
-            if csds_state_matches(m, &self.csds_state) {
+            if m.state_matches(&self.csds_state) {
                 let message = format!(
                     "{}: expected the client's CSDS never to show {} for {:.3}s, but at {:.3}s it shows:\n{}",
                     def.location,
-                    describe_matcher(&Matcher::Csds(m.clone())),
+                    Matcher::Csds(m.clone()).describe(),
                     duration.as_secs_f64(),
                     (Instant::now() - self.timeline.start()).as_secs_f64(),
                     self.describe_csds_state()

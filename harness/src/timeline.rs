@@ -17,8 +17,6 @@ use xds_fake_server::fault::Fault;
 use xds_vocabulary::RequestKind;
 use xds_vocabulary::{ClientEvent, LogLevel, ResourceType, XdsError, code_name};
 
-use crate::scenario::CsdsStatus;
-
 #[derive(Clone, Debug, PartialEq)]
 pub struct TimelineEvent {
     /// Virtual time since the scenario started.
@@ -63,6 +61,34 @@ pub struct CsdsChange {
     pub name: String,
     pub from: Option<CsdsEntry>,
     pub to: Option<CsdsEntry>,
+}
+
+/// A resource's status in the client's CSDS view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CsdsStatus {
+    Requested,
+    Acked,
+    Nacked,
+    DoesNotExist,
+    /// gRFC A88: the server sent an error for the resource (xRFC TP3).
+    ReceivedError,
+    /// gRFC A88: the timer fired under `resource_timer_is_transient_error`.
+    Timeout,
+    /// Not in the client's CSDS dump at all.
+    Absent,
+}
+
+impl CsdsStatus {
+    /// In the order scenario file errors list them.
+    pub const ALL: [CsdsStatus; 7] = [
+        CsdsStatus::Requested,
+        CsdsStatus::Acked,
+        CsdsStatus::Nacked,
+        CsdsStatus::DoesNotExist,
+        CsdsStatus::ReceivedError,
+        CsdsStatus::Timeout,
+        CsdsStatus::Absent,
+    ];
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

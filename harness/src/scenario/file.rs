@@ -2,6 +2,9 @@
 //! denies unknown keys; values that need checking later keep their source
 //! position (`Spanned`). Doc comments here become the schema's
 //! descriptions, which editors show while completing a file.
+//!
+//! The matchers' file forms (`request: {...}` in an `expect`) are with the
+//! rest of each matcher kind, in `crate::matcher`.
 
 use indexmap::IndexMap;
 use schemars::JsonSchema;
@@ -446,212 +449,42 @@ pub struct RawSpec {
     pub hex: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ExpectSpec {
-    /// A DiscoveryRequest a server received.
-    pub request: Option<RequestMatcherSpec>,
-    /// A DiscoveryResponse a server sent.
-    pub response: Option<ResponseMatcherSpec>,
-    /// A notification to one of the client's watchers.
-    pub watcher: Option<WatcherMatcherSpec>,
-    /// An update of a dial.
-    pub dial: Option<DialMatcherSpec>,
-    /// The client's CSDS view shows this (a state, checked whenever
-    /// anything happens in the window).
-    pub csds: Option<CsdsMatcherSpec>,
-    /// A connection or stream event on a server.
-    pub server_event: Option<ServerEventMatcherSpec>,
-    /// An event the reference client reports about itself.
-    pub client: Option<ClientMatcherSpec>,
-    /// The result of an `rpc` step.
-    pub rpc: Option<RpcMatcherSpec>,
-    /// A dialled channel's connectivity state change.
-    pub channel: Option<ChannelMatcherSpec>,
-    /// An xDS-enabled server's serving status change.
-    pub serving: Option<ServingMatcherSpec>,
-    /// Alternatives, any of which meets the expectation; one with a
-    /// `divergence` note marks the run as a divergence between clients.
-    pub any_of: Option<Vec<AlternativeSpec>>,
-    /// At most this long after the step starts (default 1s).
-    pub within: Option<Spanned<String>>,
-    /// Exactly at this virtual time since the start, e.g. `15s`.
-    pub at: Option<Spanned<String>>,
+// The three forms that take one matcher; their matcher keys (`request`,
+// `watcher`, ...) come from the list of kinds in `crate::matcher`.
+
+crate::matcher::with_matcher_keys! {
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct ExpectSpec {
+        /// Alternatives, any of which meets the expectation; one with a
+        /// `divergence` note marks the run as a divergence between clients.
+        pub any_of: Option<Vec<AlternativeSpec>>,
+        /// At most this long after the step starts (default 1s).
+        pub within: Option<Spanned<String>>,
+        /// Exactly at this virtual time since the start, e.g. `15s`.
+        pub at: Option<Spanned<String>>,
+    }
 }
 
-/// One alternative of `any_of`: one matcher, and the note that makes it
-/// a recorded divergence (e.g. "gRPC C-core: NACK carries the new version").
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AlternativeSpec {
-    pub request: Option<RequestMatcherSpec>,
-    pub response: Option<ResponseMatcherSpec>,
-    pub watcher: Option<WatcherMatcherSpec>,
-    pub dial: Option<DialMatcherSpec>,
-    pub csds: Option<CsdsMatcherSpec>,
-    pub server_event: Option<ServerEventMatcherSpec>,
-    pub client: Option<ClientMatcherSpec>,
-    pub rpc: Option<RpcMatcherSpec>,
-    pub channel: Option<ChannelMatcherSpec>,
-    /// An xDS-enabled server's serving status change.
-    pub serving: Option<ServingMatcherSpec>,
-    /// Why this alternative is allowed, and whose behaviour it is.
-    pub divergence: Option<String>,
+crate::matcher::with_matcher_keys! {
+    /// One alternative of `any_of`: one matcher, and the note that makes it
+    /// a recorded divergence (e.g. "gRPC C-core: NACK carries the new version").
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct AlternativeSpec {
+        /// Why this alternative is allowed, and whose behaviour it is.
+        pub divergence: Option<String>,
+    }
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ExpectNoneSpec {
-    pub request: Option<RequestMatcherSpec>,
-    pub response: Option<ResponseMatcherSpec>,
-    pub watcher: Option<WatcherMatcherSpec>,
-    pub dial: Option<DialMatcherSpec>,
-    pub csds: Option<CsdsMatcherSpec>,
-    pub server_event: Option<ServerEventMatcherSpec>,
-    pub client: Option<ClientMatcherSpec>,
-    /// The result of an `rpc` step.
-    pub rpc: Option<RpcMatcherSpec>,
-    /// A dialled channel's connectivity state change.
-    pub channel: Option<ChannelMatcherSpec>,
-    /// An xDS-enabled server's serving status change.
-    pub serving: Option<ServingMatcherSpec>,
-    /// How long nothing may match, e.g. `15s`.
-    #[serde(rename = "for")]
-    pub duration: Spanned<String>,
-}
-
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RequestMatcherSpec {
-    pub server: Option<Spanned<String>>,
-    #[serde(rename = "type")]
-    pub resource_type: Option<Spanned<String>>,
-    /// Exact set of resource_names (order ignored); `[]` = none.
-    pub names: Option<Vec<String>>,
-    pub version: Option<String>,
-    pub nonce: Option<String>,
-    /// initial, ack, nack or unknown_nonce.
-    pub kind: Option<Spanned<String>>,
-    /// error_detail.code, by name (e.g. INVALID_ARGUMENT).
-    pub error_code: Option<Spanned<String>>,
-    /// Substring(s) that error_detail.message must all contain.
-    pub error_contains: Option<OneOrMany>,
-    /// The request carries a node.
-    pub node: Option<bool>,
-}
-
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RpcMatcherSpec {
-    pub target: Option<String>,
-    /// Status code name (OK, UNAVAILABLE, DEADLINE_EXCEEDED, ...).
-    pub code: Option<Spanned<String>>,
-    /// The backend that served it.
-    pub backend: Option<Spanned<String>>,
-    /// Substring of the status message.
-    pub contains: Option<String>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ServingMatcherSpec {
-    /// The listening address, `ip:port`.
-    pub address: Option<String>,
-    /// SERVING or NOT_SERVING.
-    pub state: Spanned<String>,
-    /// Status code of a NOT_SERVING (e.g. FAILED_PRECONDITION).
-    pub code: Option<Spanned<String>>,
-    /// Substring of a NOT_SERVING's message.
-    pub contains: Option<String>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ChannelMatcherSpec {
-    pub target: Option<String>,
-    /// IDLE, CONNECTING, READY, TRANSIENT_FAILURE or SHUTDOWN.
-    pub state: Spanned<String>,
-}
-
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ResponseMatcherSpec {
-    pub server: Option<Spanned<String>>,
-    #[serde(rename = "type")]
-    pub resource_type: Option<Spanned<String>>,
-    pub names: Option<Vec<String>>,
-    pub version: Option<String>,
-    pub nonce: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct WatcherMatcherSpec {
-    #[serde(rename = "type")]
-    pub resource_type: Option<Spanned<String>>,
-    pub name: Option<String>,
-    /// changed, resource_error, ambient_error, ambient_error_cleared, does_not_exist.
-    pub event: Option<Spanned<String>>,
-    /// Status code name of an error.
-    pub code: Option<Spanned<String>>,
-    /// Substring of the error message or of the resource summary.
-    pub contains: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DialMatcherSpec {
-    pub target: Option<String>,
-    /// true: a config; false: an error.
-    pub resolved: Option<bool>,
-    pub code: Option<Spanned<String>>,
-    pub contains: Option<String>,
-    /// cluster -> endpoint addresses (exact set).
-    pub clusters: Option<IndexMap<String, Vec<String>>>,
-}
-
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CsdsMatcherSpec {
-    #[serde(rename = "type")]
-    pub resource_type: Option<Spanned<String>>,
-    pub name: Option<String>,
-    /// REQUESTED, ACKED, NACKED, DOES_NOT_EXIST, RECEIVED_ERROR, TIMEOUT or ABSENT.
-    pub status: Option<Spanned<String>>,
-    pub version: Option<String>,
-    pub error_contains: Option<String>,
-    /// The ClientConfig's `client_scope` (gRFC A71): the channel target,
-    /// e.g. `xds:///svc` (`xds:/svc` as C-core spells it matches too), or
-    /// `#server`; `""` for the reference client's own watches. Any scope
-    /// when left out.
-    pub client_scope: Option<String>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ServerEventMatcherSpec {
-    pub server: Option<Spanned<String>>,
-    /// connection_accepted, connection_refused, connection_closed,
-    /// stream_opened, stream_closed.
-    pub event: Spanned<String>,
-    pub code: Option<Spanned<String>>,
-    pub by_client: Option<bool>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ClientMatcherSpec {
-    /// ads_call_started, ads_call_finished, retry_scheduled, server_status,
-    /// connected,
-    /// resource_timer_started, subscription_sent, fallback_started,
-    /// fell_forward, log.
-    pub event: Spanned<String>,
-    pub server: Option<Spanned<String>>,
-    /// retry_scheduled delay, e.g. `1.1s`.
-    pub delay: Option<Spanned<String>>,
-    /// log level: info, warning, error.
-    pub level: Option<Spanned<String>>,
-    pub contains: Option<String>,
+crate::matcher::with_matcher_keys! {
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct ExpectNoneSpec {
+        /// How long nothing may match, e.g. `15s`.
+        #[serde(rename = "for")]
+        pub duration: Spanned<String>,
+    }
 }
 
 /// A string, or a list of strings.

@@ -4,6 +4,9 @@
 //! the `Spanned` position of the offending value, or of its step).
 //!
 //! The first error stops loading: one precise message beats many vague ones.
+//!
+//! Matcher kinds compile their own file form (`crate::matcher`), with the
+//! `Checker` and the value parsers here.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -13,23 +16,14 @@ use std::time::Duration;
 use serde_saphyr::MessageFormatter as _;
 use xds_fake_server::ServedResource;
 use xds_fake_server::fault::Fault;
+use xds_vocabulary::ResourceType;
 use xds_vocabulary::status::STATUS_CODES;
-use xds_vocabulary::{LogLevel, RequestKind, ResourceType};
 
 use super::duration::parse_duration;
-use super::file::{
-    AlternativeSpec, BootstrapSpec, ChannelMatcherSpec, ClientMatcherSpec, CsdsMatcherSpec,
-    DialMatcherSpec, ExpectNoneSpec, ExpectSpec, OneOrMany, RequestMatcherSpec, ResourceSpec,
-    ResponseMatcherSpec, RpcMatcherSpec, ScenarioFile, ServerEventMatcherSpec, ServerSpec,
-    ServingMatcherSpec, Spanned, StepSpec, WatcherMatcherSpec,
-};
+use super::file::{BootstrapSpec, ResourceSpec, ScenarioFile, ServerSpec, Spanned, StepSpec};
 use super::resources;
-use super::{
-    Alternative, BootstrapPlan, ChannelMatcher, ClientEventKind, ClientEventMatcher, ClientPlan,
-    CsdsMatcher, CsdsStatus, DialMatcher, Location, Matcher, RequestMatcher, ResponseMatcher,
-    RpcMatcher, Scenario, ServerDef, ServerEventKind, ServerEventMatcher, ServingMatcher, Step,
-    StepDef, WatcherEventKind, WatcherMatcher, Window,
-};
+use super::{BootstrapPlan, ClientPlan, Location, Scenario, ServerDef, Step, StepDef, Window};
+use crate::matcher::{Alternative, MATCHER_KEYS, Matcher, MatcherSpec};
 
 /// A scenario file that cannot be run: where, and what is wrong.
 ///
@@ -120,14 +114,14 @@ fn snippet(text: &str, line: u64, column: u64) -> String {
 
 /// A semantic error before it is tied to a file.
 #[derive(Debug)]
-pub(super) struct Problem {
+pub(crate) struct Problem {
     line: u64,
     column: u64,
     message: String,
 }
 
 impl Problem {
-    pub(super) fn at<T>(spanned: &Spanned<T>, message: impl Into<String>) -> Self {
+    pub(crate) fn at<T>(spanned: &Spanned<T>, message: impl Into<String>) -> Self {
         Problem {
             line: spanned.line,
             column: spanned.column,
@@ -273,55 +267,12 @@ struct Watches(HashMap<(ResourceType, String), usize>);
 
 const SERVER_MODES: &[(&str, bool)] = &[("auto", false), ("scripted", true)];
 
-const SERVING_STATES: &[(&str, bool)] = &[("SERVING", true), ("NOT_SERVING", false)];
-
-const WATCHER_EVENTS: &[(&str, WatcherEventKind)] = &[
-    ("changed", WatcherEventKind::Changed),
-    ("resource_error", WatcherEventKind::ResourceError),
-    ("ambient_error", WatcherEventKind::AmbientError),
-    (
-        "ambient_error_cleared",
-        WatcherEventKind::AmbientErrorCleared,
-    ),
-    ("does_not_exist", WatcherEventKind::DoesNotExist),
-];
-
-const CSDS_STATUSES: &[(&str, CsdsStatus)] = &[
-    ("REQUESTED", CsdsStatus::Requested),
-    ("ACKED", CsdsStatus::Acked),
-    ("NACKED", CsdsStatus::Nacked),
-    ("DOES_NOT_EXIST", CsdsStatus::DoesNotExist),
-    ("RECEIVED_ERROR", CsdsStatus::ReceivedError),
-    ("TIMEOUT", CsdsStatus::Timeout),
-    ("ABSENT", CsdsStatus::Absent),
-];
-
-const SERVER_EVENTS: &[(&str, ServerEventKind)] = &[
-    ("connection_accepted", ServerEventKind::ConnectionAccepted),
-    ("connection_refused", ServerEventKind::ConnectionRefused),
-    ("connection_closed", ServerEventKind::ConnectionClosed),
-    ("stream_opened", ServerEventKind::StreamOpened),
-    ("stream_closed", ServerEventKind::StreamClosed),
-];
-
-const CLIENT_EVENTS: &[(&str, ClientEventKind)] = &[
-    ("ads_call_started", ClientEventKind::AdsCallStarted),
-    ("ads_call_finished", ClientEventKind::AdsCallFinished),
-    ("retry_scheduled", ClientEventKind::RetryScheduled),
-    ("server_status", ClientEventKind::ServerStatus),
-    ("connected", ClientEventKind::Connected),
-    (
-        "resource_timer_started",
-        ClientEventKind::ResourceTimerStarted,
-    ),
-    ("subscription_sent", ClientEventKind::SubscriptionSent),
-    ("fallback_started", ClientEventKind::FallbackStarted),
-    ("fell_forward", ClientEventKind::FellForward),
-    ("log", ClientEventKind::Log),
-];
-
 /// One of a fixed set of words; the error lists them all.
-fn keyword<T: Copy>(s: &Spanned<String>, what: &str, table: &[(&str, T)]) -> Result<T, Problem> {
+pub(crate) fn keyword<T: Copy>(
+    s: &Spanned<String>,
+    what: &str,
+    table: &[(&str, T)],
+) -> Result<T, Problem> {
     table
         .iter()
         .find(|(name, _)| *name == s.value)
@@ -339,7 +290,7 @@ fn keyword<T: Copy>(s: &Spanned<String>, what: &str, table: &[(&str, T)]) -> Res
         })
 }
 
-fn code(s: &Spanned<String>) -> Result<tonic::Code, Problem> {
+pub(crate) fn code(s: &Spanned<String>) -> Result<tonic::Code, Problem> {
     keyword(s, "status code", &STATUS_CODES)
 }
 
@@ -349,11 +300,11 @@ fn optional_type_url(t: Option<&Spanned<String>>) -> Result<Option<String>, Prob
         .transpose()
 }
 
-fn duration(s: &Spanned<String>, what: &str) -> Result<Duration, Problem> {
+pub(crate) fn duration(s: &Spanned<String>, what: &str) -> Result<Duration, Problem> {
     parse_duration(&s.value).map_err(|e| Problem::at(s, format!("{what}: {e}")))
 }
 
-pub(super) fn parse_resource_type(s: &Spanned<String>) -> Result<ResourceType, Problem> {
+pub(crate) fn parse_resource_type(s: &Spanned<String>) -> Result<ResourceType, Problem> {
     ResourceType::parse(&s.value).ok_or_else(|| {
         Problem::at(
             s,
@@ -365,95 +316,15 @@ pub(super) fn parse_resource_type(s: &Spanned<String>) -> Result<ResourceType, P
     })
 }
 
-fn opt<T, U>(
+pub(crate) fn opt<T, U>(
     value: Option<&T>,
     f: impl FnOnce(&T) -> Result<U, Problem>,
 ) -> Result<Option<U>, Problem> {
     value.map(f).transpose()
 }
 
-/// The matcher keys `expect` and `expect_none` share; exactly one is set.
-impl MatcherSpecs<'_> {
-    fn any(&self) -> bool {
-        self.request.is_some()
-            || self.response.is_some()
-            || self.watcher.is_some()
-            || self.dial.is_some()
-            || self.csds.is_some()
-            || self.server_event.is_some()
-            || self.client.is_some()
-            || self.rpc.is_some()
-            || self.channel.is_some()
-            || self.serving.is_some()
-    }
-}
-
-struct MatcherSpecs<'a> {
-    request: Option<&'a RequestMatcherSpec>,
-    response: Option<&'a ResponseMatcherSpec>,
-    watcher: Option<&'a WatcherMatcherSpec>,
-    dial: Option<&'a DialMatcherSpec>,
-    csds: Option<&'a CsdsMatcherSpec>,
-    server_event: Option<&'a ServerEventMatcherSpec>,
-    client: Option<&'a ClientMatcherSpec>,
-    rpc: Option<&'a RpcMatcherSpec>,
-    channel: Option<&'a ChannelMatcherSpec>,
-    serving: Option<&'a ServingMatcherSpec>,
-}
-
-impl<'a> From<&'a ExpectSpec> for MatcherSpecs<'a> {
-    fn from(e: &'a ExpectSpec) -> Self {
-        MatcherSpecs {
-            request: e.request.as_ref(),
-            response: e.response.as_ref(),
-            watcher: e.watcher.as_ref(),
-            dial: e.dial.as_ref(),
-            csds: e.csds.as_ref(),
-            server_event: e.server_event.as_ref(),
-            client: e.client.as_ref(),
-            rpc: e.rpc.as_ref(),
-            channel: e.channel.as_ref(),
-            serving: e.serving.as_ref(),
-        }
-    }
-}
-
-impl<'a> From<&'a AlternativeSpec> for MatcherSpecs<'a> {
-    fn from(e: &'a AlternativeSpec) -> Self {
-        MatcherSpecs {
-            request: e.request.as_ref(),
-            response: e.response.as_ref(),
-            watcher: e.watcher.as_ref(),
-            dial: e.dial.as_ref(),
-            csds: e.csds.as_ref(),
-            server_event: e.server_event.as_ref(),
-            client: e.client.as_ref(),
-            rpc: e.rpc.as_ref(),
-            channel: e.channel.as_ref(),
-            serving: e.serving.as_ref(),
-        }
-    }
-}
-
-impl<'a> From<&'a ExpectNoneSpec> for MatcherSpecs<'a> {
-    fn from(e: &'a ExpectNoneSpec) -> Self {
-        MatcherSpecs {
-            request: e.request.as_ref(),
-            response: e.response.as_ref(),
-            watcher: e.watcher.as_ref(),
-            dial: e.dial.as_ref(),
-            csds: e.csds.as_ref(),
-            server_event: e.server_event.as_ref(),
-            client: e.client.as_ref(),
-            rpc: e.rpc.as_ref(),
-            channel: e.channel.as_ref(),
-            serving: e.serving.as_ref(),
-        }
-    }
-}
-
-/// Checks against the scenario's declared servers.
-struct Checker {
+/// Checks against the scenario's declared servers (and backends).
+pub(crate) struct Checker {
     servers: Vec<String>,
     backends: Vec<String>,
 }
@@ -511,8 +382,26 @@ impl Checker {
     }
 
     /// A matcher's optional server filter.
-    fn filter_server(&self, given: Option<&Spanned<String>>) -> Result<Option<String>, Problem> {
+    pub(crate) fn filter_server(
+        &self,
+        given: Option<&Spanned<String>>,
+    ) -> Result<Option<String>, Problem> {
         opt(given, |name| self.known_server(name))
+    }
+
+    /// A backend named explicitly.
+    pub(crate) fn known_backend(&self, name: &Spanned<String>) -> Result<String, Problem> {
+        if self.backends.contains(&name.value) {
+            return Ok(name.value.clone());
+        }
+        Err(Problem::at(
+            name,
+            format!(
+                "unknown backend `{}`: scenario has backends [{}]",
+                name.value,
+                self.backends.join(", ")
+            ),
+        ))
     }
 
     fn server_def(&self, name: &str, spec: &ServerSpec) -> Result<ServerDef, Problem> {
@@ -817,10 +706,9 @@ impl Checker {
             StepSpec::Wait(d) => Step::Wait(duration(d, "wait")?),
             StepSpec::Expect(e) => {
                 let matcher = match &e.any_of {
-                    None => self.matcher(spec, "expect", e.into())?,
+                    None => self.matcher(spec, "expect", e.matchers())?,
                     Some(alternatives) => {
-                        let own: MatcherSpecs<'_> = e.into();
-                        if own.any() {
+                        if !e.matchers().is_empty() {
                             return Err(Problem::at(
                                 spec,
                                 "expect: `any_of` replaces the matcher; put every alternative inside it",
@@ -835,7 +723,7 @@ impl Checker {
                         let mut list = Vec::with_capacity(alternatives.len());
                         for a in alternatives {
                             list.push(Alternative {
-                                matcher: self.matcher(spec, "expect.any_of", a.into())?,
+                                matcher: self.matcher(spec, "expect.any_of", a.matchers())?,
                                 divergence: a.divergence.clone(),
                             });
                         }
@@ -856,179 +744,41 @@ impl Checker {
                 Step::Expect { matcher, window }
             }
             StepSpec::ExpectNone(e) => Step::ExpectNone {
-                matcher: self.matcher(spec, "expect_none", e.into())?,
+                matcher: self.matcher(spec, "expect_none", e.matchers())?,
                 duration: duration(&e.duration, "for")?,
             },
         })
     }
 
+    /// The one matcher of an `expect`, an `any_of` alternative or an
+    /// `expect_none`.
     fn matcher<T>(
         &self,
         step: &Spanned<T>,
         what: &str,
-        m: MatcherSpecs<'_>,
+        given: Vec<MatcherSpec<'_>>,
     ) -> Result<Matcher, Problem> {
-        let present: Vec<&str> = [
-            ("request", m.request.is_some()),
-            ("response", m.response.is_some()),
-            ("watcher", m.watcher.is_some()),
-            ("dial", m.dial.is_some()),
-            ("csds", m.csds.is_some()),
-            ("server_event", m.server_event.is_some()),
-            ("client", m.client.is_some()),
-            ("rpc", m.rpc.is_some()),
-            ("channel", m.channel.is_some()),
-            ("serving", m.serving.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(key, set)| set.then_some(key))
-        .collect();
-        if present.len() != 1 {
-            let found = if present.is_empty() {
-                "none".to_string()
-            } else {
-                present.join(", ")
-            };
-            return Err(Problem::at(
-                step,
-                format!(
-                    "{what}: expected exactly one of request, response, watcher, dial, csds, \
-                     server_event, client, rpc, channel, serving (found {found})"
-                ),
-            ));
-        }
-        if let Some(r) = m.request {
-            return Ok(Matcher::Request(RequestMatcher {
-                server: self.filter_server(r.server.as_ref())?,
-                resource_type: opt(r.resource_type.as_ref(), parse_resource_type)?,
-                names: r.names.clone(),
-                version: r.version.clone(),
-                nonce: r.nonce.clone(),
-                kind: opt(r.kind.as_ref(), |k| {
-                    keyword(k, "request kind", &RequestKind::ALL.map(|k| (k.name(), k)))
-                })?,
-                error_code: opt(r.error_code.as_ref(), code)?.map(i32::from),
-                error_contains: r
-                    .error_contains
-                    .clone()
-                    .map(OneOrMany::into_vec)
-                    .unwrap_or_default(),
-                node: r.node,
-            }));
-        }
-        if let Some(r) = m.response {
-            return Ok(Matcher::Response(ResponseMatcher {
-                server: self.filter_server(r.server.as_ref())?,
-                resource_type: opt(r.resource_type.as_ref(), parse_resource_type)?,
-                names: r.names.clone(),
-                version: r.version.clone(),
-                nonce: r.nonce.clone(),
-            }));
-        }
-        if let Some(w) = m.watcher {
-            return Ok(Matcher::Watcher(WatcherMatcher {
-                resource_type: opt(w.resource_type.as_ref(), parse_resource_type)?,
-                name: w.name.clone(),
-                event: opt(w.event.as_ref(), |e| {
-                    keyword(e, "watcher event", WATCHER_EVENTS)
-                })?,
-                code: opt(w.code.as_ref(), code)?,
-                contains: w.contains.clone(),
-            }));
-        }
-        if let Some(d) = m.dial {
-            return Ok(Matcher::Dial(DialMatcher {
-                target: d.target.clone(),
-                resolved: d.resolved,
-                code: opt(d.code.as_ref(), code)?,
-                contains: d.contains.clone(),
-                clusters: d.clusters.as_ref().map(|c| c.clone().into_iter().collect()),
-            }));
-        }
-        if let Some(c) = m.csds {
-            return Ok(Matcher::Csds(CsdsMatcher {
-                resource_type: opt(c.resource_type.as_ref(), parse_resource_type)?,
-                name: c.name.clone(),
-                status: opt(c.status.as_ref(), |s| {
-                    keyword(s, "csds status", CSDS_STATUSES)
-                })?,
-                version: c.version.clone(),
-                error_contains: c.error_contains.clone(),
-                client_scope: c.client_scope.clone(),
-            }));
-        }
-        if let Some(s) = m.server_event {
-            return Ok(Matcher::ServerEvent(ServerEventMatcher {
-                server: self.filter_server(s.server.as_ref())?,
-                event: keyword(&s.event, "server event", SERVER_EVENTS)?,
-                code: opt(s.code.as_ref(), code)?,
-                by_client: s.by_client,
-            }));
-        }
-        if let Some(r) = m.rpc {
-            let backend = match &r.backend {
-                Some(b) if !self.backends.contains(&b.value) => {
-                    return Err(Problem::at(
-                        b,
-                        format!(
-                            "unknown backend `{}`: scenario has backends [{}]",
-                            b.value,
-                            self.backends.join(", ")
-                        ),
-                    ));
-                }
-                other => other.as_ref().map(|b| b.value.clone()),
-            };
-            return Ok(Matcher::Rpc(RpcMatcher {
-                target: r.target.clone(),
-                code: opt(r.code.as_ref(), code)?,
-                backend,
-                contains: r.contains.clone(),
-            }));
-        }
-        if let Some(c) = m.channel {
-            let state = xds_client_under_test::ConnectivityState::parse(&c.state.value).ok_or_else(|| {
-                Problem::at(
-                    &c.state,
+        match given.as_slice() {
+            [one] => one.compile(self),
+            _ => {
+                let found = if given.is_empty() {
+                    "none".to_string()
+                } else {
+                    given
+                        .iter()
+                        .map(MatcherSpec::key)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                Err(Problem::at(
+                    step,
                     format!(
-                        "channel state `{}`: expected IDLE, CONNECTING, READY, TRANSIENT_FAILURE or SHUTDOWN",
-                        c.state.value
+                        "{what}: expected exactly one of {} (found {found})",
+                        MATCHER_KEYS.join(", ")
                     ),
-                )
-            })?;
-            return Ok(Matcher::Channel(ChannelMatcher {
-                target: c.target.clone(),
-                state,
-            }));
-        }
-        if let Some(sv) = m.serving {
-            let serving = keyword(&sv.state, "serving state", SERVING_STATES)?;
-            if serving && (sv.code.is_some() || sv.contains.is_some()) {
-                return Err(Problem::at(
-                    &sv.state,
-                    "serving: code and contains describe a NOT_SERVING, not SERVING",
-                ));
+                ))
             }
-            return Ok(Matcher::Serving(ServingMatcher {
-                address: sv.address.clone(),
-                serving,
-                code: opt(sv.code.as_ref(), code)?,
-                contains: sv.contains.clone(),
-            }));
         }
-        // Exactly one is present, and it is not any of the above.
-        let Some(c) = m.client else {
-            return Err(Problem::at(step, format!("{what}: no matcher")));
-        };
-        Ok(Matcher::Client(ClientEventMatcher {
-            event: keyword(&c.event, "client event", CLIENT_EVENTS)?,
-            server: self.filter_server(c.server.as_ref())?,
-            delay: opt(c.delay.as_ref(), |d| duration(d, "delay"))?,
-            level: opt(c.level.as_ref(), |l| {
-                keyword(l, "log level", &LogLevel::ALL.map(|l| (l.name(), l)))
-            })?,
-            contains: c.contains.clone(),
-        }))
     }
 }
 
@@ -1092,6 +842,12 @@ fn resource_list(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::matcher::client::ClientEventKind;
+    use crate::matcher::server_event::ServerEventKind;
+    use crate::matcher::serving::ServingMatcher;
+    use crate::matcher::watcher::WatcherEventKind;
+    use crate::timeline::CsdsStatus;
+    use xds_vocabulary::{LogLevel, RequestKind};
 
     const FULL: &str = r#"
 description: Every step kind, with defaults left out where possible.

@@ -4,10 +4,11 @@
 //! Loading goes file text -> `file::ScenarioFile` (serde, located syntax
 //! errors) -> `Scenario` (names resolved, resources built into wire
 //! entries, durations parsed, matchers compiled; located semantic errors).
+//! Matchers, file form and checked form, are in `crate::matcher`.
 
 pub mod duration;
 pub mod file;
-mod load;
+pub(crate) mod load;
 pub mod proto_json;
 mod resources;
 mod schema;
@@ -19,7 +20,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use xds_fake_server::ServedResource;
-use xds_vocabulary::{LogLevel, RequestKind, ResourceType};
+use xds_vocabulary::ResourceType;
+
+use crate::matcher::Matcher;
 
 /// The address of the `index`-th backend in resources, in the RFC 2544
 /// benchmarking range (valid IPs that no real network uses). Runs over real
@@ -189,178 +192,4 @@ pub enum Window {
     Within(Duration),
     /// Exactly at this virtual time since the scenario started (ms precision).
     At(Duration),
-}
-
-/// A predicate over timeline events. Every `Some` field must match.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Matcher {
-    Request(RequestMatcher),
-    Response(ResponseMatcher),
-    Watcher(WatcherMatcher),
-    Dial(DialMatcher),
-    Csds(CsdsMatcher),
-    ServerEvent(ServerEventMatcher),
-    Client(ClientEventMatcher),
-    Rpc(RpcMatcher),
-    Channel(ChannelMatcher),
-    Serving(ServingMatcher),
-    /// Any alternative will do; some mark a divergence.
-    AnyOf(Vec<Alternative>),
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Alternative {
-    pub matcher: Matcher,
-    /// Set for an alternative that is a recorded divergence.
-    pub divergence: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct RpcMatcher {
-    pub target: Option<String>,
-    pub code: Option<tonic::Code>,
-    pub backend: Option<String>,
-    pub contains: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct ChannelMatcher {
-    pub target: Option<String>,
-    pub state: xds_client_under_test::ConnectivityState,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct ServingMatcher {
-    pub address: Option<String>,
-    /// SERVING (true) or NOT_SERVING.
-    pub serving: bool,
-    pub code: Option<tonic::Code>,
-    pub contains: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct RequestMatcher {
-    pub server: Option<String>,
-    pub resource_type: Option<ResourceType>,
-    /// Exact set of resource_names (order ignored).
-    pub names: Option<Vec<String>>,
-    pub version: Option<String>,
-    pub nonce: Option<String>,
-    pub kind: Option<RequestKind>,
-    pub error_code: Option<i32>,
-    /// Substrings error_detail.message must all contain.
-    pub error_contains: Vec<String>,
-    /// Whether the request carries a node.
-    pub node: Option<bool>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ResponseMatcher {
-    pub server: Option<String>,
-    pub resource_type: Option<ResourceType>,
-    pub names: Option<Vec<String>>,
-    pub version: Option<String>,
-    pub nonce: Option<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WatcherEventKind {
-    Changed,
-    ResourceError,
-    AmbientError,
-    AmbientErrorCleared,
-    DoesNotExist,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct WatcherMatcher {
-    pub resource_type: Option<ResourceType>,
-    pub name: Option<String>,
-    pub event: Option<WatcherEventKind>,
-    pub code: Option<tonic::Code>,
-    /// Substring of the error message, or of the resource summary.
-    pub contains: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct DialMatcher {
-    pub target: Option<String>,
-    /// true: a config; false: an error.
-    pub resolved: Option<bool>,
-    pub code: Option<tonic::Code>,
-    pub contains: Option<String>,
-    /// cluster -> its endpoint addresses (exact, order ignored); an empty
-    /// list matches a cluster in error or without endpoints.
-    pub clusters: Option<BTreeMap<String, Vec<String>>>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CsdsStatus {
-    Requested,
-    Acked,
-    Nacked,
-    DoesNotExist,
-    /// gRFC A88: the server sent an error for the resource (xRFC TP3).
-    ReceivedError,
-    /// gRFC A88: the timer fired under `resource_timer_is_transient_error`.
-    Timeout,
-    /// Not in the client's CSDS dump at all.
-    Absent,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct CsdsMatcher {
-    pub resource_type: Option<ResourceType>,
-    pub name: Option<String>,
-    pub status: Option<CsdsStatus>,
-    pub version: Option<String>,
-    pub error_contains: Option<String>,
-    pub client_scope: Option<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ServerEventKind {
-    ConnectionAccepted,
-    ConnectionRefused,
-    ConnectionClosed,
-    StreamOpened,
-    StreamClosed,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct ServerEventMatcher {
-    pub server: Option<String>,
-    pub event: ServerEventKind,
-    /// For stream_closed.
-    pub code: Option<tonic::Code>,
-    pub by_client: Option<bool>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClientEventKind {
-    AdsCallStarted,
-    AdsCallFinished,
-    RetryScheduled,
-    ServerStatus,
-    Connected,
-    ResourceTimerStarted,
-    SubscriptionSent,
-    FallbackStarted,
-    FellForward,
-    Log,
-}
-
-/// Matches the reference client's own events (see
-/// `xds_vocabulary::ClientEvent`); such scenarios need a client
-/// that reports them.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ClientEventMatcher {
-    pub event: ClientEventKind,
-    pub server: Option<String>,
-    /// For retry_scheduled: the delay, ms precision.
-    pub delay: Option<Duration>,
-    /// For log.
-    pub level: Option<LogLevel>,
-    /// Substring of the rendered event.
-    pub contains: Option<String>,
 }

@@ -1,0 +1,99 @@
+//! The `channel` matcher: a dialled channel's connectivity state change.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use xds_client_under_test::{ConnectivityState, ObservedEvent};
+
+use super::{Check, Compile, Description, Translate, eq};
+use crate::scenario::file::Spanned;
+use crate::scenario::load::{Checker, Problem};
+use crate::timeline::{EventKind, TimelineEvent};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelMatcherSpec {
+    pub target: Option<String>,
+    /// IDLE, CONNECTING, READY, TRANSIENT_FAILURE or SHUTDOWN.
+    pub state: Spanned<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChannelMatcher {
+    pub target: Option<String>,
+    pub state: ConnectivityState,
+}
+
+impl Compile for ChannelMatcherSpec {
+    type Matcher = ChannelMatcher;
+
+    fn compile(&self, _scenario: &Checker) -> Result<ChannelMatcher, Problem> {
+        let state = ConnectivityState::parse(&self.state.value).ok_or_else(|| {
+            Problem::at(
+                &self.state,
+                format!(
+                    "channel state `{}`: expected IDLE, CONNECTING, READY, TRANSIENT_FAILURE or SHUTDOWN",
+                    self.state.value
+                ),
+            )
+        })?;
+        Ok(ChannelMatcher {
+            target: self.target.clone(),
+            state,
+        })
+    }
+}
+
+impl Check for ChannelMatcher {
+    fn matches(&self, event: &TimelineEvent, _text: Translate<'_>) -> bool {
+        let EventKind::Client(ObservedEvent::ChannelState { target, state }) = &event.kind else {
+            return false;
+        };
+        eq(&self.target, target) && self.state == *state
+    }
+
+    fn describe(&self) -> String {
+        Description::new("channel state")
+            .given("target", self.target.as_ref())
+            .field("state", self.state.name())
+            .into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matcher::as_written;
+    use std::time::Duration;
+
+    fn state(target: &str, state: ConnectivityState) -> TimelineEvent {
+        TimelineEvent {
+            at: Duration::ZERO,
+            source: "client".into(),
+            kind: EventKind::Client(ObservedEvent::ChannelState {
+                target: target.into(),
+                state,
+            }),
+        }
+    }
+
+    #[test]
+    fn checks_target_and_state() {
+        let m = ChannelMatcher {
+            target: Some("xds:///svc".into()),
+            state: ConnectivityState::TransientFailure,
+        };
+        assert!(m.matches(
+            &state("xds:///svc", ConnectivityState::TransientFailure),
+            &as_written
+        ));
+        assert!(!m.matches(&state("xds:///svc", ConnectivityState::Ready), &as_written));
+        assert!(!m.matches(
+            &state("xds:///other", ConnectivityState::TransientFailure),
+            &as_written
+        ));
+        assert_eq!(
+            m.describe(),
+            "channel state target=xds:///svc state=TRANSIENT_FAILURE"
+        );
+    }
+}

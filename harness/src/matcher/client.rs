@@ -1,0 +1,203 @@
+//! The `client` matcher: an event the reference client reports about itself
+//! (see `xds_vocabulary::ClientEvent`); such scenarios need a client that
+//! reports them.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use xds_client_under_test::{Capabilities, ObservedEvent};
+use xds_vocabulary::{ClientEvent, LogLevel};
+
+use super::{Check, Compile, Description, Translate, as_written, contains_in};
+use crate::scenario::file::Spanned;
+use crate::scenario::load::{Checker, Problem, duration, keyword, opt};
+use crate::timeline::{EventKind, TimelineEvent, describe};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClientMatcherSpec {
+    /// ads_call_started, ads_call_finished, retry_scheduled, server_status,
+    /// connected,
+    /// resource_timer_started, subscription_sent, fallback_started,
+    /// fell_forward, log.
+    pub event: Spanned<String>,
+    pub server: Option<Spanned<String>>,
+    /// retry_scheduled delay, e.g. `1.1s`.
+    pub delay: Option<Spanned<String>>,
+    /// log level: info, warning, error.
+    pub level: Option<Spanned<String>>,
+    pub contains: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientEventKind {
+    AdsCallStarted,
+    AdsCallFinished,
+    RetryScheduled,
+    ServerStatus,
+    Connected,
+    ResourceTimerStarted,
+    SubscriptionSent,
+    FallbackStarted,
+    FellForward,
+    Log,
+}
+
+/// The events' names in scenario files.
+const CLIENT_EVENTS: &[(&str, ClientEventKind)] = &[
+    ("ads_call_started", ClientEventKind::AdsCallStarted),
+    ("ads_call_finished", ClientEventKind::AdsCallFinished),
+    ("retry_scheduled", ClientEventKind::RetryScheduled),
+    ("server_status", ClientEventKind::ServerStatus),
+    ("connected", ClientEventKind::Connected),
+    (
+        "resource_timer_started",
+        ClientEventKind::ResourceTimerStarted,
+    ),
+    ("subscription_sent", ClientEventKind::SubscriptionSent),
+    ("fallback_started", ClientEventKind::FallbackStarted),
+    ("fell_forward", ClientEventKind::FellForward),
+    ("log", ClientEventKind::Log),
+];
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClientEventMatcher {
+    pub event: ClientEventKind,
+    pub server: Option<String>,
+    /// For retry_scheduled: the delay, ms precision.
+    pub delay: Option<Duration>,
+    /// For log.
+    pub level: Option<LogLevel>,
+    /// Substring of the rendered event.
+    pub contains: Option<String>,
+}
+
+impl Compile for ClientMatcherSpec {
+    type Matcher = ClientEventMatcher;
+
+    fn compile(&self, scenario: &Checker) -> Result<ClientEventMatcher, Problem> {
+        Ok(ClientEventMatcher {
+            event: keyword(&self.event, "client event", CLIENT_EVENTS)?,
+            server: scenario.filter_server(self.server.as_ref())?,
+            delay: opt(self.delay.as_ref(), |d| duration(d, "delay"))?,
+            level: opt(self.level.as_ref(), |l| {
+                keyword(l, "log level", &LogLevel::ALL.map(|l| (l.name(), l)))
+            })?,
+            contains: self.contains.clone(),
+        })
+    }
+}
+
+impl Check for ClientEventMatcher {
+    // Matched as written: only in-process clients report these events (see
+    // `Capabilities::client_events`), and in-process runs rewrite nothing.
+    fn matches(&self, event: &TimelineEvent, _text: Translate<'_>) -> bool {
+        let EventKind::Client(ObservedEvent::Client(e)) = &event.kind else {
+            return false;
+        };
+        let (kind, server) = match e {
+            ClientEvent::AdsCallStarted { server } => {
+                (ClientEventKind::AdsCallStarted, Some(server))
+            }
+            ClientEvent::AdsCallFinished { server, .. } => {
+                (ClientEventKind::AdsCallFinished, Some(server))
+            }
+            ClientEvent::RetryScheduled { server, .. } => {
+                (ClientEventKind::RetryScheduled, Some(server))
+            }
+            ClientEvent::ServerStatus { server, .. } => {
+                (ClientEventKind::ServerStatus, Some(server))
+            }
+            ClientEvent::Connected { server, .. } => (ClientEventKind::Connected, Some(server)),
+            ClientEvent::ResourceTimerStarted { .. } => {
+                (ClientEventKind::ResourceTimerStarted, None)
+            }
+            ClientEvent::SubscriptionSent { server, .. } => {
+                (ClientEventKind::SubscriptionSent, Some(server))
+            }
+            ClientEvent::FallbackStarted { server, .. } => {
+                (ClientEventKind::FallbackStarted, Some(server))
+            }
+            ClientEvent::FellForward { server, .. } => (ClientEventKind::FellForward, Some(server)),
+            ClientEvent::Log { .. } => (ClientEventKind::Log, None),
+        };
+        if self.event != kind {
+            return false;
+        }
+        // Servers are named by URI in client events (`primary:443`); a
+        // scenario names them by server name, which is the URI's host.
+        if let Some(want) = &self.server
+            && !server.is_some_and(|s| s == want || s.split(':').next() == Some(want.as_str()))
+        {
+            return false;
+        }
+        if let Some(delay) = self.delay
+            && !matches!(e, ClientEvent::RetryScheduled { delay: d, .. } if d.as_millis() == delay.as_millis())
+        {
+            return false;
+        }
+        if let Some(level) = &self.level {
+            let ok = matches!(e, ClientEvent::Log { level: l, .. } if l == level);
+            if !ok {
+                return false;
+            }
+        }
+        contains_in(
+            &self.contains,
+            &describe(&event.kind).unwrap_or_default(),
+            &as_written,
+        )
+    }
+
+    fn describe(&self) -> String {
+        Description::new("client event")
+            .field("event", format!("{:?}", self.event))
+            .given("server", self.server.as_ref())
+            .given(
+                "delay",
+                self.delay.map(|v| format!("{:.3}s", v.as_secs_f64())),
+            )
+            .given("level", self.level.map(LogLevel::name))
+            .given_debug("contains", self.contains.as_ref())
+            .into()
+    }
+
+    fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
+        (!caps.client_events).then_some("client events")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn retry(server: &str, delay_ms: u64) -> TimelineEvent {
+        TimelineEvent {
+            at: Duration::ZERO,
+            source: "client".into(),
+            kind: EventKind::Client(ObservedEvent::Client(ClientEvent::RetryScheduled {
+                server: server.into(),
+                delay: Duration::from_millis(delay_ms),
+            })),
+        }
+    }
+
+    #[test]
+    fn checks_the_event_its_server_by_host_and_the_delay() {
+        let m = ClientEventMatcher {
+            event: ClientEventKind::RetryScheduled,
+            server: Some("primary".into()),
+            delay: Some(Duration::from_millis(1100)),
+            level: None,
+            contains: None,
+        };
+        assert!(m.matches(&retry("primary:443", 1100), &as_written));
+        assert!(!m.matches(&retry("primary:443", 1200), &as_written));
+        assert!(!m.matches(&retry("fallback:443", 1100), &as_written));
+        assert_eq!(
+            m.describe(),
+            "client event event=RetryScheduled server=primary delay=1.100s"
+        );
+    }
+}

@@ -1,0 +1,170 @@
+//! The `csds` matcher: what the client's CSDS view shows. CSDS is a state,
+//! so this matcher is checked against the state (at each checkpoint of the
+//! runner), not against timeline events.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use xds_client_under_test::Capabilities;
+use xds_vocabulary::ResourceType;
+
+use super::{Check, Compile, Description, Translate};
+use crate::scenario::file::Spanned;
+use crate::scenario::load::{Checker, Problem, keyword, opt, parse_resource_type};
+use crate::timeline::{CsdsEntry, CsdsStatus, TimelineEvent, csds_status_name};
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CsdsMatcherSpec {
+    #[serde(rename = "type")]
+    pub resource_type: Option<Spanned<String>>,
+    pub name: Option<String>,
+    /// REQUESTED, ACKED, NACKED, DOES_NOT_EXIST, RECEIVED_ERROR, TIMEOUT or ABSENT.
+    pub status: Option<Spanned<String>>,
+    pub version: Option<String>,
+    pub error_contains: Option<String>,
+    /// The ClientConfig's `client_scope` (gRFC A71): the channel target,
+    /// e.g. `xds:///svc` (`xds:/svc` as C-core spells it matches too), or
+    /// `#server`; `""` for the reference client's own watches. Any scope
+    /// when left out.
+    pub client_scope: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CsdsMatcher {
+    pub resource_type: Option<ResourceType>,
+    pub name: Option<String>,
+    pub status: Option<CsdsStatus>,
+    pub version: Option<String>,
+    pub error_contains: Option<String>,
+    pub client_scope: Option<String>,
+}
+
+impl Compile for CsdsMatcherSpec {
+    type Matcher = CsdsMatcher;
+
+    fn compile(&self, _scenario: &Checker) -> Result<CsdsMatcher, Problem> {
+        Ok(CsdsMatcher {
+            resource_type: opt(self.resource_type.as_ref(), parse_resource_type)?,
+            name: self.name.clone(),
+            status: opt(self.status.as_ref(), |s| {
+                keyword(
+                    s,
+                    "csds status",
+                    &CsdsStatus::ALL.map(|s| (csds_status_name(s), s)),
+                )
+            })?,
+            version: self.version.clone(),
+            error_contains: self.error_contains.clone(),
+            client_scope: self.client_scope.clone(),
+        })
+    }
+}
+
+impl CsdsMatcher {
+    /// Whether the client's CSDS view — `(client_scope, type_url, name) ->
+    /// entry` — shows what this matcher describes.
+    pub fn state_matches(&self, state: &BTreeMap<(String, String, String), CsdsEntry>) -> bool {
+        let selected = state.iter().filter(|((scope, type_url, name), _)| {
+            self.resource_type.is_none_or(|t| t.type_url() == type_url)
+                && self.name.as_ref().is_none_or(|n| n == name)
+                && self
+                    .client_scope
+                    .as_ref()
+                    .is_none_or(|s| canonical_scope(s) == canonical_scope(scope))
+        });
+        if self.status == Some(CsdsStatus::Absent) {
+            return selected.count() == 0;
+        }
+        selected.into_iter().any(|(_, e)| {
+            self.status.is_none_or(|s| s == e.status)
+                && self.version.as_ref().is_none_or(|v| *v == e.version)
+                && self
+                    .error_contains
+                    .as_ref()
+                    .is_none_or(|w| e.error.as_deref().is_some_and(|d| d.contains(w.as_str())))
+        })
+    }
+}
+
+/// A channel target with an empty URI authority has two spellings:
+/// `xds:///svc` as written, `xds:/svc` as C-core prints a parsed URI.
+fn canonical_scope(scope: &str) -> Cow<'_, str> {
+    match scope.split_once(":///") {
+        Some((scheme, rest)) if !scheme.contains('/') => format!("{scheme}:/{rest}").into(),
+        _ => scope.into(),
+    }
+}
+
+impl Check for CsdsMatcher {
+    /// Never: no single event shows a state; the runner checks
+    /// [`CsdsMatcher::state_matches`] instead.
+    fn matches(&self, _event: &TimelineEvent, _text: Translate<'_>) -> bool {
+        false
+    }
+
+    fn describe(&self) -> String {
+        Description::new("CSDS change")
+            .given_debug("client_scope", self.client_scope.as_ref())
+            .given("type", self.resource_type.map(ResourceType::short_name))
+            .given("name", self.name.as_ref())
+            .given("status", self.status.map(csds_status_name))
+            .given_debug("version", self.version.as_ref())
+            .given_debug("error_contains", self.error_contains.as_ref())
+            .into()
+    }
+
+    fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
+        (!caps.csds).then_some("CSDS")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selects_by_client_scope_in_either_spelling() {
+        let entry = |status| CsdsEntry {
+            status,
+            version: "1".into(),
+            error: None,
+        };
+        let cds = ResourceType::Cluster.type_url().to_string();
+        let state = BTreeMap::from([
+            (
+                ("xds:/a".into(), cds.clone(), "c1".into()),
+                entry(CsdsStatus::Acked),
+            ),
+            (
+                ("xds:///b".into(), cds, "c1".into()),
+                entry(CsdsStatus::Requested),
+            ),
+        ]);
+        let m = |scope: Option<&str>, status| CsdsMatcher {
+            resource_type: Some(ResourceType::Cluster),
+            name: Some("c1".into()),
+            status: Some(status),
+            version: None,
+            error_contains: None,
+            client_scope: scope.map(str::to_string),
+        };
+        assert!(m(Some("xds:///a"), CsdsStatus::Acked).state_matches(&state));
+        assert!(m(Some("xds:/b"), CsdsStatus::Requested).state_matches(&state));
+        assert!(!m(Some("xds:///a"), CsdsStatus::Requested).state_matches(&state));
+        assert!(!m(Some("#server"), CsdsStatus::Acked).state_matches(&state));
+        assert!(m(Some("#server"), CsdsStatus::Absent).state_matches(&state));
+        assert!(m(None, CsdsStatus::Requested).state_matches(&state));
+        assert_eq!(
+            canonical_scope("xds://authority/svc"),
+            "xds://authority/svc"
+        );
+        assert_eq!(canonical_scope("#server"), "#server");
+        assert_eq!(
+            m(Some("#server"), CsdsStatus::Absent).describe(),
+            "CSDS change client_scope=\"#server\" type=CDS name=c1 status=ABSENT"
+        );
+    }
+}

@@ -1,0 +1,419 @@
+//! Matchers: what an `expect`, an `any_of` alternative or an `expect_none`
+//! looks for on the timeline.
+//!
+//! Each kind of matcher (`request`, `watcher`, `csds`, ...) is one module
+//! holding everything about it: its file form (serde and JSON Schema), its
+//! checked form, compiling the one into the other with located errors, the
+//! check against a timeline event, and its description in failure
+//! messages. `matcher_kinds!` lists the kinds once; from that list come
+//! the matcher keys of the three file forms that take one, the [`Matcher`]
+//! enum, and the dispatch to each kind. A new kind is a module and a line
+//! in that list.
+
+pub mod channel;
+pub mod client;
+pub mod csds;
+pub mod dial;
+pub mod request;
+pub mod response;
+pub mod rpc;
+pub mod server_event;
+pub mod serving;
+pub mod watcher;
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::fmt::{Debug, Display, Write as _};
+
+use xds_client_under_test::Capabilities;
+
+use crate::scenario::load::{Checker, Problem};
+use crate::timeline::TimelineEvent;
+
+/// Every matcher kind, in the order error messages list them: the key
+/// `expect`, `any_of` and `expect_none` take it under (with that key's
+/// description in the schema), its [`Matcher`] variant, and its module's
+/// file form and checked form. Hands the list, and whatever follows it, to
+/// `$callback` (a macro in this module).
+macro_rules! matcher_kinds {
+    ($callback:ident! { $($input:tt)* }) => { $crate::matcher::$callback! { [
+        /// A DiscoveryRequest a server received.
+        request: Request(request::RequestMatcherSpec => RequestMatcher),
+        /// A DiscoveryResponse a server sent.
+        response: Response(response::ResponseMatcherSpec => ResponseMatcher),
+        /// A notification to one of the client's watchers.
+        watcher: Watcher(watcher::WatcherMatcherSpec => WatcherMatcher),
+        /// An update of a dial.
+        dial: Dial(dial::DialMatcherSpec => DialMatcher),
+        /// The client's CSDS view shows this (a state, checked whenever
+        /// anything happens in the window).
+        csds: Csds(csds::CsdsMatcherSpec => CsdsMatcher),
+        /// A connection or stream event on a server.
+        server_event: ServerEvent(server_event::ServerEventMatcherSpec => ServerEventMatcher),
+        /// An event the reference client reports about itself.
+        client: Client(client::ClientMatcherSpec => ClientEventMatcher),
+        /// The result of an `rpc` step.
+        rpc: Rpc(rpc::RpcMatcherSpec => RpcMatcher),
+        /// A dialled channel's connectivity state change.
+        channel: Channel(channel::ChannelMatcherSpec => ChannelMatcher),
+        /// An xDS-enabled server's serving status change.
+        serving: Serving(serving::ServingMatcherSpec => ServingMatcher),
+    ] $($input)* } };
+}
+pub(crate) use matcher_kinds;
+
+/// A file-form struct that takes one matcher, written without its matcher
+/// keys: they are added first, one optional field per kind, each with its
+/// description, and `matchers()` returns the ones set.
+///
+/// The keys cannot come from one shared struct: serde's `flatten` does not
+/// work with `deny_unknown_fields`, which every file form uses.
+macro_rules! with_matcher_keys {
+    ($($item:tt)*) => {
+        $crate::matcher::matcher_kinds!(struct_with_matcher_keys! { $($item)* });
+    };
+}
+pub(crate) use with_matcher_keys;
+
+/// [`with_matcher_keys!`], given the list of kinds.
+macro_rules! struct_with_matcher_keys {
+    (
+        [$(
+            $(#[$doc:meta])*
+            $key:ident : $Variant:ident ( $module:ident :: $Spec:ident => $Checked:ident )
+        ),* $(,)?]
+        $(#[$meta:meta])*
+        pub struct $Name:ident {
+            $( $(#[$field_meta:meta])* pub $field:ident : $Type:ty ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $Name {
+            $( $(#[$doc])* pub $key: Option<$crate::matcher::$module::$Spec>, )*
+            $( $(#[$field_meta])* pub $field: $Type, )*
+        }
+
+        impl $Name {
+            /// The matcher keys set here, in the order of the list of kinds.
+            pub(crate) fn matchers(&self) -> Vec<$crate::matcher::MatcherSpec<'_>> {
+                let mut set = Vec::new();
+                $(
+                    if let Some(spec) = &self.$key {
+                        set.push($crate::matcher::MatcherSpec::$Variant(spec));
+                    }
+                )*
+                set
+            }
+        }
+    };
+}
+pub(crate) use struct_with_matcher_keys;
+
+/// The kinds' keys, the [`Matcher`] enum, the file form of one matcher
+/// before it is compiled, and the dispatch to each kind.
+macro_rules! define_matchers {
+    ([$(
+        $(#[$doc:meta])*
+        $key:ident : $Variant:ident ( $module:ident :: $Spec:ident => $Checked:ident )
+    ),* $(,)?]) => {
+        /// Every matcher key, in the order error messages list them.
+        pub const MATCHER_KEYS: &[&str] = &[$(stringify!($key)),*];
+
+        /// A checked matcher: a predicate over timeline events (or, for
+        /// `csds`, over the client's CSDS view). Every field given must match.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum Matcher {
+            $( $(#[$doc])* $Variant($module::$Checked), )*
+            /// Any alternative will do; some mark a divergence.
+            AnyOf(Vec<Alternative>),
+        }
+
+        /// One matcher key of a file form, as written.
+        pub(crate) enum MatcherSpec<'a> {
+            $( $Variant(&'a $module::$Spec), )*
+        }
+
+        impl MatcherSpec<'_> {
+            /// The key it was written under.
+            pub(crate) fn key(&self) -> &'static str {
+                match self {
+                    $( MatcherSpec::$Variant(_) => stringify!($key), )*
+                }
+            }
+
+            /// The checked matcher, or what is wrong with it and where.
+            pub(crate) fn compile(&self, scenario: &Checker) -> Result<Matcher, Problem> {
+                match self {
+                    $(
+                        MatcherSpec::$Variant(spec) => {
+                            spec.compile(scenario).map(Matcher::$Variant)
+                        }
+                    )*
+                }
+            }
+        }
+
+        impl Matcher {
+            /// The kind's own check (`any_of` checks its alternatives).
+            fn check(&self) -> &dyn Check {
+                match self {
+                    $( Matcher::$Variant(m) => m, )*
+                    Matcher::AnyOf(alternatives) => alternatives,
+                }
+            }
+        }
+    };
+}
+
+// Named by path, as `matcher_kinds!` calls its callback.
+use define_matchers;
+
+matcher_kinds!(define_matchers! {});
+
+/// A matcher kind's file form: compiled when the scenario loads, against
+/// the servers and backends it declares.
+pub(crate) trait Compile {
+    /// The checked form.
+    type Matcher: Check;
+
+    /// The checked form, or a [`Problem`] located at the offending value.
+    fn compile(&self, scenario: &Checker) -> Result<Self::Matcher, Problem>;
+}
+
+/// A matcher kind's checked form.
+pub(crate) trait Check {
+    /// Whether `event` is what it looks for. `text` reads what the client
+    /// reported in the scenario's terms; a kind translates only events that
+    /// pass its other checks (translating costs).
+    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool;
+
+    /// What it looks for, for failure messages: see [`Description`].
+    fn describe(&self) -> String;
+
+    /// What a client lacks to report what this kind looks for, if it
+    /// lacks it: the scenario is then not applicable to the client.
+    fn missing_capability(&self, _caps: &Capabilities) -> Option<&'static str> {
+        None
+    }
+}
+
+/// One alternative of an `any_of`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Alternative {
+    pub matcher: Matcher,
+    /// Set for an alternative that is a recorded divergence.
+    pub divergence: Option<String>,
+}
+
+impl Check for Vec<Alternative> {
+    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+        self.iter().any(|a| a.matcher.matches(event, text))
+    }
+
+    fn describe(&self) -> String {
+        let list: Vec<String> = self.iter().map(|a| a.matcher.describe()).collect();
+        format!("any of [{}]", list.join(" | "))
+    }
+
+    // `missing_capability`: the default, nothing. Alternatives have never
+    // been looked into: a client that lacks what one of them needs still
+    // runs the scenario.
+}
+
+impl Matcher {
+    /// Whether `event` is what this matcher looks for, with what the client
+    /// reported (watcher summaries and errors, NACK messages, dial
+    /// configs, RPC status messages) read through `text` first.
+    pub fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+        self.check().matches(event, text)
+    }
+
+    /// The alternative of an `any_of` that `event` meets first, in order.
+    pub fn matching_alternative(
+        &self,
+        event: &TimelineEvent,
+        text: Translate<'_>,
+    ) -> Option<&Alternative> {
+        match self {
+            Matcher::AnyOf(alternatives) => {
+                alternatives.iter().find(|a| a.matcher.matches(event, text))
+            }
+            _ => None,
+        }
+    }
+
+    /// A readable description, for failure messages.
+    pub fn describe(&self) -> String {
+        self.check().describe()
+    }
+
+    /// What a client lacks to be checked by this matcher, if anything.
+    pub fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
+        self.check().missing_capability(caps)
+    }
+}
+
+/// How a client's text reads in the scenario's terms (over real TCP,
+/// endpoint addresses were rewritten before the client saw them).
+pub type Translate<'a> = &'a dyn Fn(&str) -> Cow<'_, str>;
+
+/// Text read as the client reported it (in-process runs, and text that
+/// the harness wrote itself).
+pub fn as_written(text: &str) -> Cow<'_, str> {
+    Cow::Borrowed(text)
+}
+
+/// No value wanted, or this one.
+pub(crate) fn eq<T: PartialEq>(want: &Option<T>, got: &T) -> bool {
+    want.as_ref().is_none_or(|w| w == got)
+}
+
+/// The same set, with what the client reported read as the scenario wrote
+/// it (see [`Translate`]).
+pub(crate) fn same_set(want: &Option<Vec<String>>, got: &[String], text: Translate<'_>) -> bool {
+    // Lengths first: requests can name thousands of resources.
+    want.as_ref().is_none_or(|w| {
+        w.len() == got.len()
+            && w.iter()
+                .map(|n| Cow::Borrowed(n.as_str()))
+                .collect::<BTreeSet<_>>()
+                == got.iter().map(|n| text(n)).collect::<BTreeSet<_>>()
+    })
+}
+
+/// `got`, translated only if there is something to look for in it.
+pub(crate) fn contains_in(want: &Option<String>, got: &str, text: Translate<'_>) -> bool {
+    want.as_ref().is_none_or(|w| text(got).contains(w.as_str()))
+}
+
+/// A matcher as failure messages show it: what it looks for, then
+/// ` name=value` for each field it checks; the fields it leaves open are
+/// left out.
+pub(crate) struct Description(String);
+
+impl Description {
+    pub(crate) fn new(head: &str) -> Self {
+        Description(head.to_string())
+    }
+
+    /// A field that is always checked.
+    pub(crate) fn field(mut self, name: &str, value: impl Display) -> Self {
+        let _ = write!(self.0, " {name}={value}");
+        self
+    }
+
+    /// A field that is checked when given.
+    pub(crate) fn given(self, name: &str, value: Option<impl Display>) -> Self {
+        match value {
+            Some(value) => self.field(name, value),
+            None => self,
+        }
+    }
+
+    /// [`Description::given`], shown in Rust's debug form (strings quoted).
+    pub(crate) fn given_debug(self, name: &str, value: Option<impl Debug>) -> Self {
+        self.given(name, value.map(|v| format!("{v:?}")))
+    }
+}
+
+impl From<Description> for String {
+    fn from(description: Description) -> String {
+        description.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use xds_client_under_test::ObservedEvent;
+    use xds_vocabulary::ResourceType;
+
+    use crate::scenario::load_str;
+    use crate::scenario::{Step, StepDef};
+    use crate::timeline::EventKind;
+
+    fn step_matcher(step: &StepDef) -> &Matcher {
+        match &step.step {
+            Step::Expect { matcher, .. } | Step::ExpectNone { matcher, .. } => matcher,
+            other => panic!("not an expectation: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_kind_loads_under_its_key_in_expect_any_of_and_expect_none() {
+        let scenario = load_str(
+            "t.yaml",
+            "description: d\nservers: {main: {}}\nsteps:\n  \
+             - expect: {channel: {state: READY}}\n  \
+             - expect: {any_of: [{channel: {state: READY}}, {rpc: {code: OK}, divergence: d}]}\n  \
+             - expect_none: {channel: {state: IDLE}, for: 1s}\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(
+            step_matcher(&scenario.steps[0]),
+            Matcher::Channel(_)
+        ));
+        let Matcher::AnyOf(alternatives) = step_matcher(&scenario.steps[1]) else {
+            panic!("{:?}", scenario.steps[1])
+        };
+        assert!(matches!(alternatives[0].matcher, Matcher::Channel(_)));
+        assert!(matches!(alternatives[1].matcher, Matcher::Rpc(_)));
+        assert_eq!(alternatives[1].divergence.as_deref(), Some("d"));
+        assert!(matches!(
+            step_matcher(&scenario.steps[2]),
+            Matcher::Channel(_)
+        ));
+        assert_eq!(MATCHER_KEYS.len(), 10);
+    }
+
+    #[test]
+    fn any_of_matches_and_names_the_first_alternative_met() {
+        let ready = |target: &str| {
+            Matcher::Channel(channel::ChannelMatcher {
+                target: Some(target.into()),
+                state: xds_client_under_test::ConnectivityState::Ready,
+            })
+        };
+        let any_of = Matcher::AnyOf(vec![
+            Alternative {
+                matcher: ready("xds:///a"),
+                divergence: None,
+            },
+            Alternative {
+                matcher: ready("xds:///b"),
+                divergence: Some("b is fine too".into()),
+            },
+        ]);
+        let event = TimelineEvent {
+            at: Duration::ZERO,
+            source: "client".into(),
+            kind: EventKind::Client(ObservedEvent::ChannelState {
+                target: "xds:///b".into(),
+                state: xds_client_under_test::ConnectivityState::Ready,
+            }),
+        };
+        assert!(any_of.matches(&event, &as_written));
+        assert_eq!(
+            any_of
+                .matching_alternative(&event, &as_written)
+                .and_then(|a| a.divergence.as_deref()),
+            Some("b is fine too")
+        );
+        assert!(!ready("xds:///a").matches(&event, &as_written));
+        assert_eq!(
+            any_of.describe(),
+            "any of [channel state target=xds:///a state=READY | \
+             channel state target=xds:///b state=READY]"
+        );
+        // A watcher matcher is not looking for channel states.
+        let watcher = Matcher::Watcher(watcher::WatcherMatcher {
+            resource_type: Some(ResourceType::Cluster),
+            name: None,
+            event: None,
+            code: None,
+            contains: None,
+        });
+        assert!(!watcher.matches(&event, &as_written));
+    }
+}

@@ -1,0 +1,226 @@
+//! The `request` matcher: a DiscoveryRequest a server received.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use xds_fake_server::event::ServerEvent;
+use xds_vocabulary::{RequestKind, ResourceType, code_name};
+
+use super::{Check, Compile, Description, Translate, eq, same_set};
+use crate::scenario::file::{OneOrMany, Spanned};
+use crate::scenario::load::{Checker, Problem, code, keyword, opt, parse_resource_type};
+use crate::timeline::{EventKind, TimelineEvent};
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestMatcherSpec {
+    pub server: Option<Spanned<String>>,
+    #[serde(rename = "type")]
+    pub resource_type: Option<Spanned<String>>,
+    /// Exact set of resource_names (order ignored); `[]` = none.
+    pub names: Option<Vec<String>>,
+    pub version: Option<String>,
+    pub nonce: Option<String>,
+    /// initial, ack, nack or unknown_nonce.
+    pub kind: Option<Spanned<String>>,
+    /// error_detail.code, by name (e.g. INVALID_ARGUMENT).
+    pub error_code: Option<Spanned<String>>,
+    /// Substring(s) that error_detail.message must all contain.
+    pub error_contains: Option<OneOrMany>,
+    /// The request carries a node.
+    pub node: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RequestMatcher {
+    pub server: Option<String>,
+    pub resource_type: Option<ResourceType>,
+    /// Exact set of resource_names (order ignored).
+    pub names: Option<Vec<String>>,
+    pub version: Option<String>,
+    pub nonce: Option<String>,
+    pub kind: Option<RequestKind>,
+    pub error_code: Option<i32>,
+    /// Substrings error_detail.message must all contain.
+    pub error_contains: Vec<String>,
+    /// Whether the request carries a node.
+    pub node: Option<bool>,
+}
+
+impl Compile for RequestMatcherSpec {
+    type Matcher = RequestMatcher;
+
+    fn compile(&self, scenario: &Checker) -> Result<RequestMatcher, Problem> {
+        Ok(RequestMatcher {
+            server: scenario.filter_server(self.server.as_ref())?,
+            resource_type: opt(self.resource_type.as_ref(), parse_resource_type)?,
+            names: self.names.clone(),
+            version: self.version.clone(),
+            nonce: self.nonce.clone(),
+            kind: opt(self.kind.as_ref(), |k| {
+                keyword(k, "request kind", &RequestKind::ALL.map(|k| (k.name(), k)))
+            })?,
+            error_code: opt(self.error_code.as_ref(), code)?.map(i32::from),
+            error_contains: self
+                .error_contains
+                .clone()
+                .map(OneOrMany::into_vec)
+                .unwrap_or_default(),
+            node: self.node,
+        })
+    }
+}
+
+impl Check for RequestMatcher {
+    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+        let EventKind::Server(e) = &event.kind else {
+            return false;
+        };
+        let ServerEvent::RequestReceived { request, .. } = &**e else {
+            return false;
+        };
+        eq(&self.server, &event.source)
+            && self
+                .resource_type
+                .is_none_or(|t| t.type_url() == request.type_url)
+            && same_set(&self.names, &request.resource_names, text)
+            && eq(&self.version, &request.version_info)
+            && eq(&self.nonce, &request.response_nonce)
+            && eq(&self.kind, &request.kind)
+            && self.error_code.is_none_or(|c| {
+                request
+                    .error_detail
+                    .as_ref()
+                    .is_some_and(|(code, _)| *code == c)
+            })
+            && (self.error_contains.is_empty()
+                || request.error_detail.as_ref().is_some_and(|(_, message)| {
+                    let message = text(message);
+                    self.error_contains
+                        .iter()
+                        .all(|w| message.contains(w.as_str()))
+                }))
+            && eq(&self.node, &request.node.is_some())
+    }
+
+    fn describe(&self) -> String {
+        Description::new("DiscoveryRequest")
+            .given("server", self.server.as_ref())
+            .given("type", self.resource_type.map(ResourceType::short_name))
+            .given(
+                "names",
+                self.names.as_ref().map(|v| format!("[{}]", v.join(","))),
+            )
+            .given_debug("version", self.version.as_ref())
+            .given_debug("nonce", self.nonce.as_ref())
+            .given_debug("kind", self.kind)
+            .given(
+                "error_code",
+                self.error_code.map(|c| code_name(tonic::Code::from_i32(c))),
+            )
+            .given_debug(
+                "error_contains",
+                Some(&self.error_contains).filter(|w| !w.is_empty()),
+            )
+            .given("node", self.node)
+            .into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matcher::as_written;
+    use std::time::Duration;
+    use xds_fake_server::event::RecordedRequest;
+
+    fn request(kind: RequestKind, names: &[&str], error: Option<(i32, &str)>) -> TimelineEvent {
+        TimelineEvent {
+            at: Duration::ZERO,
+            source: "primary".into(),
+            kind: EventKind::Server(Box::new(ServerEvent::RequestReceived {
+                stream: 1,
+                request: RecordedRequest {
+                    type_url: ResourceType::Cluster.type_url().into(),
+                    resource_names: names.iter().map(|s| s.to_string()).collect(),
+                    version_info: "1".into(),
+                    response_nonce: "1".into(),
+                    error_detail: error.map(|(c, m)| (c, m.to_string())),
+                    node: None,
+                    kind,
+                },
+            })),
+        }
+    }
+
+    fn matches(m: &RequestMatcher, event: &TimelineEvent) -> bool {
+        m.matches(event, &as_written)
+    }
+
+    #[test]
+    fn checks_every_given_field() {
+        let nack = request(
+            RequestKind::Nack,
+            &["b", "a"],
+            Some((3, "resource index 1: c2: bad")),
+        );
+        let m = |f: fn(&mut RequestMatcher)| {
+            let mut r = RequestMatcher::default();
+            f(&mut r);
+            r
+        };
+        assert!(matches(&m(|_| {}), &nack));
+        assert!(matches(
+            &m(|r| r.names = Some(vec!["a".into(), "b".into()])),
+            &nack
+        ));
+        assert!(!matches(&m(|r| r.names = Some(vec!["a".into()])), &nack));
+        assert!(matches(&m(|r| r.kind = Some(RequestKind::Nack)), &nack));
+        assert!(!matches(&m(|r| r.kind = Some(RequestKind::Ack)), &nack));
+        assert!(matches(&m(|r| r.error_code = Some(3)), &nack));
+        assert!(!matches(&m(|r| r.error_code = Some(14)), &nack));
+        assert!(matches(
+            &m(|r| r.error_contains = vec!["c2: bad".into()]),
+            &nack
+        ));
+        assert!(matches(
+            &m(|r| r.error_contains = vec!["index 1".into(), "c2: bad".into()]),
+            &nack
+        ));
+        assert!(!matches(
+            &m(|r| r.error_contains = vec!["index 1".into(), "c3".into()]),
+            &nack
+        ));
+        assert!(!matches(&m(|r| r.server = Some("fallback".into())), &nack));
+        assert!(!matches(
+            &m(|r| r.resource_type = Some(ResourceType::Listener)),
+            &nack
+        ));
+        assert!(!matches(&m(|r| r.node = Some(true)), &nack));
+        let ack = request(RequestKind::Ack, &["a"], None);
+        assert!(!matches(&m(|r| r.error_contains = vec!["x".into()]), &ack));
+    }
+
+    #[test]
+    fn describes_itself_readably() {
+        let m = RequestMatcher {
+            resource_type: Some(ResourceType::Cluster),
+            names: Some(vec!["c1".into()]),
+            kind: Some(RequestKind::Ack),
+            ..Default::default()
+        };
+        assert_eq!(
+            m.describe(),
+            "DiscoveryRequest type=CDS names=[c1] kind=Ack"
+        );
+        let m = RequestMatcher {
+            error_code: Some(3),
+            error_contains: vec!["c2".into()],
+            node: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(
+            m.describe(),
+            "DiscoveryRequest error_code=INVALID_ARGUMENT error_contains=[\"c2\"] node=true"
+        );
+    }
+}

@@ -1,0 +1,117 @@
+//! The `response` matcher: a DiscoveryResponse a server sent.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use xds_fake_server::event::ServerEvent;
+use xds_vocabulary::ResourceType;
+
+use super::{Check, Compile, Description, Translate, eq, same_set};
+use crate::scenario::file::Spanned;
+use crate::scenario::load::{Checker, Problem, opt, parse_resource_type};
+use crate::timeline::{EventKind, TimelineEvent};
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResponseMatcherSpec {
+    pub server: Option<Spanned<String>>,
+    #[serde(rename = "type")]
+    pub resource_type: Option<Spanned<String>>,
+    pub names: Option<Vec<String>>,
+    pub version: Option<String>,
+    pub nonce: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ResponseMatcher {
+    pub server: Option<String>,
+    pub resource_type: Option<ResourceType>,
+    pub names: Option<Vec<String>>,
+    pub version: Option<String>,
+    pub nonce: Option<String>,
+}
+
+impl Compile for ResponseMatcherSpec {
+    type Matcher = ResponseMatcher;
+
+    fn compile(&self, scenario: &Checker) -> Result<ResponseMatcher, Problem> {
+        Ok(ResponseMatcher {
+            server: scenario.filter_server(self.server.as_ref())?,
+            resource_type: opt(self.resource_type.as_ref(), parse_resource_type)?,
+            names: self.names.clone(),
+            version: self.version.clone(),
+            nonce: self.nonce.clone(),
+        })
+    }
+}
+
+impl Check for ResponseMatcher {
+    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+        let EventKind::Server(e) = &event.kind else {
+            return false;
+        };
+        let ServerEvent::ResponseSent { response, .. } = &**e else {
+            return false;
+        };
+        eq(&self.server, &event.source)
+            && self
+                .resource_type
+                .is_none_or(|t| t.type_url() == response.type_url)
+            && same_set(&self.names, &response.resource_names, text)
+            && eq(&self.version, &response.version_info)
+            && eq(&self.nonce, &response.nonce)
+    }
+
+    fn describe(&self) -> String {
+        Description::new("DiscoveryResponse")
+            .given("server", self.server.as_ref())
+            .given("type", self.resource_type.map(ResourceType::short_name))
+            .given(
+                "names",
+                self.names.as_ref().map(|v| format!("[{}]", v.join(","))),
+            )
+            .given_debug("version", self.version.as_ref())
+            .given_debug("nonce", self.nonce.as_ref())
+            .into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matcher::as_written;
+    use std::time::Duration;
+    use xds_fake_server::event::RecordedResponse;
+
+    fn sent(version: &str) -> TimelineEvent {
+        TimelineEvent {
+            at: Duration::ZERO,
+            source: "primary".into(),
+            kind: EventKind::Server(Box::new(ServerEvent::ResponseSent {
+                stream: 1,
+                response: RecordedResponse {
+                    type_url: ResourceType::Cluster.type_url().into(),
+                    version_info: version.into(),
+                    nonce: "1".into(),
+                    resource_names: vec!["c2".into(), "c1".into()],
+                },
+            })),
+        }
+    }
+
+    #[test]
+    fn checks_server_type_names_and_version() {
+        let m = ResponseMatcher {
+            server: Some("primary".into()),
+            resource_type: Some(ResourceType::Cluster),
+            names: Some(vec!["c1".into(), "c2".into()]),
+            version: Some("2".into()),
+            nonce: None,
+        };
+        assert!(m.matches(&sent("2"), &as_written));
+        assert!(!m.matches(&sent("1"), &as_written));
+        assert_eq!(
+            m.describe(),
+            "DiscoveryResponse server=primary type=CDS names=[c1,c2] version=\"2\""
+        );
+    }
+}

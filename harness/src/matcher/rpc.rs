@@ -1,0 +1,112 @@
+//! The `rpc` matcher: the result of an RPC of an `rpc` step.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use xds_vocabulary::code_name;
+
+use super::{Check, Compile, Description, Translate, contains_in, eq};
+use crate::scenario::file::Spanned;
+use crate::scenario::load::{Checker, Problem, code, opt};
+use crate::timeline::{EventKind, TimelineEvent};
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RpcMatcherSpec {
+    pub target: Option<String>,
+    /// Status code name (OK, UNAVAILABLE, DEADLINE_EXCEEDED, ...).
+    pub code: Option<Spanned<String>>,
+    /// The backend that served it.
+    pub backend: Option<Spanned<String>>,
+    /// Substring of the status message.
+    pub contains: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RpcMatcher {
+    pub target: Option<String>,
+    pub code: Option<tonic::Code>,
+    pub backend: Option<String>,
+    pub contains: Option<String>,
+}
+
+impl Compile for RpcMatcherSpec {
+    type Matcher = RpcMatcher;
+
+    fn compile(&self, scenario: &Checker) -> Result<RpcMatcher, Problem> {
+        let backend = opt(self.backend.as_ref(), |b| scenario.known_backend(b))?;
+        Ok(RpcMatcher {
+            target: self.target.clone(),
+            code: opt(self.code.as_ref(), code)?,
+            backend,
+            contains: self.contains.clone(),
+        })
+    }
+}
+
+impl Check for RpcMatcher {
+    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+        let EventKind::Rpc {
+            target, outcome, ..
+        } = &event.kind
+        else {
+            return false;
+        };
+        eq(&self.target, target)
+            && eq(&self.code, &outcome.code)
+            && self
+                .backend
+                .as_ref()
+                .is_none_or(|b| outcome.backend.as_ref() == Some(b))
+            && contains_in(&self.contains, &outcome.message, text)
+    }
+
+    fn describe(&self) -> String {
+        Description::new("RPC result")
+            .given("target", self.target.as_ref())
+            .given("code", self.code.map(code_name))
+            .given("backend", self.backend.as_ref())
+            .given_debug("contains", self.contains.as_ref())
+            .into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matcher::as_written;
+    use std::time::Duration;
+    use xds_client_under_test::RpcOutcome;
+
+    fn rpc(code: tonic::Code, backend: Option<&str>) -> TimelineEvent {
+        TimelineEvent {
+            at: Duration::ZERO,
+            source: "client".into(),
+            kind: EventKind::Rpc {
+                target: "xds:///svc".into(),
+                outcome: RpcOutcome {
+                    code,
+                    message: String::new(),
+                    backend: backend.map(String::from),
+                },
+                settling: false,
+            },
+        }
+    }
+
+    #[test]
+    fn checks_code_and_backend() {
+        let m = RpcMatcher {
+            target: Some("xds:///svc".into()),
+            code: Some(tonic::Code::Ok),
+            backend: Some("b1".into()),
+            contains: None,
+        };
+        assert!(m.matches(&rpc(tonic::Code::Ok, Some("b1")), &as_written));
+        assert!(!m.matches(&rpc(tonic::Code::Ok, Some("b2")), &as_written));
+        assert!(!m.matches(&rpc(tonic::Code::Unavailable, None), &as_written));
+        assert_eq!(
+            m.describe(),
+            "RPC result target=xds:///svc code=OK backend=b1"
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! The `serving` matcher: an xDS-enabled server's serving status change
+//! (gRFC A36).
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use xds_client_under_test::ObservedEvent;
+use xds_vocabulary::code_name;
+
+use super::{Check, Compile, Description, Translate, contains_in, eq};
+use crate::scenario::file::Spanned;
+use crate::scenario::load::{Checker, Problem, code, keyword, opt};
+use crate::timeline::{EventKind, TimelineEvent};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServingMatcherSpec {
+    /// The listening address, `ip:port`.
+    pub address: Option<String>,
+    /// SERVING or NOT_SERVING.
+    pub state: Spanned<String>,
+    /// Status code of a NOT_SERVING (e.g. FAILED_PRECONDITION).
+    pub code: Option<Spanned<String>>,
+    /// Substring of a NOT_SERVING's message.
+    pub contains: Option<String>,
+}
+
+/// The states' names in scenario files: SERVING is `true`.
+const SERVING_STATES: &[(&str, bool)] = &[("SERVING", true), ("NOT_SERVING", false)];
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServingMatcher {
+    pub address: Option<String>,
+    /// SERVING (true) or NOT_SERVING.
+    pub serving: bool,
+    pub code: Option<tonic::Code>,
+    pub contains: Option<String>,
+}
+
+impl Compile for ServingMatcherSpec {
+    type Matcher = ServingMatcher;
+
+    fn compile(&self, _scenario: &Checker) -> Result<ServingMatcher, Problem> {
+        let serving = keyword(&self.state, "serving state", SERVING_STATES)?;
+        if serving && (self.code.is_some() || self.contains.is_some()) {
+            return Err(Problem::at(
+                &self.state,
+                "serving: code and contains describe a NOT_SERVING, not SERVING",
+            ));
+        }
+        Ok(ServingMatcher {
+            address: self.address.clone(),
+            serving,
+            code: opt(self.code.as_ref(), code)?,
+            contains: self.contains.clone(),
+        })
+    }
+}
+
+impl Check for ServingMatcher {
+    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+        let EventKind::Client(ObservedEvent::ServingStatus { address, status }) = &event.kind
+        else {
+            return false;
+        };
+        self.address.as_ref().is_none_or(|a| *a == text(address))
+            && match status {
+                Ok(()) => self.serving,
+                Err(e) => {
+                    !self.serving
+                        && eq(&self.code, &e.code)
+                        && contains_in(&self.contains, &e.message, text)
+                }
+            }
+    }
+
+    fn describe(&self) -> String {
+        Description::new("serving status")
+            .given("address", self.address.as_ref())
+            .field(
+                "state",
+                if self.serving {
+                    "SERVING"
+                } else {
+                    "NOT_SERVING"
+                },
+            )
+            .given("code", self.code.map(code_name))
+            .given_debug("contains", self.contains.as_ref())
+            .into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matcher::as_written;
+    use std::time::Duration;
+    use xds_vocabulary::XdsError;
+
+    fn status(status: Result<(), XdsError>) -> TimelineEvent {
+        TimelineEvent {
+            at: Duration::ZERO,
+            source: "client".into(),
+            kind: EventKind::Client(ObservedEvent::ServingStatus {
+                address: "[::]:8443".into(),
+                status,
+            }),
+        }
+    }
+
+    #[test]
+    fn checks_state_and_why_not_serving() {
+        let not_serving = ServingMatcher {
+            address: Some("[::]:8443".into()),
+            serving: false,
+            code: Some(tonic::Code::NotFound),
+            contains: Some("missing".into()),
+        };
+        let error = |code| status(Err(XdsError::new(code, "listener missing")));
+        assert!(not_serving.matches(&error(tonic::Code::NotFound), &as_written));
+        assert!(!not_serving.matches(&error(tonic::Code::Unavailable), &as_written));
+        assert!(!not_serving.matches(&status(Ok(())), &as_written));
+        assert_eq!(
+            not_serving.describe(),
+            "serving status address=[::]:8443 state=NOT_SERVING code=NOT_FOUND contains=\"missing\""
+        );
+    }
+}

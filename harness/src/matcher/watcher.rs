@@ -1,0 +1,168 @@
+//! The `watcher` matcher: a notification to one of the client's watchers.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use xds_client_under_test::{ObservedEvent, WatcherNotification};
+use xds_vocabulary::{ResourceType, code_name};
+
+use super::{Check, Compile, Description, Translate, contains_in, eq};
+use crate::scenario::file::Spanned;
+use crate::scenario::load::{Checker, Problem, code, keyword, opt, parse_resource_type};
+use crate::timeline::{EventKind, TimelineEvent};
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WatcherMatcherSpec {
+    #[serde(rename = "type")]
+    pub resource_type: Option<Spanned<String>>,
+    pub name: Option<String>,
+    /// changed, resource_error, ambient_error, ambient_error_cleared, does_not_exist.
+    pub event: Option<Spanned<String>>,
+    /// Status code name of an error.
+    pub code: Option<Spanned<String>>,
+    /// Substring of the error message or of the resource summary.
+    pub contains: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatcherEventKind {
+    Changed,
+    ResourceError,
+    AmbientError,
+    AmbientErrorCleared,
+    DoesNotExist,
+}
+
+/// The events' names in scenario files.
+const WATCHER_EVENTS: &[(&str, WatcherEventKind)] = &[
+    ("changed", WatcherEventKind::Changed),
+    ("resource_error", WatcherEventKind::ResourceError),
+    ("ambient_error", WatcherEventKind::AmbientError),
+    (
+        "ambient_error_cleared",
+        WatcherEventKind::AmbientErrorCleared,
+    ),
+    ("does_not_exist", WatcherEventKind::DoesNotExist),
+];
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct WatcherMatcher {
+    pub resource_type: Option<ResourceType>,
+    pub name: Option<String>,
+    pub event: Option<WatcherEventKind>,
+    pub code: Option<tonic::Code>,
+    /// Substring of the error message, or of the resource summary.
+    pub contains: Option<String>,
+}
+
+impl Compile for WatcherMatcherSpec {
+    type Matcher = WatcherMatcher;
+
+    fn compile(&self, _scenario: &Checker) -> Result<WatcherMatcher, Problem> {
+        Ok(WatcherMatcher {
+            resource_type: opt(self.resource_type.as_ref(), parse_resource_type)?,
+            name: self.name.clone(),
+            event: opt(self.event.as_ref(), |e| {
+                keyword(e, "watcher event", WATCHER_EVENTS)
+            })?,
+            code: opt(self.code.as_ref(), code)?,
+            contains: self.contains.clone(),
+        })
+    }
+}
+
+impl Check for WatcherMatcher {
+    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+        let EventKind::Client(ObservedEvent::Watcher {
+            resource_type,
+            name,
+            notification,
+        }) = &event.kind
+        else {
+            return false;
+        };
+        let (kind, code, reported) = match notification {
+            WatcherNotification::Changed { summary } => {
+                (WatcherEventKind::Changed, None, summary.as_str())
+            }
+            WatcherNotification::ResourceError(e) => (
+                WatcherEventKind::ResourceError,
+                Some(e.code),
+                e.message.as_str(),
+            ),
+            WatcherNotification::AmbientError(e) => (
+                WatcherEventKind::AmbientError,
+                Some(e.code),
+                e.message.as_str(),
+            ),
+            WatcherNotification::AmbientErrorCleared => {
+                (WatcherEventKind::AmbientErrorCleared, None, "")
+            }
+            WatcherNotification::DoesNotExist => (WatcherEventKind::DoesNotExist, None, ""),
+        };
+        eq(&self.resource_type, resource_type)
+            && eq(&self.name, name)
+            && eq(&self.event, &kind)
+            && self.code.is_none_or(|c| code == Some(c))
+            && contains_in(&self.contains, reported, text)
+    }
+
+    fn describe(&self) -> String {
+        Description::new("watcher event")
+            .given("type", self.resource_type.map(ResourceType::short_name))
+            .given("name", self.name.as_ref())
+            .given_debug("event", self.event)
+            .given("code", self.code.map(code_name))
+            .given_debug("contains", self.contains.as_ref())
+            .into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matcher::as_written;
+    use std::time::Duration;
+    use xds_vocabulary::XdsError;
+
+    #[test]
+    fn checks_kind_code_and_text() {
+        let event = TimelineEvent {
+            at: Duration::ZERO,
+            source: "client".into(),
+            kind: EventKind::Client(ObservedEvent::Watcher {
+                resource_type: ResourceType::Cluster,
+                name: "c1".into(),
+                notification: WatcherNotification::AmbientError(XdsError::new(
+                    tonic::Code::Unavailable,
+                    "xDS channel down",
+                )),
+            }),
+        };
+        let m = |event, code, contains: Option<&str>| WatcherMatcher {
+            resource_type: Some(ResourceType::Cluster),
+            name: Some("c1".into()),
+            event,
+            code,
+            contains: contains.map(String::from),
+        };
+        let matches = |m: WatcherMatcher| m.matches(&event, &as_written);
+        assert!(matches(m(
+            Some(WatcherEventKind::AmbientError),
+            Some(tonic::Code::Unavailable),
+            Some("down")
+        )));
+        assert!(!matches(m(
+            Some(WatcherEventKind::ResourceError),
+            None,
+            None
+        )));
+        assert!(!matches(m(None, Some(tonic::Code::NotFound), None)));
+        assert!(!matches(m(None, None, Some("up"))));
+        assert!(!crate::matcher::request::RequestMatcher::default().matches(&event, &as_written));
+        assert_eq!(
+            m(Some(WatcherEventKind::AmbientError), None, Some("down")).describe(),
+            "watcher event type=CDS name=c1 event=AmbientError contains=\"down\""
+        );
+    }
+}
