@@ -139,7 +139,7 @@ impl ClientUnderTest for ReferenceClient {
             client_events: true,
             fallback: true,
             serve: true,
-            delta: false,
+            delta: true,
             virtual_time: true,
             profiles: PROFILES.iter().map(|p| p.to_string()).collect(),
         }

@@ -1,7 +1,7 @@
 //! The tonic face of a fake server: the `AggregatedDiscoveryService`
-//! implementation shared by every transport.
+//! implementation shared by every transport, for both protocols.
 //!
-//! Each SotW stream gets a task that reads its requests and feeds them to the
+//! Each stream gets a task that reads its requests and feeds them to the
 //! server state; responses flow back through an unbounded channel that the
 //! state writes to, so sends never wait on the transport.
 
@@ -9,16 +9,16 @@ use std::sync::Arc;
 
 use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_server::AggregatedDiscoveryService;
 use envoy_types::pb::envoy::service::discovery::v3::{
-    DeltaDiscoveryRequest, DiscoveryRequest, DiscoveryResponse,
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::{Code, Request, Response, Status, Streaming};
 
 use crate::connection::ConnectionInfo;
-use crate::delta;
 use crate::shared::Inner;
-use crate::stream::{Protocol, Stream};
+use crate::state::State;
+use crate::stream::{Protocol, Sender, Stream};
 
 /// The ADS service of one fake server.
 pub(crate) struct AdsService {
@@ -28,6 +28,40 @@ pub(crate) struct AdsService {
 impl AdsService {
     pub fn new(inner: Arc<Inner>) -> Self {
         Self { inner }
+    }
+
+    /// Registers a stream of the protocol `protocol` makes from its
+    /// response sender, and starts reading its requests into `on_request`.
+    fn open<Req, Resp>(
+        &self,
+        request: Request<Streaming<Req>>,
+        protocol: impl FnOnce(Sender<Resp>) -> Protocol,
+        on_request: fn(&mut State, u64, Req),
+    ) -> Result<Response<UnboundedReceiverStream<Result<Resp, Status>>>, Status>
+    where
+        Req: Send + 'static,
+    {
+        let connection = request
+            .extensions()
+            .get::<ConnectionInfo>()
+            .map(|info| info.connection);
+        let (responses, responses_rx) = mpsc::unbounded_channel();
+        let (stop_reader, stopped) = oneshot::channel();
+        let stream = Stream::new(protocol(responses), stop_reader);
+        let Some(stream_id) = self
+            .inner
+            .update(|state| state.open_stream(connection, stream))
+        else {
+            return Err(Status::unavailable("server is shut down"));
+        };
+        tokio::spawn(read_requests(
+            self.inner.clone(),
+            stream_id,
+            request.into_inner(),
+            stopped,
+            on_request,
+        ));
+        Ok(Response::new(UnboundedReceiverStream::new(responses_rx)))
     }
 }
 
@@ -40,51 +74,42 @@ impl AggregatedDiscoveryService for AdsService {
         &self,
         request: Request<Streaming<DiscoveryRequest>>,
     ) -> Result<Response<Self::StreamAggregatedResourcesStream>, Status> {
-        let connection = request
-            .extensions()
-            .get::<ConnectionInfo>()
-            .map(|info| info.connection);
-        let (responses, responses_rx) = mpsc::unbounded_channel();
-        let (stop_reader, stopped) = oneshot::channel();
-        let stream = Stream::new(
-            Protocol::Sotw {
+        self.open(
+            request,
+            |responses| Protocol::Sotw {
                 responses,
                 types: Default::default(),
             },
-            stop_reader,
-        );
-        let Some(stream_id) = self
-            .inner
-            .update(|state| state.open_stream(connection, stream))
-        else {
-            return Err(Status::unavailable("server is shut down"));
-        };
-        tokio::spawn(read_requests(
-            self.inner.clone(),
-            stream_id,
-            request.into_inner(),
-            stopped,
-        ));
-        Ok(Response::new(UnboundedReceiverStream::new(responses_rx)))
+            State::on_sotw_request,
+        )
     }
 
-    type DeltaAggregatedResourcesStream = delta::DeltaResponseStream;
+    type DeltaAggregatedResourcesStream =
+        UnboundedReceiverStream<Result<DeltaDiscoveryResponse, Status>>;
 
     async fn delta_aggregated_resources(
         &self,
         request: Request<Streaming<DeltaDiscoveryRequest>>,
     ) -> Result<Response<Self::DeltaAggregatedResourcesStream>, Status> {
-        delta::delta_aggregated_resources(&self.inner, request).await
+        self.open(
+            request,
+            |responses| Protocol::Delta {
+                responses,
+                types: Default::default(),
+            },
+            State::on_delta_request,
+        )
     }
 }
 
 /// Reads one stream's requests until the client ends the stream or the
 /// server closes it (`stopped` resolves when the server drops the stream).
-async fn read_requests(
+async fn read_requests<Req>(
     inner: Arc<Inner>,
     stream_id: u64,
-    mut requests: Streaming<DiscoveryRequest>,
+    mut requests: Streaming<Req>,
     mut stopped: oneshot::Receiver<()>,
+    on_request: fn(&mut State, u64, Req),
 ) {
     loop {
         tokio::select! {
@@ -93,7 +118,7 @@ async fn read_requests(
             biased;
             _ = &mut stopped => return,
             message = requests.message() => match message {
-                Ok(Some(request)) => inner.update(|state| state.on_sotw_request(stream_id, request)),
+                Ok(Some(request)) => inner.update(|state| on_request(state, stream_id, request)),
                 Ok(None) => {
                     inner.update(|state| {
                         state.close_stream(stream_id, Code::Ok, "client half-closed".into(), true)

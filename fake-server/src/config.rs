@@ -47,3 +47,43 @@ pub struct ScriptedResponse {
     /// Sent as given: any subset, extras, duplicates, invalid entries.
     pub resources: Vec<ServedResource>,
 }
+
+/// A delta response a scenario sends by hand.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScriptedDeltaResponse {
+    pub type_url: String,
+    /// `None`: the type's current store version.
+    pub system_version_info: Option<String>,
+    /// `None`: the server's next nonce (a fresh one per stream).
+    pub nonce: Option<String>,
+    /// Sent as given, in this order: any subset, extras, duplicates,
+    /// invalid entries, entries without a body.
+    pub resources: Vec<ScriptedDeltaResource>,
+    /// `removed_resources`, as given.
+    pub removed: Vec<String>,
+}
+
+/// One `Resource` of a scripted delta response.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScriptedDeltaResource {
+    pub name: String,
+    /// `None`: the store's version of the resource, or else the response's
+    /// system version.
+    pub version: Option<String>,
+    /// The body; `None` sends a `Resource` without one.
+    pub entry: Option<envoy_types::pb::google::protobuf::Any>,
+    pub ttl: Option<std::time::Duration>,
+}
+
+impl ScriptedDeltaResource {
+    /// A served resource with its name and body, the version left to the
+    /// store.
+    pub fn from_served(resource: ServedResource) -> Self {
+        Self {
+            name: resource.name,
+            version: None,
+            entry: Some(resource.entry),
+            ttl: None,
+        }
+    }
+}

@@ -5,10 +5,12 @@
 //! Events are plain data so a harness can keep them, compare them and render
 //! them into a timeline without knowing anything about the server's insides.
 
-use envoy_types::pb::envoy::config::core::v3::Node;
-use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
+use std::collections::BTreeMap;
+use std::time::Duration;
 
-use xds_vocabulary::RequestKind;
+use envoy_types::pb::envoy::config::core::v3::Node;
+use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryRequest, DiscoveryRequest};
+use xds_vocabulary::{AdsProtocol, RequestKind};
 
 use crate::fault::Fault;
 
@@ -39,11 +41,12 @@ pub enum ServerEvent {
     ConnectionRefused { address: String },
     /// The server side of a connection went away.
     ConnectionClosed { connection: u64 },
-    /// An ADS (SotW) stream was opened, on `connection` when the transport
-    /// tells which one.
+    /// An ADS stream of `protocol` was opened, on `connection` when the
+    /// transport tells which one.
     StreamOpened {
         stream: u64,
         connection: Option<u64>,
+        protocol: AdsProtocol,
     },
     /// An ADS stream ended. `by_client` is true when the client half-closed
     /// (code `Ok`) or cancelled/lost it (the code tonic reported); false when
@@ -54,12 +57,14 @@ pub enum ServerEvent {
         message: String,
         by_client: bool,
     },
-    /// A `DiscoveryRequest` was decoded on a stream.
+    /// A `DiscoveryRequest` or `DeltaDiscoveryRequest` was decoded on a
+    /// stream.
     RequestReceived {
         stream: u64,
         request: RecordedRequest,
     },
-    /// A `DiscoveryResponse` was handed to a stream's transport.
+    /// A `DiscoveryResponse` or `DeltaDiscoveryResponse` was handed to a
+    /// stream's transport.
     ResponseSent {
         stream: u64,
         response: RecordedResponse,
@@ -83,22 +88,36 @@ pub enum ServerEvent {
     },
 }
 
-/// The parts of a `DiscoveryRequest` a conformance check looks at.
+/// The parts of a request a conformance check looks at, in terms both
+/// protocols share, plus what only a delta request says.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordedRequest {
     pub type_url: String,
-    /// As sent, in the client's order.
+    /// SotW: as sent, in the client's order. Delta: the stream's
+    /// subscription to the type after this request, as the server keeps
+    /// it (sorted; `*` for a wildcard), so both protocols read alike.
     pub resource_names: Vec<String>,
+    /// SotW only (delta requests have no version).
     pub version_info: String,
     pub response_nonce: String,
     /// `(code, message)` of `error_detail` when the client NACKed.
     pub error_detail: Option<(i32, String)>,
     pub node: Option<Node>,
     pub kind: RequestKind,
+    /// What a delta request itself said; `None` for SotW.
+    pub delta: Option<RecordedDeltaRequest>,
+}
+
+/// The fields only a `DeltaDiscoveryRequest` has.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecordedDeltaRequest {
+    pub subscribe: Vec<String>,
+    pub unsubscribe: Vec<String>,
+    pub initial_resource_versions: BTreeMap<String, String>,
 }
 
 impl RecordedRequest {
-    /// Records `request` as classified by `kind`.
+    /// Records a SotW `request` as classified by `kind`.
     pub fn new(request: &DiscoveryRequest, kind: RequestKind) -> Self {
         Self {
             type_url: request.type_url.clone(),
@@ -111,19 +130,72 @@ impl RecordedRequest {
                 .map(|status| (status.code, status.message.clone())),
             node: request.node.clone(),
             kind,
+            delta: None,
+        }
+    }
+
+    /// Records a delta `request`, after which the stream subscribes to
+    /// `subscription`.
+    pub fn delta(
+        request: &DeltaDiscoveryRequest,
+        kind: RequestKind,
+        subscription: Vec<String>,
+    ) -> Self {
+        Self {
+            type_url: request.type_url.clone(),
+            resource_names: subscription,
+            version_info: String::new(),
+            response_nonce: request.response_nonce.clone(),
+            error_detail: request
+                .error_detail
+                .as_ref()
+                .map(|status| (status.code, status.message.clone())),
+            node: request.node.clone(),
+            kind,
+            delta: Some(RecordedDeltaRequest {
+                subscribe: request.resource_names_subscribe.clone(),
+                unsubscribe: request.resource_names_unsubscribe.clone(),
+                initial_resource_versions: request
+                    .initial_resource_versions
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            }),
         }
     }
 }
 
-/// The parts of a `DiscoveryResponse` a conformance check looks at.
+/// The parts of a response a conformance check looks at, in terms both
+/// protocols share, plus what only a delta response says.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordedResponse {
     pub type_url: String,
+    /// SotW: `version_info`; delta: `system_version_info`.
     pub version_info: String,
     pub nonce: String,
     /// `ServedResource::name` of each entry, in the order sent (duplicates
     /// kept: a scripted response may repeat a resource on purpose).
     pub resource_names: Vec<String>,
+    /// What a delta response itself said; `None` for SotW.
+    pub delta: Option<RecordedDeltaResponse>,
+}
+
+/// The fields only a `DeltaDiscoveryResponse` has.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecordedDeltaResponse {
+    /// One per entry of `resource_names`, in the same order.
+    pub resources: Vec<RecordedDeltaResource>,
+    pub removed_resources: Vec<String>,
+}
+
+/// A delta response's `Resource`, apart from its name.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecordedDeltaResource {
+    pub version: String,
+    pub ttl: Option<Duration>,
+    /// False for a `Resource` without a body (a TTL heartbeat, or a
+    /// scripted oddity).
+    pub body: bool,
 }
 
 #[cfg(test)]

@@ -31,7 +31,10 @@ mod state;
 mod store;
 mod stream;
 
-pub use config::{EventObserver, MaxConnectionAge, ScriptedResponse, ServerConfig, ServingMode};
+pub use config::{
+    EventObserver, MaxConnectionAge, ScriptedDeltaResource, ScriptedDeltaResponse,
+    ScriptedResponse, ServerConfig, ServingMode,
+};
 pub use connection::{ConnectionInfo, ServerConnection};
 pub use fault::FaultError;
 pub use resource::ServedResource;

@@ -9,6 +9,7 @@ impl State {
     fn auto_respond(&mut self, stream_id: u64, type_url: &str) {
         match self.streams.get(&stream_id).map(|s| &s.protocol) {
             Some(Protocol::Sotw { .. }) => self.sotw_auto_respond(stream_id, type_url),
+            Some(Protocol::Delta { .. }) => self.delta_auto_respond(stream_id, type_url),
             None => {}
         }
     }

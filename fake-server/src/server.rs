@@ -13,7 +13,10 @@ use tonic::transport::server::TcpIncoming;
 
 use xds_vocabulary::network::{AddressInUse, MemoryAcceptor, MemoryNetwork};
 
-use crate::config::{EventObserver, MaxConnectionAge, ScriptedResponse, ServerConfig, ServingMode};
+use crate::config::{
+    EventObserver, MaxConnectionAge, ScriptedDeltaResponse, ScriptedResponse, ServerConfig,
+    ServingMode,
+};
 use crate::event::{Recorded, ServerEvent};
 use crate::fault::{Fault, FaultError};
 use crate::resource::ServedResource;
@@ -173,7 +176,7 @@ impl FakeAdsServer {
         self.inner.read(|state| state.store.version(type_url))
     }
 
-    /// Ids of the open SotW streams, ascending.
+    /// Ids of the open ADS streams (either protocol), ascending.
     pub fn open_streams(&self) -> Vec<u64> {
         self.inner.read(|state| state.open_stream_ids())
     }
@@ -183,6 +186,13 @@ impl FakeAdsServer {
     pub fn send_response(&self, response: ScriptedResponse) -> usize {
         self.inner
             .update(|state| state.send_sotw_scripted(&response))
+    }
+
+    /// Sends `response` to every open delta stream (in either mode);
+    /// returns how many streams got it.
+    pub fn send_delta_response(&self, response: ScriptedDeltaResponse) -> usize {
+        self.inner
+            .update(|state| state.send_delta_scripted(&response))
     }
 
     fn tcp_gates(&self) -> Vec<Arc<TcpGate>> {

@@ -145,9 +145,11 @@ impl State {
         self.last_stream += 1;
         let id = self.last_stream;
         self.streams.insert(id, stream);
+        let protocol = self.streams[&id].protocol.name();
         self.record(ServerEvent::StreamOpened {
             stream: id,
             connection,
+            protocol,
         });
         Some(id)
     }

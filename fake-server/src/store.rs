@@ -3,7 +3,9 @@
 //!
 //! Versions are deterministic: each type counts its store changes from 1 and
 //! its version is that count, unless the caller names a version, in which case
-//! that string is the version.
+//! that string is the version. Each resource also has a version of its own
+//! (what delta xDS sends): the type's version at the change that last
+//! changed its content, so setting an identical resource again keeps it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,6 +23,8 @@ struct TypeStore {
     version: String,
     changes: u64,
     resources: BTreeMap<String, ServedResource>,
+    /// Per resource: the type's version when its content last changed.
+    versions: BTreeMap<String, String>,
 }
 
 impl TypeStore {
@@ -66,13 +70,19 @@ impl Store {
             .into_iter()
             .map(|(type_url, resources)| {
                 let store = self.types.entry(type_url.clone()).or_default();
+                let version = store.bump(version.clone());
                 let mut updated = BTreeSet::new();
                 for resource in resources {
                     updated.insert(resource.name.clone());
+                    if store.resources.get(&resource.name) != Some(&resource) {
+                        store
+                            .versions
+                            .insert(resource.name.clone(), version.clone());
+                    }
                     store.resources.insert(resource.name.clone(), resource);
                 }
                 Change {
-                    version: store.bump(version.clone()),
+                    version,
                     type_url,
                     updated: updated.into_iter().collect(),
                     removed: Vec::new(),
@@ -88,7 +98,10 @@ impl Store {
         let store = self.types.entry(type_url.to_string()).or_default();
         let removed: BTreeSet<String> = names
             .iter()
-            .filter(|name| store.resources.remove(name.as_str()).is_some())
+            .filter(|name| {
+                store.versions.remove(name.as_str());
+                store.resources.remove(name.as_str()).is_some()
+            })
             .cloned()
             .collect();
         Change {
@@ -126,6 +139,15 @@ impl Store {
     /// The type's resources by name, if the type was ever changed.
     pub fn resources(&self, type_url: &str) -> Option<&BTreeMap<String, ServedResource>> {
         self.types.get(type_url).map(|store| &store.resources)
+    }
+
+    /// The version of one resource (see the module's comment).
+    pub fn resource_version(&self, type_url: &str, name: &str) -> Option<&str> {
+        self.types
+            .get(type_url)?
+            .versions
+            .get(name)
+            .map(String::as_str)
     }
 
     /// The type's resource names, sorted.
@@ -193,6 +215,19 @@ mod tests {
             .map(|r| r.entry.value.clone());
         assert_eq!(stored, Some(vec![3]));
         assert_eq!(store.names("a"), vec!["w".to_string(), "x".to_string()]);
+    }
+
+    #[test]
+    fn a_resource_keeps_its_version_until_its_content_changes() {
+        let mut store = Store::default();
+        store.set(vec![res("a", "x", 1), res("a", "y", 1)], None);
+        store.set(vec![res("a", "x", 1), res("a", "y", 2)], None);
+        assert_eq!(store.resource_version("a", "x"), Some("1"));
+        assert_eq!(store.resource_version("a", "y"), Some("2"));
+        store.set(vec![res("a", "x", 3)], Some("v9".into()));
+        assert_eq!(store.resource_version("a", "x"), Some("v9"));
+        store.remove("a", &["x".into()], None);
+        assert_eq!(store.resource_version("a", "x"), None);
     }
 
     #[test]

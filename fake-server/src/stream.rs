@@ -6,16 +6,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse;
+use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryResponse, DiscoveryResponse};
 use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
+use xds_vocabulary::AdsProtocol;
 
-use crate::event::RecordedResponse;
+use crate::delta::rules::DeltaType;
+use crate::event::{RecordedDeltaResource, RecordedDeltaResponse, RecordedResponse};
 use crate::sotw::rules::SotwType;
 
-/// Where a SotW stream's responses go; an `Err` ends the stream with that
-/// status.
-pub(crate) type SotwSender = mpsc::UnboundedSender<Result<DiscoveryResponse, Status>>;
+/// Where a stream's responses go; an `Err` ends the stream with that status.
+pub(crate) type Sender<T> = mpsc::UnboundedSender<Result<T, Status>>;
 
 /// One open ADS stream, of either protocol.
 pub(crate) struct Stream {
@@ -42,32 +43,48 @@ pub(crate) struct TypeCore {
 /// The protocol a stream speaks, with its wire and its per-type state.
 pub(crate) enum Protocol {
     Sotw {
-        responses: SotwSender,
+        responses: Sender<DiscoveryResponse>,
         types: BTreeMap<String, SotwType>,
     },
+    Delta {
+        responses: Sender<DeltaDiscoveryResponse>,
+        types: BTreeMap<String, DeltaType>,
+    },
+}
+
+impl Protocol {
+    pub fn name(&self) -> AdsProtocol {
+        match self {
+            Protocol::Sotw { .. } => AdsProtocol::Sotw,
+            Protocol::Delta { .. } => AdsProtocol::Delta,
+        }
+    }
 }
 
 /// A response on its way to one stream, before the egress path gives it a
 /// nonce.
 pub(crate) enum Outgoing {
     Sotw(DiscoveryResponse),
+    Delta(DeltaDiscoveryResponse),
 }
 
 impl Outgoing {
     pub fn type_url(&self) -> &str {
         match self {
             Outgoing::Sotw(r) => &r.type_url,
+            Outgoing::Delta(r) => &r.type_url,
         }
     }
 
     pub fn set_nonce(&mut self, nonce: String) {
         match self {
             Outgoing::Sotw(r) => r.nonce = nonce,
+            Outgoing::Delta(r) => r.nonce = nonce,
         }
     }
 
     /// What the recording keeps of it. `names` are the served entries'
-    /// names, which the wire form does not carry for undecodable entries.
+    /// names, which a SotW response does not carry for undecodable entries.
     pub fn recorded(&self, names: Vec<String>) -> RecordedResponse {
         match self {
             Outgoing::Sotw(r) => RecordedResponse {
@@ -75,9 +92,39 @@ impl Outgoing {
                 version_info: r.version_info.clone(),
                 nonce: r.nonce.clone(),
                 resource_names: names,
+                delta: None,
+            },
+            Outgoing::Delta(r) => RecordedResponse {
+                type_url: r.type_url.clone(),
+                version_info: r.system_version_info.clone(),
+                nonce: r.nonce.clone(),
+                resource_names: names,
+                delta: Some(RecordedDeltaResponse {
+                    resources: r
+                        .resources
+                        .iter()
+                        .map(|resource| RecordedDeltaResource {
+                            version: resource.version.clone(),
+                            ttl: resource
+                                .ttl
+                                .as_ref()
+                                .map(|t| duration_from_proto(t.seconds, t.nanos)),
+                            body: resource.resource.is_some(),
+                        })
+                        .collect(),
+                    removed_resources: r.removed_resources.clone(),
+                }),
             },
         }
     }
+}
+
+/// A protobuf Duration as a std one (negative ones as zero).
+fn duration_from_proto(seconds: i64, nanos: i32) -> std::time::Duration {
+    std::time::Duration::new(
+        u64::try_from(seconds).unwrap_or(0),
+        u32::try_from(nanos).unwrap_or(0),
+    )
 }
 
 impl Stream {
@@ -94,6 +141,7 @@ impl Stream {
     pub fn is_open(&self) -> bool {
         match &self.protocol {
             Protocol::Sotw { responses, .. } => !responses.is_closed(),
+            Protocol::Delta { responses, .. } => !responses.is_closed(),
         }
     }
 
@@ -102,6 +150,10 @@ impl Stream {
     pub fn transmit(&self, response: Outgoing) -> bool {
         match (&self.protocol, response) {
             (Protocol::Sotw { responses, .. }, Outgoing::Sotw(r)) => responses.send(Ok(r)).is_ok(),
+            (Protocol::Delta { responses, .. }, Outgoing::Delta(r)) => {
+                responses.send(Ok(r)).is_ok()
+            }
+            _ => false,
         }
     }
 
@@ -110,6 +162,9 @@ impl Stream {
         // If the client is already gone there is nobody to tell.
         match &self.protocol {
             Protocol::Sotw { responses, .. } => {
+                let _ = responses.send(Err(status));
+            }
+            Protocol::Delta { responses, .. } => {
                 let _ = responses.send(Err(status));
             }
         }

@@ -12,7 +12,8 @@ use xds_conformance_reports::{RunReport, ScenarioReport, Verdict, timeline_path}
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::RequestKind;
 
-use crate::runner::run_scenario;
+use crate::differential::run_variants;
+use crate::runner::RunOutcome;
 use crate::scenario::{Scenario, load_file};
 use crate::suite::BoxedFactory;
 use crate::timeline::{EventKind, TimelineEvent, describe, type_name};
@@ -53,25 +54,48 @@ pub fn run_matrix(
         if !selection.selects(scenario, &source) {
             continue;
         }
-        let name = scenario.map_or(source.clone(), |s| s.name.clone());
-        let mut cells = Vec::new();
-        for (client, report) in clients.iter().zip(reports.iter_mut()) {
-            let (cell, scenario_report) = match &loaded {
-                Err(e) => error_cell(&source, &e.to_string()),
-                Ok(s) => run_cell(s, &source, client),
-            };
-            report.wall_duration += scenario_report.wall_duration;
-            report.results.push(scenario_report);
-            cells.push(cell);
+        let scenario = match &loaded {
+            Ok(scenario) => scenario,
+            Err(e) => {
+                let mut cells = Vec::new();
+                for report in reports.iter_mut() {
+                    let (cell, scenario_report) = error_cell(&source, &e.to_string());
+                    report.results.push(scenario_report);
+                    cells.push(cell);
+                }
+                rows.push(MatrixRow {
+                    scenario: source.clone(),
+                    spec: Vec::new(),
+                    description: String::new(),
+                    cells,
+                });
+                continue;
+            }
+        };
+        // Every run the scenario asks for (one per protocol), per client;
+        // a row per run.
+        let runs: Vec<Vec<(Scenario, RunOutcome)>> = clients
+            .iter()
+            .map(|client| run_variants(scenario, client.factory.as_ref()))
+            .collect();
+        for (index, variant) in scenario.variants().iter().enumerate() {
+            let mut cells = Vec::new();
+            for ((client, report), runs) in clients.iter().zip(reports.iter_mut()).zip(&runs) {
+                let Some((_, outcome)) = runs.get(index) else {
+                    continue;
+                };
+                let (cell, scenario_report) = cell(variant, &source, client, outcome.clone());
+                report.wall_duration += scenario_report.wall_duration;
+                report.results.push(scenario_report);
+                cells.push(cell);
+            }
+            rows.push(MatrixRow {
+                scenario: variant.name.clone(),
+                spec: variant.spec.clone(),
+                description: variant.description.trim().to_string(),
+                cells,
+            });
         }
-        rows.push(MatrixRow {
-            scenario: name,
-            spec: scenario.map(|s| s.spec.clone()).unwrap_or_default(),
-            description: scenario
-                .map(|s| s.description.trim().to_string())
-                .unwrap_or_default(),
-            cells,
-        });
     }
     let matrix = Matrix {
         title: "xds-conformance matrix".to_string(),
@@ -111,12 +135,12 @@ fn error_cell(source: &str, message: &str) -> (MatrixCell, ScenarioReport) {
     (cell, report)
 }
 
-fn run_cell(
+fn cell(
     scenario: &Scenario,
     source: &str,
     client: &MatrixClient,
+    outcome: RunOutcome,
 ) -> (MatrixCell, ScenarioReport) {
-    let outcome = run_scenario(scenario, client.factory.as_ref());
     let (status, detail) = match &outcome.verdict {
         Verdict::Pass => (CellStatus::Pass, String::new()),
         Verdict::Fail { message } => (CellStatus::Fail, message.clone()),

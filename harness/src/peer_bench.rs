@@ -834,6 +834,7 @@ mod tests {
         ServerEvent::ResponseSent {
             stream: 1,
             response: RecordedResponse {
+                delta: None,
                 type_url: ResourceType::Cluster.type_url().to_string(),
                 version_info: "1".into(),
                 nonce: nonce.into(),
@@ -846,6 +847,7 @@ mod tests {
         ServerEvent::RequestReceived {
             stream: 1,
             request: RecordedRequest {
+                delta: None,
                 type_url: ResourceType::Cluster.type_url().to_string(),
                 resource_names: vec![],
                 version_info: String::new(),

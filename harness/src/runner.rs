@@ -24,9 +24,12 @@ use xds_client_under_test::{
 use xds_conformance_reports::Verdict;
 use xds_fake_server::backend::Backend;
 use xds_fake_server::fault::Fault;
-use xds_fake_server::{FakeAdsServer, ScriptedResponse, ServedResource, ServerConfig, ServingMode};
-use xds_vocabulary::code_name;
+use xds_fake_server::{
+    FakeAdsServer, ScriptedDeltaResource, ScriptedDeltaResponse, ScriptedResponse, ServedResource,
+    ServerConfig, ServingMode,
+};
 use xds_vocabulary::network::MemoryNetwork;
+use xds_vocabulary::{AdsProtocol, code_name};
 
 use envoy_types::pb::envoy::admin::v3::ClientResourceStatus;
 
@@ -55,6 +58,8 @@ pub struct RunOutcome {
     pub snapshot: String,
     pub virtual_duration: Duration,
     pub wall_duration: Duration,
+    /// The clock it ran on.
+    pub mode: RunMode,
     /// The client's peak resident set size, read just before it was shut
     /// down, when the client can report it (one in its own process).
     pub peak_rss_bytes: Option<u64>,
@@ -127,6 +132,7 @@ pub fn run_scenario_in(
         snapshot: String::new(),
         virtual_duration: Duration::ZERO,
         wall_duration: wall_start.elapsed(),
+        mode: mode_for(&caps),
         peak_rss_bytes: None,
     };
     if let Some(reason) = not_applicable(scenario, &caps) {
@@ -197,6 +203,7 @@ pub fn run_scenario_in(
         snapshot,
         virtual_duration: duration,
         wall_duration: wall_start.elapsed(),
+        mode,
         peak_rss_bytes,
     }
 }
@@ -227,6 +234,11 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
             missing.push(what.to_string());
         }
     };
+    let delta = scenario
+        .servers
+        .iter()
+        .any(|s| scenario.protocol_of(&s.name) == AdsProtocol::Delta);
+    need(!delta || caps.delta, "incremental (delta) xDS");
     for step in &scenario.steps {
         match &step.step {
             Step::Watch { .. } | Step::CancelWatch { .. } => {
@@ -307,7 +319,14 @@ pub fn bootstrap_json(scenario: &Scenario, uri: &dyn Fn(&str) -> String) -> Stri
                     .flat_map(|s| s.server_features.clone()),
             )
             .collect();
-        json!({"server_uri": uri(name), "channel_creds": [{"type": "insecure"}], "server_features": features})
+        let mut entry = json!({"server_uri": uri(name), "channel_creds": [{"type": "insecure"}], "server_features": features});
+        // SotW is the default; only delta servers say so (see the reference
+        // client's bootstrap: Envoy's `ApiConfigSource.api_type` spelling).
+        let protocol = scenario.protocol_of(name);
+        if protocol != AdsProtocol::Sotw {
+            entry["api_type"] = Value::String(protocol.api_type().to_string());
+        }
+        entry
     };
     match &scenario.bootstrap {
         BootstrapPlan::Json(text) => {
@@ -737,6 +756,58 @@ impl Player {
                     &names,
                     version.clone(),
                 );
+            }
+            Step::SendDeltaResponse {
+                server,
+                resource_type,
+                system_version,
+                nonce,
+                resources,
+                versions,
+                ttl,
+                no_body,
+                removed,
+            } => {
+                self.record_step(format!("{server}: send {resource_type} delta response"));
+                let resources = self.rewrite(resources);
+                // Names as the server knows them (over TCP a server
+                // Listener's name embeds its real listening address).
+                let name = |n: &String| self.addresses.resource_name(n).into_owned();
+                let versions: BTreeMap<String, String> =
+                    versions.iter().map(|(k, v)| (name(k), v.clone())).collect();
+                let ttl: BTreeMap<String, Duration> =
+                    ttl.iter().map(|(k, v)| (name(k), *v)).collect();
+                let mut entries: Vec<ScriptedDeltaResource> = resources
+                    .into_iter()
+                    .map(ScriptedDeltaResource::from_served)
+                    .collect();
+                entries.extend(no_body.iter().map(|n| ScriptedDeltaResource {
+                    name: name(n),
+                    version: None,
+                    entry: None,
+                    ttl: None,
+                }));
+                for entry in &mut entries {
+                    entry.version = versions.get(&entry.name).cloned();
+                    entry.ttl = ttl.get(&entry.name).copied();
+                }
+                let sent = self
+                    .server(server)?
+                    .send_delta_response(ScriptedDeltaResponse {
+                        type_url: resource_type.type_url().to_string(),
+                        system_version_info: system_version.clone(),
+                        nonce: nonce.clone(),
+                        resources: entries,
+                        removed: removed.iter().map(name).collect(),
+                    });
+                if sent == 0 {
+                    let message = format!(
+                        "{}: send_delta_response: {server} has no open delta ADS stream; \
+                         expect the client's request before sending",
+                        def.location
+                    );
+                    return Err(StepError::Failed(Failure(message)));
+                }
             }
             Step::SendResponse {
                 server,

@@ -8,7 +8,7 @@ use xds_client_under_test::{
 };
 use xds_conformance_reports::{RunReport, ScenarioReport, Verdict};
 
-use crate::runner::run_scenario;
+use crate::differential::run_variants;
 use crate::scenario::{Scenario, ScenarioError, load_file};
 
 /// In-process clients this build can drive, by name. External clients
@@ -179,17 +179,18 @@ pub fn run_files(
         if !selection.selects(Some(&scenario), &source) {
             continue;
         }
-        let outcome = run_scenario(&scenario, factory.as_ref());
-        results.push(ScenarioReport {
-            name: scenario.name.clone(),
-            description: scenario.description.clone(),
-            spec: scenario.spec.clone(),
-            source,
-            verdict: outcome.verdict,
-            virtual_duration: outcome.virtual_duration,
-            wall_duration: outcome.wall_duration,
-            timeline: outcome.timeline,
-        });
+        for (run, outcome) in run_variants(&scenario, factory.as_ref()) {
+            results.push(ScenarioReport {
+                name: run.name,
+                description: run.description,
+                spec: run.spec,
+                source: source.clone(),
+                verdict: outcome.verdict,
+                virtual_duration: outcome.virtual_duration,
+                wall_duration: outcome.wall_duration,
+                timeline: outcome.timeline,
+            });
+        }
     }
     RunReport {
         client: client.to_string(),

@@ -15,7 +15,7 @@ use xds_fake_server::backend::BackendEvent;
 use xds_fake_server::event::{RecordedRequest, RecordedResponse, ServerEvent};
 use xds_fake_server::fault::Fault;
 use xds_vocabulary::RequestKind;
-use xds_vocabulary::{ClientEvent, LogLevel, ResourceType, XdsError, code_name};
+use xds_vocabulary::{AdsProtocol, ClientEvent, LogLevel, ResourceType, XdsError, code_name};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct TimelineEvent {
@@ -670,10 +670,20 @@ fn describe_server(event: &ServerEvent) -> String {
         }
         ServerEvent::ConnectionRefused { address } => format!("connection to {address} refused"),
         ServerEvent::ConnectionClosed { connection } => format!("connection {connection} closed"),
-        ServerEvent::StreamOpened { stream, connection } => match connection {
-            Some(c) => format!("[s{stream}] ADS stream opened on connection {c}"),
-            None => format!("[s{stream}] ADS stream opened"),
-        },
+        ServerEvent::StreamOpened {
+            stream,
+            connection,
+            protocol,
+        } => {
+            let kind = match protocol {
+                AdsProtocol::Sotw => "ADS stream",
+                AdsProtocol::Delta => "delta ADS stream",
+            };
+            match connection {
+                Some(c) => format!("[s{stream}] {kind} opened on connection {c}"),
+                None => format!("[s{stream}] {kind} opened"),
+            }
+        }
         ServerEvent::StreamClosed {
             stream,
             code,
@@ -732,23 +742,72 @@ fn describe_request(stream: u64, r: &RecordedRequest) -> String {
             None => "(NACK)".to_string(),
         },
     };
+    let Some(delta) = &r.delta else {
+        return format!(
+            "<- [s{stream}] DiscoveryRequest {} names={} version={:?} nonce={:?}{node} {kind}",
+            type_name(&r.type_url),
+            names(&r.resource_names),
+            r.version_info,
+            r.response_nonce
+        );
+    };
+    // What changed travels: `+` subscribes, `-` unsubscribes.
+    let mut changes = format!("+{}", names(&delta.subscribe));
+    if !delta.unsubscribe.is_empty() {
+        let _ = write!(changes, " -{}", names(&delta.unsubscribe));
+    }
+    if !delta.initial_resource_versions.is_empty() {
+        let initial: Vec<String> = delta
+            .initial_resource_versions
+            .iter()
+            .map(|(name, version)| format!("{name}:{version:?}"))
+            .collect();
+        let _ = write!(changes, " initial={{{}}}", initial.join(","));
+    }
     format!(
-        "<- [s{stream}] DiscoveryRequest {} names={} version={:?} nonce={:?}{node} {kind}",
+        "<- [s{stream}] DeltaDiscoveryRequest {} {changes} nonce={:?}{node} {kind}",
         type_name(&r.type_url),
-        names(&r.resource_names),
-        r.version_info,
         r.response_nonce
     )
 }
 
 fn describe_response(arrow: &str, stream: u64, response: &RecordedResponse) -> String {
-    format!(
-        "{arrow} [s{stream}] DiscoveryResponse {} version={:?} nonce={:?} resources={}",
+    let Some(delta) = &response.delta else {
+        return format!(
+            "{arrow} [s{stream}] DiscoveryResponse {} version={:?} nonce={:?} resources={}",
+            type_name(&response.type_url),
+            response.version_info,
+            response.nonce,
+            names(&response.resource_names)
+        );
+    };
+    // Each resource with its own version (and TTL, or a missing body).
+    let resources: Vec<String> = response
+        .resource_names
+        .iter()
+        .zip(&delta.resources)
+        .map(|(name, r)| {
+            let mut s = format!("{name}:{:?}", r.version);
+            if let Some(ttl) = r.ttl {
+                let _ = write!(s, " ttl={:.3}s", ttl.as_secs_f64());
+            }
+            if !r.body {
+                s.push_str(" (no body)");
+            }
+            s
+        })
+        .collect();
+    let mut s = format!(
+        "{arrow} [s{stream}] DeltaDiscoveryResponse {} system_version={:?} nonce={:?} resources=[{}]",
         type_name(&response.type_url),
         response.version_info,
         response.nonce,
-        names(&response.resource_names)
-    )
+        resources.join(",")
+    );
+    if !delta.removed_resources.is_empty() {
+        let _ = write!(s, " removed={}", names(&delta.removed_resources));
+    }
+    s
 }
 
 pub fn describe_fault(fault: &Fault) -> String {
@@ -978,6 +1037,7 @@ mod tests {
             kind: EventKind::Server(Box::new(ServerEvent::RequestReceived {
                 stream,
                 request: RecordedRequest {
+                    delta: None,
                     type_url: ResourceType::Cluster.type_url().into(),
                     resource_names: names.iter().map(|name| name.to_string()).collect(),
                     version_info: String::new(),
@@ -1001,6 +1061,7 @@ mod tests {
             at: Duration::ZERO,
             source: "primary".into(),
             kind: EventKind::Server(Box::new(ServerEvent::StreamOpened {
+                protocol: AdsProtocol::Sotw,
                 stream,
                 connection: Some(1),
             })),

@@ -14,8 +14,9 @@ use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
 use rstest::rstest;
-use xds_conformance::runner::run_scenario;
-use xds_conformance::scenario::load_file;
+use xds_conformance::differential::run_variants;
+use xds_conformance::runner::RunOutcome;
+use xds_conformance::scenario::{Scenario, load_file};
 use xds_conformance::suite::client_factory;
 use xds_conformance_reports::Verdict;
 
@@ -32,7 +33,12 @@ fn run_peer(client: &str, path: PathBuf, snapshot: bool) {
     let scenario = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
     let _one_at_a_time = serial();
     let factory = client_factory(client).unwrap_or_else(|e| panic!("{client}: {e}"));
-    let outcome = run_scenario(&scenario, factory.as_ref());
+    for (run, outcome) in run_variants(&scenario, factory.as_ref()) {
+        check_peer(client, &run, &outcome, snapshot);
+    }
+}
+
+fn check_peer(client: &str, scenario: &Scenario, outcome: &RunOutcome, snapshot: bool) {
     match &outcome.verdict {
         // A known failure's timeline stops wherever the client first left
         // the scenario, which for a client with its own jitter varies from
@@ -54,7 +60,7 @@ fn run_peer(client: &str, path: PathBuf, snapshot: bool) {
             prepend_module_to_snapshot => false,
             snapshot_path => "snapshots/peers",
         }, {
-            insta::assert_snapshot!(name, outcome.snapshot);
+            insta::assert_snapshot!(name, &outcome.snapshot);
         });
     }
 }

@@ -1,13 +1,16 @@
-//! Every scenario file under `scenarios/` is its own test: it must pass
-//! against the reference client, give the same timeline twice, and match
-//! its stored snapshot (review changes with `cargo insta review`).
+//! Every scenario file under `scenarios/` is its own test: each of its runs
+//! (one per protocol it asks for, with the same client-visible outcome:
+//! see `differential`) must pass against the reference client, give the
+//! same timeline twice, and match its stored snapshot (review changes with
+//! `cargo insta review`).
 
 use std::path::PathBuf;
 
 use rstest::rstest;
 use xds_client_under_test::{ClientUnderTest, ReferenceClient};
-use xds_conformance::runner::run_scenario;
-use xds_conformance::scenario::load_file;
+use xds_conformance::differential::run_variants;
+use xds_conformance::runner::RunOutcome;
+use xds_conformance::scenario::{Scenario, load_file};
 use xds_conformance_reports::Verdict;
 
 fn reference() -> Box<dyn ClientUnderTest> {
@@ -17,14 +20,21 @@ fn reference() -> Box<dyn ClientUnderTest> {
 #[rstest]
 fn scenario(#[files("../scenarios/**/*.yaml")] path: PathBuf) {
     let scenario = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
-    let first = run_scenario(&scenario, &reference);
+    let again = run_variants(&scenario, &reference);
+    for ((scenario, first), (_, second)) in
+        run_variants(&scenario, &reference).into_iter().zip(again)
+    {
+        check(&scenario, &first, &second);
+    }
+}
+
+fn check(scenario: &Scenario, first: &RunOutcome, second: &RunOutcome) {
     if first.verdict != Verdict::Pass {
         panic!(
             "{} did not pass: {:?}\n\ntimeline:\n{}",
             scenario.name, first.verdict, first.timeline
         );
     }
-    let second = run_scenario(&scenario, &reference);
     assert_eq!(
         first.timeline, second.timeline,
         "{}: the timeline differs between two runs",
@@ -37,7 +47,7 @@ fn scenario(#[files("../scenarios/**/*.yaml")] path: PathBuf) {
             omit_expression => true,
             prepend_module_to_snapshot => false,
         }, {
-            insta::assert_snapshot!(snapshot_name, first.snapshot);
+            insta::assert_snapshot!(snapshot_name, &first.snapshot);
         });
     }
 }

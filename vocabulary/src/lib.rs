@@ -12,12 +12,14 @@
 pub mod client_event;
 pub mod codec;
 pub mod network;
+pub mod protocol;
 pub mod request_kind;
 pub mod resource_type;
 pub mod status;
 pub mod transport;
 
 pub use client_event::{ClientEvent, LogLevel};
+pub use protocol::AdsProtocol;
 pub use request_kind::RequestKind;
 pub use resource_type::ResourceType;
 pub use status::{XdsError, code_from_name, code_name};

@@ -5,7 +5,8 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RequestKind {
     /// Empty `response_nonce`: the first request for the type on the stream
-    /// (or a client that does not track nonces).
+    /// (or a client that does not track nonces); in delta, also a request
+    /// that only changes the subscription.
     Initial,
     /// The nonce of a response sent for this type on this stream, no error.
     Ack,

@@ -6,6 +6,7 @@ use std::fmt;
 
 use envoy_types::pb::envoy::config::core::v3 as core;
 use serde_json::{Map, Value};
+use xds_vocabulary::AdsProtocol;
 
 /// The server feature that makes deletions of cached resources be ignored (gRFC A53).
 pub const IGNORE_RESOURCE_DELETION: &str = "ignore_resource_deletion";
@@ -35,6 +36,11 @@ pub struct XdsServerConfig {
     /// The first channel credentials type we support (only `insecure`).
     pub channel_creds: String,
     pub server_features: Vec<String>,
+    /// The ADS variant to speak to it: `"api_type": "DELTA_GRPC"` for
+    /// incremental xDS, `"GRPC"` (the default) for state of the world.
+    /// gRPC has no standard key; this one is Envoy's `ApiConfigSource`
+    /// enum, so the same choice maps onto an Envoy bootstrap unchanged.
+    pub protocol: AdsProtocol,
 }
 
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -306,10 +312,24 @@ fn parse_servers(value: &Value, field: &str, errors: &mut Errors) -> Vec<XdsServ
             }
             Some(_) => errors.push((format!("{field}.server_features"), "is not an array".into())),
         }
+        let protocol = match s.get("api_type") {
+            None => AdsProtocol::Sotw,
+            Some(api_type) => match api_type.as_str().and_then(AdsProtocol::from_api_type) {
+                Some(protocol) => protocol,
+                None => {
+                    errors.push((
+                        format!("{field}.api_type"),
+                        "must be \"GRPC\" or \"DELTA_GRPC\"".into(),
+                    ));
+                    AdsProtocol::Sotw
+                }
+            },
+        };
         servers.push(XdsServerConfig {
             server_uri,
             channel_creds,
             server_features,
+            protocol,
         });
     }
     servers
@@ -393,6 +413,27 @@ mod tests {
         let node = b.node_proto("ua", "1");
         assert_eq!(node.locality.unwrap().zone, "z1");
         assert_eq!(node.client_features, vec!["xds.config.resource-in-sotw"]);
+    }
+
+    #[test]
+    fn api_type_chooses_the_protocol() {
+        let b = Bootstrap::from_json(MINIMAL).unwrap();
+        assert_eq!(b.xds_servers[0].protocol, AdsProtocol::Sotw);
+        let delta = MINIMAL.replace(
+            r#""server_features""#,
+            r#""api_type":"DELTA_GRPC","server_features""#,
+        );
+        let b = Bootstrap::from_json(&delta).unwrap();
+        assert_eq!(b.xds_servers[0].protocol, AdsProtocol::Delta);
+        let bad = MINIMAL.replace(
+            r#""server_features""#,
+            r#""api_type":"REST","server_features""#,
+        );
+        let err = Bootstrap::from_json(&bad).unwrap_err().to_string();
+        assert!(
+            err.contains("field:xds_servers[0].api_type error:must be"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -21,9 +21,6 @@ impl State {
         let Some(stream) = self.streams.get_mut(&stream_id) else {
             return;
         };
-        // Irrefutable until delta streams exist; a request reaches only the
-        // reader of its own protocol's stream.
-        #[allow(irrefutable_let_patterns)]
         let Protocol::Sotw { types, .. } = &mut stream.protocol else {
             return;
         };

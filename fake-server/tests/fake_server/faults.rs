@@ -57,6 +57,7 @@ async fn close_streams_ends_every_stream_with_the_given_status() {
         events_only(server.events()).contains(&ServerEvent::StreamOpened {
             stream: 3,
             connection: Some(1),
+            protocol: xds_vocabulary::AdsProtocol::Sotw,
         })
     );
 }

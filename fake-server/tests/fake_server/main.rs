@@ -2,6 +2,7 @@
 //! network on paused virtual time, and once over real TCP.
 
 mod auto_mode;
+mod delta;
 mod faults;
 mod recording;
 mod scripted_mode;

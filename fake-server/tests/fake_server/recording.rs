@@ -87,6 +87,7 @@ async fn a_request_is_recorded_with_everything_a_check_needs() {
     assert_eq!(
         recorded,
         Some(RecordedRequest {
+            delta: None,
             type_url: RDS.into(),
             resource_names: strings(&["r2", "r1"]),
             version_info: "7".into(),
@@ -135,11 +136,13 @@ async fn a_session_records_connections_and_streams_in_order() {
             ServerEvent::StreamOpened {
                 stream: 1,
                 connection: Some(1),
+                protocol: xds_vocabulary::AdsProtocol::Sotw,
             },
             ServerEvent::RequestReceived { stream: 1, request },
             ServerEvent::ResponseSent {
                 stream: 1,
                 response: xds_fake_server::event::RecordedResponse {
+                    delta: None,
                     type_url: RDS.into(),
                     version_info: "1".into(),
                     nonce: response.nonce.clone(),

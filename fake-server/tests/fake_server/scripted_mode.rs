@@ -58,6 +58,7 @@ async fn send_response_sends_exactly_what_it_is_given() {
         events_only(server.events()).contains(&ServerEvent::ResponseSent {
             stream: 1,
             response: RecordedResponse {
+                delta: None,
                 type_url: CDS.into(),
                 version_info: "v-script".into(),
                 nonce: "n-script".into(),

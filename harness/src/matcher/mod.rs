@@ -13,6 +13,8 @@
 pub mod channel;
 pub mod client;
 pub mod csds;
+pub mod delta_request;
+pub mod delta_response;
 pub mod dial;
 pub mod request;
 pub mod response;
@@ -37,10 +39,19 @@ use crate::timeline::TimelineEvent;
 /// `$callback` (a macro in this module).
 macro_rules! matcher_kinds {
     ($callback:ident! { $($input:tt)* }) => { $crate::matcher::$callback! { [
-        /// A DiscoveryRequest a server received.
+        /// A DiscoveryRequest a server received (a DeltaDiscoveryRequest
+        /// too: its `names` are then the stream's subscription after it).
         request: Request(request::RequestMatcherSpec => RequestMatcher),
-        /// A DiscoveryResponse a server sent.
+        /// A DiscoveryResponse a server sent (a DeltaDiscoveryResponse too:
+        /// its `names` are then the resources', its `version` the system
+        /// version).
         response: Response(response::ResponseMatcherSpec => ResponseMatcher),
+        /// A DeltaDiscoveryRequest a server received, by what only delta
+        /// requests say.
+        delta_request: DeltaRequest(delta_request::DeltaRequestMatcherSpec => DeltaRequestMatcher),
+        /// A DeltaDiscoveryResponse a server sent, by what only delta
+        /// responses say.
+        delta_response: DeltaResponse(delta_response::DeltaResponseMatcherSpec => DeltaResponseMatcher),
         /// A notification to one of the client's watchers.
         watcher: Watcher(watcher::WatcherMatcherSpec => WatcherMatcher),
         /// An update of a dial.
@@ -364,7 +375,7 @@ mod tests {
             step_matcher(&scenario.steps[2]),
             Matcher::Channel(_)
         ));
-        assert_eq!(MATCHER_KEYS.len(), 10);
+        assert_eq!(MATCHER_KEYS.len(), 12);
     }
 
     #[test]

@@ -32,6 +32,13 @@ pub struct ScenarioFile {
     /// name. Endpoints refer to them as `backend:NAME`.
     #[serde(default)]
     pub backends: IndexMap<String, BackendSpec>,
+    /// The ADS protocol variants to play the scenario with: `[sotw]`
+    /// (default), `[delta]`, or `[sotw, delta]`: then it is played once per
+    /// protocol, and what the client shows (watcher events, dial updates,
+    /// RPC results, channel and serving states, CSDS statuses) must be the
+    /// same in both runs.
+    #[serde(default)]
+    pub protocols: Vec<Spanned<String>>,
     /// Fake ADS servers, by name, in priority order.
     pub servers: Spanned<IndexMap<String, ServerSpec>>,
     /// The client's bootstrap; generated from `servers` when absent.
@@ -64,6 +71,10 @@ pub struct ServerSpec {
     /// `ignore_resource_deletion`.
     #[serde(default)]
     pub server_features: Vec<String>,
+    /// The protocol the client speaks to this server whatever the run's
+    /// protocol: `sotw` or `delta` (for lists mixing both). In the
+    /// generated bootstrap a delta server has `"api_type": "DELTA_GRPC"`.
+    pub protocol: Option<Spanned<String>>,
     /// Resources the server holds at the start.
     #[serde(default)]
     pub resources: Vec<Spanned<ResourceSpec>>,
@@ -147,8 +158,11 @@ pub enum StepSpec {
     SetResources(SetResourcesSpec),
     /// Delete resources from a server.
     RemoveResources(RemoveResourcesSpec),
-    /// Send exactly this DiscoveryResponse now, on every open stream.
+    /// Send exactly this DiscoveryResponse now, on every open SotW stream.
     SendResponse(SendResponseSpec),
+    /// Send exactly this DeltaDiscoveryResponse now, on every open delta
+    /// stream.
+    SendDeltaResponse(SendDeltaResponseSpec),
     /// Close the server's ADS streams with a gRPC status.
     CloseStream(CloseStreamSpec),
     /// The server stops accepting connections.
@@ -259,6 +273,37 @@ pub struct SendResponseSpec {
     /// invalid or wrapped ones, or none.
     #[serde(default)]
     pub resources: Vec<Spanned<ResourceSpec>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendDeltaResponseSpec {
+    pub server: Option<Spanned<String>>,
+    #[serde(rename = "type")]
+    pub resource_type: Spanned<String>,
+    /// system_version_info (default: the server's current version of the
+    /// type).
+    pub system_version: Option<String>,
+    /// nonce (default: the server's next nonce).
+    pub nonce: Option<String>,
+    /// Exactly these resources, in this order: a subset, extras,
+    /// duplicates, invalid ones, or none.
+    #[serde(default)]
+    pub resources: Vec<Spanned<ResourceSpec>>,
+    /// Resource name -> its version (default: the server's version of the
+    /// resource, else the system version).
+    #[serde(default)]
+    pub versions: IndexMap<String, String>,
+    /// Resource name -> its TTL, e.g. `30s`.
+    #[serde(default)]
+    pub ttl: IndexMap<String, Spanned<String>>,
+    /// Names sent as a `Resource` with a version but no body (a TTL
+    /// heartbeat, or nothing a client can use), after `resources`.
+    #[serde(default)]
+    pub no_body: Vec<String>,
+    /// removed_resources, as given (names never sent, duplicates allowed).
+    #[serde(default)]
+    pub removed: Vec<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -16,8 +16,8 @@ use std::time::Duration;
 use serde_saphyr::MessageFormatter as _;
 use xds_fake_server::ServedResource;
 use xds_fake_server::fault::Fault;
-use xds_vocabulary::ResourceType;
 use xds_vocabulary::status::STATUS_CODES;
+use xds_vocabulary::{AdsProtocol, ResourceType};
 
 use super::duration::parse_duration;
 use super::file::{BootstrapSpec, ResourceSpec, ScenarioFile, ServerSpec, Spanned, StepSpec};
@@ -220,6 +220,20 @@ fn check(source_name: &str, file: ScenarioFile) -> Result<Scenario, Problem> {
         .iter()
         .map(|(name, spec)| checker.server_def(name, spec))
         .collect::<Result<_, _>>()?;
+    let mut protocols = Vec::new();
+    for p in &file.protocols {
+        let protocol = protocol(p)?;
+        if protocols.contains(&protocol) {
+            return Err(Problem::at(
+                p,
+                format!("protocol `{}` is listed twice", p.value),
+            ));
+        }
+        protocols.push(protocol);
+    }
+    if protocols.is_empty() {
+        protocols.push(AdsProtocol::Sotw);
+    }
     let bootstrap = checker.bootstrap(file.bootstrap.as_ref())?;
     let client = ClientPlan {
         seed: file.client.as_ref().and_then(|c| c.seed).unwrap_or(1),
@@ -249,6 +263,8 @@ fn check(source_name: &str, file: ScenarioFile) -> Result<Scenario, Problem> {
         description: file.description,
         spec: file.spec.into_iter().map(|s| s.value).collect(),
         tags: file.tags,
+        protocol: protocols[0],
+        protocols,
         servers,
         backends: file.backends.keys().cloned().collect(),
         known_failures: file.known_failures.clone().into_iter().collect(),
@@ -288,6 +304,10 @@ pub(crate) fn keyword<T: Copy>(
                 ),
             )
         })
+}
+
+fn protocol(s: &Spanned<String>) -> Result<AdsProtocol, Problem> {
+    keyword(s, "protocol", &AdsProtocol::ALL.map(|p| (p.name(), p)))
 }
 
 pub(crate) fn code(s: &Spanned<String>) -> Result<tonic::Code, Problem> {
@@ -414,6 +434,7 @@ impl Checker {
             scripted,
             server_features: spec.server_features.clone(),
             resources: resource_list(&spec.resources, false, &self.backends)?,
+            protocol: opt(spec.protocol.as_ref(), protocol)?,
             max_connection_age: match &spec.max_connection_age {
                 None => None,
                 Some(age) => Some(xds_fake_server::MaxConnectionAge {
@@ -643,6 +664,24 @@ impl Checker {
                 // Duplicates allowed: they test how clients cope.
                 resources: resource_list(&s.resources, true, &self.backends)?,
             },
+            StepSpec::SendDeltaResponse(s) => {
+                let mut ttl = BTreeMap::new();
+                for (name, t) in &s.ttl {
+                    ttl.insert(name.clone(), duration(t, "ttl")?);
+                }
+                Step::SendDeltaResponse {
+                    server: self.target_server(s.server.as_ref(), spec)?,
+                    resource_type: parse_resource_type(&s.resource_type)?,
+                    system_version: s.system_version.clone(),
+                    nonce: s.nonce.clone(),
+                    // Duplicates allowed: they test how clients cope.
+                    resources: resource_list(&s.resources, true, &self.backends)?,
+                    versions: s.versions.clone().into_iter().collect(),
+                    ttl,
+                    no_body: s.no_body.clone(),
+                    removed: s.removed.clone(),
+                }
+            }
             StepSpec::CloseStream(s) => Step::CloseStream {
                 server: self.target_server(s.server.as_ref(), spec)?,
                 code: opt(s.code.as_ref(), code)?.unwrap_or(tonic::Code::Unavailable),

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use xds_fake_server::ServedResource;
-use xds_vocabulary::ResourceType;
+use xds_vocabulary::{AdsProtocol, ResourceType};
 
 use crate::matcher::Matcher;
 
@@ -55,6 +55,11 @@ pub struct Scenario {
     pub spec: Vec<String>,
     /// Selection tags (`--skip-tag`).
     pub tags: Vec<String>,
+    /// The protocol this run plays (servers without their own use it).
+    pub protocol: AdsProtocol,
+    /// Every protocol the file asks for, in its order (see
+    /// [`Scenario::variants`]).
+    pub protocols: Vec<AdsProtocol>,
     /// In declaration order (the default bootstrap lists them in this order).
     pub servers: Vec<ServerDef>,
     /// Data-plane backends, in declaration order; backend `i` listens at
@@ -72,6 +77,35 @@ pub struct Scenario {
     pub source: String,
 }
 
+impl Scenario {
+    /// The runs the file asks for, one per protocol. With one protocol the
+    /// run keeps the scenario's name; with several, a delta run is named
+    /// `NAME@delta` (its snapshot and report entry), a SotW run `NAME`.
+    pub fn variants(&self) -> Vec<Scenario> {
+        let dual = self.protocols.len() > 1;
+        self.protocols
+            .iter()
+            .map(|&protocol| {
+                let mut run = self.clone();
+                run.protocol = protocol;
+                if dual && protocol != AdsProtocol::Sotw {
+                    run.name = format!("{}@{protocol}", self.name);
+                }
+                run
+            })
+            .collect()
+    }
+
+    /// The protocol the client speaks to `server` in this run.
+    pub fn protocol_of(&self, server: &str) -> AdsProtocol {
+        self.servers
+            .iter()
+            .find(|s| s.name == server)
+            .and_then(|s| s.protocol)
+            .unwrap_or(self.protocol)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct ServerDef {
     pub name: String,
@@ -80,6 +114,9 @@ pub struct ServerDef {
     /// Resources the server holds when the scenario starts.
     pub resources: Vec<ServedResource>,
     pub max_connection_age: Option<xds_fake_server::MaxConnectionAge>,
+    /// The protocol the client speaks to this server in every run; `None`:
+    /// the run's.
+    pub protocol: Option<AdsProtocol>,
 }
 
 #[derive(Clone, Debug)]
@@ -156,6 +193,19 @@ pub enum Step {
         version: Option<String>,
         nonce: Option<String>,
         resources: Vec<ServedResource>,
+    },
+    SendDeltaResponse {
+        server: String,
+        resource_type: ResourceType,
+        system_version: Option<String>,
+        nonce: Option<String>,
+        resources: Vec<ServedResource>,
+        /// Resource name -> version (default: the server's).
+        versions: BTreeMap<String, String>,
+        ttl: BTreeMap<String, Duration>,
+        /// Names sent without a body, after `resources`.
+        no_body: Vec<String>,
+        removed: Vec<String>,
     },
     CloseStream {
         server: String,

@@ -218,36 +218,41 @@ impl ResourceState {
     }
 
     /// The does-not-exist timer fired (A57): nothing for a cached
-    /// resource. A53: does not exist. A88: a NOT_FOUND resource error, or,
-    /// from a server whose timer is a transient error (`transient_from`,
-    /// its URI), UNAVAILABLE and CSDS TIMEOUT.
+    /// resource; otherwise [`Self::not_found`], unless the server's timer
+    /// is a transient error (A88, `transient_from`: its URI): then
+    /// UNAVAILABLE, and CSDS says TIMEOUT.
     pub fn timer_fired(
         &mut self,
         handling: DataErrorHandling,
         transient_from: Option<&str>,
     ) -> Option<WatcherEvent> {
+        match (handling, transient_from) {
+            (DataErrorHandling::A88, Some(server_uri)) if self.value.is_none() => {
+                self.status = CacheStatus::Timeout;
+                let error = XdsError::new(
+                    Code::Unavailable,
+                    format!("timeout obtaining resource from xDS server {server_uri}"),
+                );
+                self.failed_version.clear();
+                self.failed_details = error.message.clone();
+                Some(WatcherEvent::ResourceError(error))
+            }
+            _ => self.not_found(handling),
+        }
+    }
+
+    /// The resource does not exist (the timer fired, or a delta server said
+    /// so): nothing for a cached resource. A53: does not exist. A88: a
+    /// NOT_FOUND resource error.
+    pub fn not_found(&mut self, handling: DataErrorHandling) -> Option<WatcherEvent> {
         if self.value.is_some() {
             return None;
         }
+        self.status = CacheStatus::DoesNotExist;
         Some(match handling {
-            DataErrorHandling::A53 => {
-                self.status = CacheStatus::DoesNotExist;
-                WatcherEvent::DoesNotExist
-            }
+            DataErrorHandling::A53 => WatcherEvent::DoesNotExist,
             DataErrorHandling::A88 => {
-                let error = match transient_from {
-                    Some(server_uri) => {
-                        self.status = CacheStatus::Timeout;
-                        XdsError::new(
-                            Code::Unavailable,
-                            format!("timeout obtaining resource from xDS server {server_uri}"),
-                        )
-                    }
-                    None => {
-                        self.status = CacheStatus::DoesNotExist;
-                        does_not_exist()
-                    }
-                };
+                let error = does_not_exist();
                 self.failed_version.clear();
                 self.failed_details = error.message.clone();
                 WatcherEvent::ResourceError(error)

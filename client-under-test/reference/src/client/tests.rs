@@ -7,7 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
+use envoy_types::pb::envoy::service::discovery::v3::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse, Resource,
+};
 use envoy_types::pb::google::protobuf::Any;
 use tokio::sync::mpsc;
 use tonic::Code;
@@ -23,12 +25,19 @@ use crate::watcher::WatcherEvent;
 const CDS: ResourceType = ResourceType::Cluster;
 
 fn start(server_features: &[&str]) -> (XdsClient, FakeCalls) {
+    start_with(server_features, "GRPC")
+}
+
+/// A client of one server, spoken to with `api_type` (`GRPC`: SotW;
+/// `DELTA_GRPC`: delta).
+fn start_with(server_features: &[&str], api_type: &str) -> (XdsClient, FakeCalls) {
     let bootstrap = Bootstrap::from_json(
         &serde_json::json!({
             "xds_servers": [{
                 "server_uri": "primary:443",
                 "channel_creds": [{"type": "insecure"}],
                 "server_features": server_features,
+                "api_type": api_type,
             }],
             "node": {"id": "n1"},
         })
@@ -77,6 +86,7 @@ async fn settle() {
 async fn sotw_request(call: &mut FakeCall) -> DiscoveryRequest {
     match call.request().await.expect("the call was cancelled") {
         Request::Sotw(request) => request,
+        Request::Delta(request) => panic!("a delta request on a SotW stream: {request:?}"),
     }
 }
 
@@ -274,4 +284,129 @@ async fn a53_a_deletion_is_honoured_unless_the_server_says_ignore_it() {
             assert!(watcher.is_quiet().await, "{features:?}");
         }
     }
+}
+
+// ----- delta --------------------------------------------------------------
+
+async fn delta_request(call: &mut FakeCall) -> DeltaDiscoveryRequest {
+    match call.request().await.expect("the call was cancelled") {
+        Request::Delta(request) => request,
+        Request::Sotw(request) => panic!("a SotW request on a delta stream: {request:?}"),
+    }
+}
+
+fn delta_clusters(nonce: &str, resources: &[(&str, &str, Any)], removed: &[&str]) -> Response {
+    Response::Delta(DeltaDiscoveryResponse {
+        system_version_info: "sys".into(),
+        nonce: nonce.into(),
+        type_url: CDS.type_url().into(),
+        resources: resources
+            .iter()
+            .map(|(name, version, body)| Resource {
+                name: name.to_string(),
+                version: version.to_string(),
+                resource: Some(body.clone()),
+                ..Default::default()
+            })
+            .collect(),
+        removed_resources: removed.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    })
+}
+
+fn sorted(mut names: Vec<String>) -> Vec<String> {
+    names.sort();
+    names
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_requests_carry_subscription_changes() {
+    let (client, mut calls) = start_with(&[], "DELTA_GRPC");
+    let _c1 = Watcher::on(&client, CDS, "c1");
+    let mut call = calls.next().await;
+    call.connected();
+    let first = delta_request(&mut call).await;
+    assert_eq!(first.resource_names_subscribe, ["c1"]);
+    assert!(first.node.is_some() && first.initial_resource_versions.is_empty());
+    let c2 = client.watch(CDS, "c2", Arc::new(|_| {}));
+    let second = delta_request(&mut call).await;
+    assert_eq!(second.resource_names_subscribe, ["c2"]);
+    assert!(second.node.is_none());
+    client.cancel_watch(c2);
+    let third = delta_request(&mut call).await;
+    assert!(third.resource_names_subscribe.is_empty());
+    assert_eq!(third.resource_names_unsubscribe, ["c2"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_delta_reconnect_claims_the_versions_held_and_a_nack_advances_none() {
+    let (client, mut calls) = start_with(&[], "DELTA_GRPC");
+    let mut c1 = Watcher::on(&client, CDS, "c1");
+    let mut c2 = Watcher::on(&client, CDS, "c2");
+    let _c3 = Watcher::on(&client, CDS, "c3");
+    let mut call = calls.next().await;
+    call.connected();
+    delta_request(&mut call).await;
+    delta_request(&mut call).await;
+    call.respond(delta_clusters(
+        "A",
+        &[("c1", "1", cluster("c1")), ("c2", "1", cluster("c2"))],
+        &[],
+    ));
+    c1.next().await;
+    c2.next().await;
+    let ack = delta_request(&mut call).await;
+    assert_eq!(ack.response_nonce, "A");
+    assert!(ack.error_detail.is_none());
+    // c1 moves on; c2's new version is invalid.
+    call.respond(delta_clusters(
+        "B",
+        &[("c1", "2", cluster("c1")), ("c2", "2", bad_cluster("c2"))],
+        &[],
+    ));
+    assert!(matches!(c2.next().await, WatcherEvent::AmbientError(_)));
+    let nack = delta_request(&mut call).await;
+    assert!(nack.error_detail.is_some_and(|e| e.message.contains("c2")));
+    call.finish(tonic::Status::unavailable("gone"));
+    let mut retry = calls.next().await;
+    retry.connected();
+    let again = delta_request(&mut retry).await;
+    assert_eq!(sorted(again.resource_names_subscribe), ["c1", "c2", "c3"]);
+    let held: std::collections::BTreeMap<_, _> =
+        again.initial_resource_versions.into_iter().collect();
+    assert_eq!(
+        held,
+        [
+            ("c1".to_string(), "2".to_string()),
+            ("c2".to_string(), "1".to_string())
+        ]
+        .into(),
+        "c1 at its new version, c2 at the one before the NACK, c3 never held"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_delta_removal_deletes_any_type_and_says_never_existing_ones_do_not_exist() {
+    let (client, mut calls) = start_with(&[], "DELTA_GRPC");
+    let mut held = Watcher::on(&client, CDS, "c1");
+    let mut never = Watcher::on(&client, CDS, "c2");
+    let mut call = calls.next().await;
+    call.connected();
+    delta_request(&mut call).await;
+    delta_request(&mut call).await;
+    call.respond(delta_clusters("A", &[("c1", "1", cluster("c1"))], &[]));
+    held.next().await;
+    delta_request(&mut call).await;
+    call.respond(delta_clusters("B", &[], &["c1", "c2", "unwatched"]));
+    assert_eq!(held.next().await, WatcherEvent::DoesNotExist);
+    assert_eq!(
+        never.next().await,
+        WatcherEvent::DoesNotExist,
+        "at once, not after 15 s"
+    );
+    let ack = delta_request(&mut call).await;
+    assert!(
+        ack.error_detail.is_none(),
+        "removing what the client never had is no error"
+    );
 }

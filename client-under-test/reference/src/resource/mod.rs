@@ -53,7 +53,6 @@ pub use server_listener::{
 };
 pub use validation::ValidationErrors;
 
-use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -147,19 +146,26 @@ impl fmt::Display for DecodeError {
     }
 }
 
-/// Decodes one entry of a DiscoveryResponse whose `type_url` is
-/// `expected.type_url()`.
+/// Decodes one entry of a (SotW) DiscoveryResponse whose `type_url` is
+/// `expected.type_url()`: the entry itself, or the resource inside its
+/// `Resource` wrapper, whose name then names it.
 pub fn decode_entry(expected: ResourceType, entry: &Any) -> DecodedEntry {
-    let (wrapper_name, any) = match codec::unwrap(entry) {
-        Ok(Unwrapped::Plain(any)) => (None, Cow::Borrowed(any)),
+    match codec::unwrap(entry) {
+        Ok(Unwrapped::Plain(any)) => decode_resource(expected, None, any),
         Ok(Unwrapped::Wrapped { name, resource }) => {
-            ((!name.is_empty()).then_some(name), Cow::Owned(resource))
+            decode_resource(expected, (!name.is_empty()).then_some(name), &resource)
         }
-        Err(e) => return failed(None, DecodeError::Wrapper(e)),
-    };
+        Err(e) => failed(None, DecodeError::Wrapper(e)),
+    }
+}
+
+/// Decodes one resource of type `expected`; `name`, when given (a
+/// `Resource` wrapper's, or a delta response's), names it whatever the
+/// message says.
+pub fn decode_resource(expected: ResourceType, name: Option<String>, any: &Any) -> DecodedEntry {
     if any.type_url != expected.type_url() {
         return failed(
-            wrapper_name,
+            name,
             DecodeError::WrongType {
                 got: any.type_url.clone(),
                 expected: expected.type_url().to_string(),
@@ -174,7 +180,7 @@ pub fn decode_entry(expected: ResourceType, entry: &Any) -> DecodedEntry {
         ResourceType::ClusterLoadAssignment => endpoint::decode(bytes),
     };
     DecodedEntry {
-        name: wrapper_name.or(decoded_name),
+        name: name.or(decoded_name),
         result: result.map(Arc::new),
         serialized: bytes.to_vec(),
     }

@@ -8,11 +8,14 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
+use std::future::Future;
+
 use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::Stream;
+use tonic::Streaming;
 use tonic::transport::Channel;
+use xds_vocabulary::AdsProtocol;
 
 use super::wire::{Request, Response};
 use crate::bootstrap::XdsServerConfig;
@@ -41,41 +44,87 @@ pub(crate) struct CallMessage {
     pub event: CallEvent,
 }
 
-/// Requests queued for the wire; reports each one the transport takes.
-struct Outbound {
+/// Requests queued for the wire, as the protocol's message type; reports
+/// each one the transport takes.
+struct Outbound<T> {
     queue: mpsc::UnboundedReceiver<Request>,
     call: CallId,
     events: mpsc::UnboundedSender<CallMessage>,
+    /// The request as this protocol's message (`None`: another protocol's,
+    /// which the worker never queues here).
+    convert: fn(Request) -> Option<T>,
 }
 
-impl Stream for Outbound {
-    type Item = DiscoveryRequest;
+impl<T> Stream for Outbound<T> {
+    type Item = T;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<DiscoveryRequest>> {
-        let polled = self.queue.poll_recv(cx);
-        if let Poll::Ready(Some(request)) = &polled
-            && let Some(t) = ResourceType::from_type_url(request.type_url())
-        {
-            let _ = self.events.send(CallMessage {
-                call: self.call.clone(),
-                event: CallEvent::RequestTaken(t),
-            });
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        loop {
+            let Some(request) = std::task::ready!(self.queue.poll_recv(cx)) else {
+                return Poll::Ready(None);
+            };
+            if let Some(t) = ResourceType::from_type_url(request.type_url()) {
+                let _ = self.events.send(CallMessage {
+                    call: self.call.clone(),
+                    event: CallEvent::RequestTaken(t),
+                });
+            }
+            if let Some(message) = (self.convert)(request) {
+                return Poll::Ready(Some(message));
+            }
         }
-        polled.map(|request| {
-            request.map(|request| match request {
-                Request::Sotw(request) => request,
-            })
-        })
     }
 }
 
-/// Runs one ADS call until it ends or the task is dropped (which cancels it).
+/// Runs one ADS call, in its server's protocol, until it ends or the task
+/// is dropped (which cancels it).
 pub(crate) async fn run(
     channel: Channel,
-    mut connection: watch::Receiver<ConnectionState>,
+    connection: watch::Receiver<ConnectionState>,
     call: CallId,
     queue: mpsc::UnboundedReceiver<Request>,
     events: mpsc::UnboundedSender<CallMessage>,
+) {
+    // Responses of 10k resources are larger than tonic's 4 MiB default.
+    let mut client =
+        AggregatedDiscoveryServiceClient::new(channel).max_decoding_message_size(usize::MAX);
+    match call.server.protocol {
+        AdsProtocol::Sotw => {
+            let outbound = Outbound {
+                queue,
+                call: call.clone(),
+                events: events.clone(),
+                convert: |r| match r {
+                    Request::Sotw(r) => Some(r),
+                    Request::Delta(_) => None,
+                },
+            };
+            let started = client.stream_aggregated_resources(outbound);
+            pump(connection, call, events, started, Response::Sotw).await;
+        }
+        AdsProtocol::Delta => {
+            let outbound = Outbound {
+                queue,
+                call: call.clone(),
+                events: events.clone(),
+                convert: |r| match r {
+                    Request::Delta(r) => Some(r),
+                    Request::Sotw(_) => None,
+                },
+            };
+            let started = client.delta_aggregated_resources(outbound);
+            pump(connection, call, events, started, Response::Delta).await;
+        }
+    }
+}
+
+/// Reports the call's connection, responses and end, whatever its protocol.
+async fn pump<M>(
+    mut connection: watch::Receiver<ConnectionState>,
+    call: CallId,
+    events: mpsc::UnboundedSender<CallMessage>,
+    started: impl Future<Output = Result<tonic::Response<Streaming<M>>, tonic::Status>>,
+    wrap: fn(M) -> Response,
 ) {
     let send = |event| {
         let _ = events.send(CallMessage {
@@ -91,16 +140,6 @@ pub(crate) async fn run(
         }
     };
     check_connected(&connection.borrow_and_update(), &mut connected);
-
-    // Responses of 10k resources are larger than tonic's 4 MiB default.
-    let mut client =
-        AggregatedDiscoveryServiceClient::new(channel).max_decoding_message_size(usize::MAX);
-    let outbound = Outbound {
-        queue,
-        call: call.clone(),
-        events: events.clone(),
-    };
-    let started = client.stream_aggregated_resources(outbound);
     tokio::pin!(started);
     let mut responses = loop {
         tokio::select! {
@@ -123,7 +162,7 @@ pub(crate) async fn run(
                 check_connected(&connection.borrow_and_update(), &mut connected);
             }
             message = responses.message() => match message {
-                Ok(Some(response)) => send(CallEvent::Response(Response::Sotw(response))),
+                Ok(Some(response)) => send(CallEvent::Response(wrap(response))),
                 Ok(None) => { send(CallEvent::Finished(tonic::Status::new(tonic::Code::Ok, "stream closed by server"))); return; }
                 Err(status) => { send(CallEvent::Finished(transport_status(status))); return; }
             },

@@ -2,11 +2,12 @@
 //! it carries and their does-not-exist timers, the nonce and pending NACK
 //! of each type, and the discipline of one request on its way at a time.
 //! What a request and a response look like is each protocol's business
-//! (`sotw`); they turn responses into a [`ParsedResponse`] of resource
-//! updates and deletions, which the worker applies to the cache.
+//! (`sotw`, `delta`); they turn responses into a [`ParsedResponse`] of
+//! resource updates and deletions, which the worker applies to the cache.
 
 pub(crate) mod call;
 pub(crate) mod channel;
+pub(crate) mod delta;
 #[cfg(test)]
 pub(crate) mod fake;
 pub(crate) mod sotw;
@@ -22,6 +23,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tonic::Code;
 
+use xds_vocabulary::AdsProtocol;
+
 use crate::name::ResourceName;
 use crate::resource::{DecodedEntry, ResourceType, XdsResource};
 use wire::Request;
@@ -32,6 +35,16 @@ pub(crate) type TimerId = (Instant, u64);
 /// What a channel remembers across its streams, by protocol.
 pub(crate) enum Memory {
     Sotw(sotw::SotwMemory),
+    Delta(delta::DeltaMemory),
+}
+
+impl Memory {
+    pub fn new(protocol: AdsProtocol) -> Self {
+        match protocol {
+            AdsProtocol::Sotw => Memory::Sotw(Default::default()),
+            AdsProtocol::Delta => Memory::Delta(Default::default()),
+        }
+    }
 }
 
 /// One ADS stream attempt (an "ADS call" in C-core's words).
@@ -52,6 +65,8 @@ pub(crate) struct AdsStream {
     /// Types whose request was taken before the connection was ready.
     unconfirmed: BTreeSet<ResourceType>,
     types: BTreeMap<ResourceType, TypeState>,
+    /// Delta: what the stream told the server per type so far.
+    delta_sent: BTreeMap<ResourceType, delta::DeltaSent>,
     /// Until the transport hears the server (see `CONNECT_TIMEOUT`).
     pub connect_deadline: Option<TimerId>,
     pub started: Instant,
@@ -110,6 +125,7 @@ impl AdsStream {
             buffered: BTreeSet::new(),
             unconfirmed: BTreeSet::new(),
             types: BTreeMap::new(),
+            delta_sent: BTreeMap::new(),
             connect_deadline: None,
             started,
         }
@@ -150,8 +166,16 @@ impl AdsStream {
     }
 
     /// Builds and queues the request for `resource_type`, unless a request
-    /// is on its way (then it waits its turn).
-    pub fn send_request(&mut self, resource_type: ResourceType, memory: &Memory, node: &Node) {
+    /// is on its way (then it waits its turn). `cached` says whether the
+    /// cache holds a value of a name (a delta stream claims only versions
+    /// of what it still holds).
+    pub fn send_request(
+        &mut self,
+        resource_type: ResourceType,
+        memory: &Memory,
+        cached: &dyn Fn(ResourceType, &ResourceName) -> bool,
+        node: &Node,
+    ) {
         if self.send_pending.is_some() {
             self.buffered.insert(resource_type);
             return;
@@ -161,6 +185,16 @@ impl AdsStream {
         let request = match memory {
             Memory::Sotw(memory) => {
                 Request::Sotw(sotw::request(resource_type, type_state, memory, node))
+            }
+            Memory::Delta(memory) => {
+                let sent = self.delta_sent.entry(resource_type).or_default();
+                let held = |name: &ResourceName| {
+                    cached(resource_type, name)
+                        .then(|| memory.version(resource_type, name))
+                        .flatten()
+                        .map(str::to_string)
+                };
+                Request::Delta(delta::request(resource_type, type_state, sent, held, node))
             }
         };
         self.sent_initial = true;
@@ -185,11 +219,16 @@ impl AdsStream {
     }
 
     /// Sends the next waiting request, if none is on its way.
-    pub fn send_next(&mut self, memory: &Memory, node: &Node) {
+    pub fn send_next(
+        &mut self,
+        memory: &Memory,
+        cached: &dyn Fn(ResourceType, &ResourceName) -> bool,
+        node: &Node,
+    ) {
         if self.send_pending.is_none()
             && let Some(next) = self.buffered.pop_first()
         {
-            self.send_request(next, memory, node);
+            self.send_request(next, memory, cached, node);
         }
     }
 
@@ -278,7 +317,8 @@ impl AdsStream {
 pub(crate) struct ParsedResponse {
     pub resource_type: ResourceType,
     pub nonce: String,
-    /// SotW: the response's `version_info`.
+    /// SotW: the response's `version_info`; delta: its
+    /// `system_version_info` (each entry has its own version).
     pub version: String,
     /// The named entries, in response order (invalid ones too).
     pub entries: Vec<ResourceEntry>,
@@ -306,6 +346,8 @@ pub(crate) enum Deletions {
     None,
     /// SotW LDS/CDS: every cached resource of the type it leaves out.
     AllOthers,
+    /// Delta: these, of any type (`removed_resources`).
+    Named(Vec<ResourceName>),
 }
 
 impl ParsedResponse {

@@ -20,7 +20,7 @@ impl Worker {
                     transport: self.shared.channels.open(server),
                     status: None,
                     failures: 0,
-                    memory: Memory::Sotw(Default::default()),
+                    memory: Memory::new(server.protocol),
                     retryable: None,
                 },
             );
@@ -95,6 +95,14 @@ impl Worker {
         resource_type: ResourceType,
         name: &ResourceName,
     ) {
+        // A delta client no longer claims what it stopped watching.
+        if let Some(XdsChannel {
+            memory: Memory::Delta(memory),
+            ..
+        }) = self.channels.get_mut(server)
+        {
+            memory.forget(resource_type, name);
+        }
         let Some(call) = self.call_mut(server) else {
             return;
         };
@@ -195,6 +203,8 @@ impl Worker {
     /// current stream, in the stream's protocol.
     pub(super) fn send_request(&mut self, server: &XdsServerConfig, resource_type: ResourceType) {
         let node = &self.shared.node;
+        let authorities = &self.authorities;
+        let cached = |t: ResourceType, name: &ResourceName| cached_in(authorities, t, name);
         let Some(XdsChannel {
             memory,
             retryable: Some(RetryableCall {
@@ -205,12 +215,14 @@ impl Worker {
         else {
             return;
         };
-        call.send_request(resource_type, memory, node);
+        call.send_request(resource_type, memory, &cached, node);
     }
 
     /// Sends the stream's next waiting request, if it may.
     pub(super) fn send_next(&mut self, server: &XdsServerConfig) {
         let node = &self.shared.node;
+        let authorities = &self.authorities;
+        let cached = |t: ResourceType, name: &ResourceName| cached_in(authorities, t, name);
         let Some(XdsChannel {
             memory,
             retryable: Some(RetryableCall {
@@ -221,7 +233,7 @@ impl Worker {
         else {
             return;
         };
-        call.send_next(memory, node);
+        call.send_next(memory, &cached, node);
     }
 
     pub(super) fn on_request_taken(
@@ -464,4 +476,18 @@ impl Worker {
         self.log(LogLevel::Info, message);
         self.notify(&watchers, event);
     }
+}
+
+/// Whether the cache holds a value of `name` (a delta stream claims in
+/// `initial_resource_versions` only what it still holds).
+fn cached_in(
+    authorities: &BTreeMap<Option<String>, AuthorityState>,
+    resource_type: ResourceType,
+    name: &ResourceName,
+) -> bool {
+    authorities
+        .get(&name.authority)
+        .and_then(|a| a.resources.get(&resource_type))
+        .and_then(|r| r.get(&name.key))
+        .is_some_and(ResourceState::is_cached)
 }

@@ -35,7 +35,7 @@ use tonic::Code;
 use super::ads::call::{CallEvent, CallId, CallMessage};
 use super::ads::channel::{AdsChannel, AdsChannelFactory};
 use super::ads::wire::Response;
-use super::ads::{AdsStream, Deletions, Memory, ParsedResponse, TimerId, sotw};
+use super::ads::{AdsStream, Deletions, Memory, ParsedResponse, TimerId, delta, sotw};
 use super::cache::ResourceState;
 use crate::backoff::{Backoff, SplitMix64};
 use crate::bootstrap::{Bootstrap, XdsServerConfig};

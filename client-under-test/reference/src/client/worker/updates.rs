@@ -1,6 +1,8 @@
 //! Responses applied to the cache: each resource's update in order (a
-//! valid one accepted, an invalid one rejected, gRFC A46), then deletions,
-//! under the data-error policy of the client and server (gRFC A53, A88).
+//! valid one accepted, an invalid one rejected, gRFC A46), then deletions
+//! (SotW: cached LDS/CDS resources a response leaves out; delta: the
+//! resources it names, of any type), under the data-error policy of the
+//! client and server (gRFC A53, A88).
 
 use super::*;
 
@@ -44,8 +46,9 @@ impl Worker {
             );
             return self.log(LogLevel::Error, message);
         };
-        let parsed = match response {
+        let mut parsed = match response {
             Response::Sotw(response) => sotw::parse(resource_type, response),
+            Response::Delta(response) => delta::parse(resource_type, response),
         };
         // Seen on this stream: their does-not-exist timers are moot.
         if let Some(call) = self.call_mut(server) {
@@ -58,7 +61,16 @@ impl Worker {
                 self.timers.remove(&timer);
             }
         }
-        let seen = (parsed.deletions == Deletions::AllOthers).then(|| parsed.names());
+        // Delta: what the client now holds from this server.
+        if let Some(XdsChannel {
+            memory: Memory::Delta(memory),
+            ..
+        }) = self.channels.get_mut(server)
+        {
+            memory.update(&parsed);
+        }
+        let deletions = std::mem::replace(&mut parsed.deletions, Deletions::None);
+        let seen = (deletions == Deletions::AllOthers).then(|| parsed.names());
         let nonce = parsed.nonce.clone();
         let version = parsed.version.clone();
         let nack = (!parsed.errors.is_empty()).then(|| {
@@ -83,8 +95,16 @@ impl Worker {
             );
             self.log(LogLevel::Error, message);
         }
-        if let Some(seen) = seen {
-            self.handle_sotw_deletions(server, resource_type, &version, &seen);
+        match (deletions, seen) {
+            (Deletions::AllOthers, Some(seen)) => {
+                self.handle_deletions(server, resource_type, &version, &|name| {
+                    !seen.contains(name)
+                });
+            }
+            (Deletions::Named(names), _) => {
+                self.handle_removed(server, resource_type, &version, names);
+            }
+            _ => {}
         }
         // A NACK carries the last version accepted in full; partly valid
         // responses keep their valid resources (A46) but not the version.
@@ -153,30 +173,83 @@ impl Worker {
         }
     }
 
-    /// LDS and CDS responses carry every resource: a cached one that is
-    /// missing was deleted. Only resources received before count — one never
-    /// received may simply not have been asked for yet (the timer decides).
-    pub(super) fn handle_sotw_deletions(
+    /// Delta: the server named resources it deleted. A cached one is a
+    /// deletion, for every type (gRFC A53: "if/when gRPC adds support for
+    /// the incremental xDS protocol variant, this behavior would affect all
+    /// resource types"). One never received is the server saying it does
+    /// not exist: its watchers hear so now, not when the timer fires.
+    pub(super) fn handle_removed(
         &mut self,
         server: &XdsServerConfig,
         resource_type: ResourceType,
         version: &str,
-        seen: &HashSet<ResourceName>,
+        removed: Vec<ResourceName>,
+    ) {
+        let removed: HashSet<ResourceName> = removed.into_iter().collect();
+        self.handle_deletions(server, resource_type, version, &|name| {
+            removed.contains(name)
+        });
+        let mut moot = Vec::new();
+        if let Some(call) = self.call_mut(server) {
+            moot.extend(
+                removed
+                    .iter()
+                    .filter_map(|name| call.seen(resource_type, name)),
+            );
+        }
+        for timer in moot {
+            self.timers.remove(&timer);
+        }
+        let handling = self.shared.profile.data_errors;
+        let mut events = Vec::new();
+        for (authority_name, authority) in self.authorities.iter_mut() {
+            if authority.channels.last() != Some(server) {
+                continue;
+            }
+            let Some(by_type) = authority.resources.get_mut(&resource_type) else {
+                continue;
+            };
+            for (key, state) in by_type.iter_mut() {
+                let name = ResourceName {
+                    authority: authority_name.clone(),
+                    key: key.clone(),
+                };
+                if removed.contains(&name)
+                    && state.is_awaited()
+                    && let Some(event) = state.not_found(handling)
+                {
+                    events.push((state.watchers.iter().copied().collect::<Vec<_>>(), event));
+                }
+            }
+        }
+        for (watchers, event) in events {
+            self.notify(&watchers, event);
+        }
+    }
+
+    /// Cached resources the server deleted (`deleted` says which names):
+    /// gone, or kept, as the profile and the server's features say.
+    pub(super) fn handle_deletions(
+        &mut self,
+        server: &XdsServerConfig,
+        resource_type: ResourceType,
+        version: &str,
+        deleted: &dyn Fn(&ResourceName) -> bool,
     ) {
         if self.a88() {
-            return self.handle_sotw_deletions_a88(server, resource_type, version, seen);
+            return self.handle_deletions_a88(server, resource_type, version, deleted);
         }
         let ignore =
             server.ignore_resource_deletion() && !self.shared.profile.defects.deletions_always_drop;
-        let mut deleted = Vec::new();
+        let mut dropped = Vec::new();
         let mut ignored = Vec::new();
-        self.each_deleted(server, resource_type, seen, |name, state| {
+        self.each_deleted(server, resource_type, deleted, |name, state| {
             if ignore {
                 if state.ignore_deletion() {
                     ignored.push(name);
                 }
             } else {
-                deleted.push((state.watchers.clone(), state.delete()));
+                dropped.push((state.watchers.clone(), state.delete()));
             }
         });
         for name in ignored {
@@ -188,19 +261,18 @@ impl Worker {
             );
             self.log(LogLevel::Warning, message);
         }
-        for (watchers, event) in deleted {
+        for (watchers, event) in dropped {
             self.notify(&watchers, event);
         }
     }
 
     /// Calls `on_deleted` for each cached resource of `resource_type` that
-    /// a response from `server` left out, in the authorities that use
-    /// `server` now.
+    /// `deleted` names, in the authorities that use `server` now.
     pub(super) fn each_deleted(
         &mut self,
         server: &XdsServerConfig,
         resource_type: ResourceType,
-        seen: &HashSet<ResourceName>,
+        deleted: &dyn Fn(&ResourceName) -> bool,
         mut on_deleted: impl FnMut(ResourceName, &mut ResourceState),
     ) {
         for (authority_name, authority) in self.authorities.iter_mut() {
@@ -215,7 +287,7 @@ impl Worker {
                     authority: authority_name.clone(),
                     key: key.clone(),
                 };
-                if !seen.contains(&name) && state.is_cached() {
+                if state.is_cached() && deleted(&name) {
                     on_deleted(name, state);
                 }
             }
@@ -227,18 +299,18 @@ impl Worker {
     /// does) unless the server has `fail_on_data_errors`; then it is
     /// dropped and watchers get a resource error. `ignore_resource_deletion`
     /// no longer counts. CSDS shows DOES_NOT_EXIST either way.
-    pub(super) fn handle_sotw_deletions_a88(
+    pub(super) fn handle_deletions_a88(
         &mut self,
         server: &XdsServerConfig,
         resource_type: ResourceType,
         version: &str,
-        seen: &HashSet<ResourceName>,
+        deleted: &dyn Fn(&ResourceName) -> bool,
     ) {
         let drop =
             server.fail_on_data_errors() || self.shared.profile.defects.deletions_always_drop;
         let now = self.now();
         let mut events = Vec::new();
-        self.each_deleted(server, resource_type, seen, |_, state| {
+        self.each_deleted(server, resource_type, deleted, |_, state| {
             let event = state.delete_as_data_error(version, now, drop);
             events.push((state.watchers.iter().copied().collect::<Vec<_>>(), event));
         });

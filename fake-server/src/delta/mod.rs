@@ -1,0 +1,143 @@
+//! Incremental ADS (`DeltaAggregatedResources`): what a request means for
+//! a stream's subscription and for what the client holds, what auto mode
+//! answers, and scripted responses. Responses leave through the shared
+//! egress path, like SotW's.
+
+pub(crate) mod rules;
+
+use envoy_types::pb::envoy::service::discovery::v3::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource,
+};
+use xds_vocabulary::RequestKind;
+
+use crate::config::ScriptedDeltaResponse;
+use crate::event::{RecordedRequest, ServerEvent};
+use crate::state::State;
+use crate::stream::{Outgoing, Protocol};
+
+impl State {
+    /// Records a decoded delta request, applies it to the stream's
+    /// subscription and, in auto mode, answers it if the rules say so.
+    pub fn on_delta_request(&mut self, stream_id: u64, request: DeltaDiscoveryRequest) {
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return;
+        };
+        let Protocol::Delta { types, .. } = &mut stream.protocol else {
+            return;
+        };
+        let core = stream.types.entry(request.type_url.clone()).or_default();
+        let kind = RequestKind::classify(
+            &request.response_nonce,
+            request.error_detail.is_some(),
+            |nonce| core.nonces.contains(nonce),
+        );
+        let delta = types.entry(request.type_url.clone()).or_default();
+        delta.apply(&request, !core.requested);
+        core.requested = true;
+        let subscription = delta.subscription.to_names();
+        self.record(ServerEvent::RequestReceived {
+            stream: stream_id,
+            request: RecordedRequest::delta(&request, kind, subscription),
+        });
+        if self.limit_reached(stream_id) {
+            return;
+        }
+        self.delta_auto_respond(stream_id, &request.type_url);
+    }
+
+    /// Auto mode's answer for one delta stream and type, if one is owed
+    /// and the rules give one.
+    pub fn delta_auto_respond(&mut self, stream_id: u64, type_url: &str) {
+        if !self.owes_auto_answer(stream_id, type_url) {
+            return;
+        }
+        let Some(Protocol::Delta { types, .. }) =
+            self.streams.get_mut(&stream_id).map(|s| &mut s.protocol)
+        else {
+            return;
+        };
+        let delta = types.entry(type_url.to_string()).or_default();
+        let store = &self.store;
+        let Some(decision) = delta.decide(store.resources(type_url), |name| {
+            store
+                .resource_version(type_url, name)
+                .unwrap_or_default()
+                .to_string()
+        }) else {
+            return;
+        };
+        delta.sent(&decision);
+        let names = decision.send.iter().map(|(r, _)| r.name.clone()).collect();
+        let response = DeltaDiscoveryResponse {
+            system_version_info: store.version(type_url),
+            resources: decision
+                .send
+                .iter()
+                .map(|(resource, version)| Resource {
+                    name: resource.name.clone(),
+                    version: version.clone(),
+                    resource: Some(resource.entry.clone()),
+                    ..Default::default()
+                })
+                .collect(),
+            type_url: type_url.to_string(),
+            removed_resources: decision.removed,
+            ..Default::default()
+        };
+        self.send(stream_id, Outgoing::Delta(response), None, names);
+    }
+
+    /// Sends a scripted response to every open delta stream; returns how
+    /// many got it. As with SotW, auto mode's bookkeeping is left alone.
+    pub fn send_delta_scripted(&mut self, response: &ScriptedDeltaResponse) -> usize {
+        let type_url = &response.type_url;
+        let system_version_info = response
+            .system_version_info
+            .clone()
+            .unwrap_or_else(|| self.store.version(type_url));
+        let resources: Vec<Resource> = response
+            .resources
+            .iter()
+            .map(|r| Resource {
+                name: r.name.clone(),
+                version: r.version.clone().unwrap_or_else(|| {
+                    self.store
+                        .resource_version(type_url, &r.name)
+                        .map_or_else(|| system_version_info.clone(), str::to_string)
+                }),
+                resource: r.entry.clone(),
+                ttl: r
+                    .ttl
+                    .map(|ttl| envoy_types::pb::google::protobuf::Duration {
+                        seconds: i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX),
+                        nanos: i32::try_from(ttl.subsec_nanos()).unwrap_or(0),
+                    }),
+                ..Default::default()
+            })
+            .collect();
+        let names: Vec<String> = response.resources.iter().map(|r| r.name.clone()).collect();
+        let ids: Vec<u64> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| matches!(s.protocol, Protocol::Delta { .. }))
+            .map(|(id, _)| *id)
+            .collect();
+        ids.into_iter()
+            .filter(|&id| {
+                let message = DeltaDiscoveryResponse {
+                    system_version_info: system_version_info.clone(),
+                    resources: resources.clone(),
+                    type_url: type_url.clone(),
+                    removed_resources: response.removed.clone(),
+                    ..Default::default()
+                };
+                self.send(
+                    id,
+                    Outgoing::Delta(message),
+                    response.nonce.clone(),
+                    names.clone(),
+                )
+            })
+            .count()
+    }
+}

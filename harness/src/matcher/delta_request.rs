@@ -1,0 +1,212 @@
+//! The `delta_request` matcher: a DeltaDiscoveryRequest a server received,
+//! by what only a delta request says (the subscription's changes and the
+//! versions held); the fields both protocols share are the `request`
+//! matcher's, which matches delta requests too.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use xds_fake_server::event::ServerEvent;
+use xds_vocabulary::{RequestKind, ResourceType};
+
+use super::request::RequestMatcher;
+use super::{Check, Compile, Description, Translate, same_set};
+use crate::scenario::file::{OneOrMany, Spanned};
+use crate::scenario::load::{Checker, Problem, code, keyword, opt, parse_resource_type};
+use crate::timeline::{EventKind, TimelineEvent};
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeltaRequestMatcherSpec {
+    pub server: Option<Spanned<String>>,
+    #[serde(rename = "type")]
+    pub resource_type: Option<Spanned<String>>,
+    /// Exact set of resource_names_subscribe (order ignored); `[]` = none.
+    pub subscribe: Option<Vec<String>>,
+    /// Exact set of resource_names_unsubscribe (order ignored); `[]` = none.
+    pub unsubscribe: Option<Vec<String>>,
+    /// Exactly these initial_resource_versions (name -> version); `{}` =
+    /// none.
+    pub initial: Option<BTreeMap<String, String>>,
+    pub nonce: Option<String>,
+    /// initial, ack, nack or unknown_nonce.
+    pub kind: Option<Spanned<String>>,
+    /// error_detail.code, by name (e.g. INVALID_ARGUMENT).
+    pub error_code: Option<Spanned<String>>,
+    /// Substring(s) that error_detail.message must all contain.
+    pub error_contains: Option<OneOrMany>,
+    /// The request carries a node.
+    pub node: Option<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeltaRequestMatcher {
+    /// What both protocols' requests have (`names` and `version` unused).
+    pub common: RequestMatcher,
+    pub subscribe: Option<Vec<String>>,
+    pub unsubscribe: Option<Vec<String>>,
+    pub initial: Option<BTreeMap<String, String>>,
+}
+
+impl Compile for DeltaRequestMatcherSpec {
+    type Matcher = DeltaRequestMatcher;
+
+    fn compile(&self, scenario: &Checker) -> Result<DeltaRequestMatcher, Problem> {
+        Ok(DeltaRequestMatcher {
+            common: RequestMatcher {
+                server: scenario.filter_server(self.server.as_ref())?,
+                resource_type: opt(self.resource_type.as_ref(), parse_resource_type)?,
+                names: None,
+                version: None,
+                nonce: self.nonce.clone(),
+                kind: opt(self.kind.as_ref(), |k| {
+                    keyword(k, "request kind", &RequestKind::ALL.map(|k| (k.name(), k)))
+                })?,
+                error_code: opt(self.error_code.as_ref(), code)?.map(i32::from),
+                error_contains: self
+                    .error_contains
+                    .clone()
+                    .map(OneOrMany::into_vec)
+                    .unwrap_or_default(),
+                node: self.node,
+            },
+            subscribe: self.subscribe.clone(),
+            unsubscribe: self.unsubscribe.clone(),
+            initial: self.initial.clone(),
+        })
+    }
+}
+
+impl Check for DeltaRequestMatcher {
+    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+        let EventKind::Server(e) = &event.kind else {
+            return false;
+        };
+        let ServerEvent::RequestReceived { request, .. } = &**e else {
+            return false;
+        };
+        let Some(delta) = &request.delta else {
+            return false;
+        };
+        same_set(&self.subscribe, &delta.subscribe, text)
+            && same_set(&self.unsubscribe, &delta.unsubscribe, text)
+            && self.initial.as_ref().is_none_or(|want| {
+                want.len() == delta.initial_resource_versions.len()
+                    && delta
+                        .initial_resource_versions
+                        .iter()
+                        .all(|(name, version)| want.get(text(name).as_ref()) == Some(version))
+            })
+            && self.common.matches(event, text)
+    }
+
+    fn describe(&self) -> String {
+        let common = self.common.describe();
+        let fields = common.strip_prefix("DiscoveryRequest").unwrap_or(&common);
+        let list = |v: &Vec<String>| format!("[{}]", v.join(","));
+        let mut head = Description::new("DeltaDiscoveryRequest")
+            .given(
+                "type",
+                self.common.resource_type.map(ResourceType::short_name),
+            )
+            .given("subscribe", self.subscribe.as_ref().map(list))
+            .given("unsubscribe", self.unsubscribe.as_ref().map(list))
+            .given_debug("initial", self.initial.as_ref());
+        // The shared fields, without the type said twice.
+        for field in fields
+            .split(' ')
+            .filter(|f| !f.is_empty() && !f.starts_with("type="))
+        {
+            let (name, value) = field.split_once('=').unwrap_or((field, ""));
+            head = head.field(name, value);
+        }
+        head.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matcher::as_written;
+    use std::time::Duration;
+    use xds_fake_server::event::{RecordedDeltaRequest, RecordedRequest};
+
+    fn delta_request(subscribe: &[&str], initial: &[(&str, &str)]) -> TimelineEvent {
+        TimelineEvent {
+            at: Duration::ZERO,
+            source: "primary".into(),
+            kind: EventKind::Server(Box::new(ServerEvent::RequestReceived {
+                stream: 1,
+                request: RecordedRequest {
+                    type_url: ResourceType::Cluster.type_url().into(),
+                    resource_names: subscribe.iter().map(|s| s.to_string()).collect(),
+                    version_info: String::new(),
+                    response_nonce: String::new(),
+                    error_detail: None,
+                    node: None,
+                    kind: RequestKind::Initial,
+                    delta: Some(RecordedDeltaRequest {
+                        subscribe: subscribe.iter().map(|s| s.to_string()).collect(),
+                        unsubscribe: vec![],
+                        initial_resource_versions: initial
+                            .iter()
+                            .map(|(k, v)| (k.to_string(), v.to_string()))
+                            .collect(),
+                    }),
+                },
+            })),
+        }
+    }
+
+    fn matcher(
+        subscribe: Option<&[&str]>,
+        initial: Option<&[(&str, &str)]>,
+    ) -> DeltaRequestMatcher {
+        DeltaRequestMatcher {
+            common: RequestMatcher {
+                resource_type: Some(ResourceType::Cluster),
+                kind: Some(RequestKind::Initial),
+                ..Default::default()
+            },
+            subscribe: subscribe.map(|s| s.iter().map(|n| n.to_string()).collect()),
+            unsubscribe: Some(vec![]),
+            initial: initial.map(|i| {
+                i.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect()
+            }),
+        }
+    }
+
+    #[test]
+    fn checks_the_changes_and_the_versions_held() {
+        let event = delta_request(&["b", "a"], &[("a", "3")]);
+        assert!(matcher(Some(&["a", "b"]), Some(&[("a", "3")])).matches(&event, &as_written));
+        assert!(!matcher(Some(&["a"]), None).matches(&event, &as_written));
+        assert!(!matcher(None, Some(&[("a", "4")])).matches(&event, &as_written));
+        assert!(!matcher(None, Some(&[])).matches(&event, &as_written));
+        assert_eq!(
+            matcher(Some(&["a"]), None).describe(),
+            "DeltaDiscoveryRequest type=CDS subscribe=[a] unsubscribe=[] kind=Initial"
+        );
+    }
+
+    #[test]
+    fn a_sotw_request_is_not_a_delta_one() {
+        let TimelineEvent { kind, .. } = delta_request(&["a"], &[]);
+        let EventKind::Server(mut e) = kind else {
+            unreachable!()
+        };
+        let ServerEvent::RequestReceived { request, .. } = &mut *e else {
+            unreachable!()
+        };
+        request.delta = None;
+        let event = TimelineEvent {
+            at: Duration::ZERO,
+            source: "primary".into(),
+            kind: EventKind::Server(e),
+        };
+        assert!(!matcher(None, None).matches(&event, &as_written));
+    }
+}

@@ -1,0 +1,167 @@
+//! The `delta_response` matcher: a DeltaDiscoveryResponse a server sent, by
+//! what only a delta response says (each resource's version, the removed
+//! names); the fields both protocols share are the `response` matcher's,
+//! which matches delta responses too.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use xds_fake_server::event::ServerEvent;
+use xds_vocabulary::ResourceType;
+
+use super::{Check, Compile, Description, Translate, eq, same_set};
+use crate::scenario::file::Spanned;
+use crate::scenario::load::{Checker, Problem, opt, parse_resource_type};
+use crate::timeline::{EventKind, TimelineEvent};
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeltaResponseMatcherSpec {
+    pub server: Option<Spanned<String>>,
+    #[serde(rename = "type")]
+    pub resource_type: Option<Spanned<String>>,
+    /// Exact set of the resources' names (order ignored); `[]` = none.
+    pub resources: Option<Vec<String>>,
+    /// These resources have these versions (others may be there too).
+    pub versions: Option<BTreeMap<String, String>>,
+    /// Exact set of removed_resources (order ignored); `[]` = none.
+    pub removed: Option<Vec<String>>,
+    pub system_version: Option<String>,
+    pub nonce: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeltaResponseMatcher {
+    pub server: Option<String>,
+    pub resource_type: Option<ResourceType>,
+    pub resources: Option<Vec<String>>,
+    pub versions: Option<BTreeMap<String, String>>,
+    pub removed: Option<Vec<String>>,
+    pub system_version: Option<String>,
+    pub nonce: Option<String>,
+}
+
+impl Compile for DeltaResponseMatcherSpec {
+    type Matcher = DeltaResponseMatcher;
+
+    fn compile(&self, scenario: &Checker) -> Result<DeltaResponseMatcher, Problem> {
+        Ok(DeltaResponseMatcher {
+            server: scenario.filter_server(self.server.as_ref())?,
+            resource_type: opt(self.resource_type.as_ref(), parse_resource_type)?,
+            resources: self.resources.clone(),
+            versions: self.versions.clone(),
+            removed: self.removed.clone(),
+            system_version: self.system_version.clone(),
+            nonce: self.nonce.clone(),
+        })
+    }
+}
+
+impl Check for DeltaResponseMatcher {
+    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+        let EventKind::Server(e) = &event.kind else {
+            return false;
+        };
+        let ServerEvent::ResponseSent { response, .. } = &**e else {
+            return false;
+        };
+        let Some(delta) = &response.delta else {
+            return false;
+        };
+        eq(&self.server, &event.source)
+            && self
+                .resource_type
+                .is_none_or(|t| t.type_url() == response.type_url)
+            && same_set(&self.resources, &response.resource_names, text)
+            && same_set(&self.removed, &delta.removed_resources, text)
+            && self.versions.as_ref().is_none_or(|want| {
+                want.iter().all(|(name, version)| {
+                    response
+                        .resource_names
+                        .iter()
+                        .zip(&delta.resources)
+                        .any(|(n, r)| text(n) == name.as_str() && r.version == *version)
+                })
+            })
+            && eq(&self.system_version, &response.version_info)
+            && eq(&self.nonce, &response.nonce)
+    }
+
+    fn describe(&self) -> String {
+        let list = |v: &Vec<String>| format!("[{}]", v.join(","));
+        Description::new("DeltaDiscoveryResponse")
+            .given("server", self.server.as_ref())
+            .given("type", self.resource_type.map(ResourceType::short_name))
+            .given("resources", self.resources.as_ref().map(list))
+            .given_debug("versions", self.versions.as_ref())
+            .given("removed", self.removed.as_ref().map(list))
+            .given_debug("system_version", self.system_version.as_ref())
+            .given_debug("nonce", self.nonce.as_ref())
+            .into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matcher::as_written;
+    use std::time::Duration;
+    use xds_fake_server::event::{RecordedDeltaResource, RecordedDeltaResponse, RecordedResponse};
+
+    fn sent(resources: &[(&str, &str)], removed: &[&str]) -> TimelineEvent {
+        TimelineEvent {
+            at: Duration::ZERO,
+            source: "primary".into(),
+            kind: EventKind::Server(Box::new(ServerEvent::ResponseSent {
+                stream: 1,
+                response: RecordedResponse {
+                    type_url: ResourceType::Cluster.type_url().into(),
+                    version_info: "9".into(),
+                    nonce: "n".into(),
+                    resource_names: resources.iter().map(|(n, _)| n.to_string()).collect(),
+                    delta: Some(RecordedDeltaResponse {
+                        resources: resources
+                            .iter()
+                            .map(|(_, v)| RecordedDeltaResource {
+                                version: v.to_string(),
+                                ttl: None,
+                                body: true,
+                            })
+                            .collect(),
+                        removed_resources: removed.iter().map(|s| s.to_string()).collect(),
+                    }),
+                },
+            })),
+        }
+    }
+
+    #[test]
+    fn checks_resources_versions_and_removals() {
+        let event = sent(&[("c1", "2"), ("c2", "1")], &["c3"]);
+        let m = |f: fn(&mut DeltaResponseMatcher)| {
+            let mut m = DeltaResponseMatcher::default();
+            f(&mut m);
+            m
+        };
+        assert!(
+            m(|m| m.resources = Some(vec!["c2".into(), "c1".into()])).matches(&event, &as_written)
+        );
+        assert!(!m(|m| m.resources = Some(vec!["c1".into()])).matches(&event, &as_written));
+        assert!(
+            m(|m| m.versions = Some([("c1".into(), "2".into())].into()))
+                .matches(&event, &as_written)
+        );
+        assert!(
+            !m(|m| m.versions = Some([("c1".into(), "1".into())].into()))
+                .matches(&event, &as_written)
+        );
+        assert!(m(|m| m.removed = Some(vec!["c3".into()])).matches(&event, &as_written));
+        assert!(!m(|m| m.removed = Some(vec![])).matches(&event, &as_written));
+        assert!(m(|m| m.system_version = Some("9".into())).matches(&event, &as_written));
+        assert_eq!(
+            m(|m| m.removed = Some(vec!["c3".into()])).describe(),
+            "DeltaDiscoveryResponse removed=[c3]"
+        );
+    }
+}
