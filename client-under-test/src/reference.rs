@@ -12,8 +12,8 @@ use xds_reference_client::dataplane::DataPlane;
 use xds_reference_client::resolver::{self, ClusterConfig, Dial, DialUpdate};
 use xds_reference_client::server::{self, SERVER_CLIENT_SCOPE, Serve, ServingStatus};
 use xds_reference_client::{
-    Bootstrap, ClientProfile, DataErrorHandling, Defects, RetryAfterGoodStream, WatchId,
-    WatcherEvent, XdsClient, XdsClientConfig,
+    Bootstrap, ClientProfile, DataErrorHandling, Defects, ResourceWatcher, RetryAfterGoodStream,
+    WatchId, WatcherEvent, XdsClient, XdsClientConfig,
 };
 use xds_vocabulary::ResourceType;
 use xds_vocabulary::transport::{DataPlaneConnector, TcpTransport, XdsTransportFactory};
@@ -171,25 +171,13 @@ impl ClientUnderTest for ReferenceClient {
     async fn watch(&mut self, resource_type: ResourceType, name: &str) -> Result<(), ClientError> {
         let started = self.started()?;
         let sink = started.env.events.clone();
-        let watched = name.to_string();
         let id = started.watch_client.watch(
             resource_type,
             name,
-            Arc::new(move |event: WatcherEvent| {
-                let notification = match event {
-                    WatcherEvent::Changed(value) => WatcherNotification::Changed {
-                        summary: value.summary(),
-                    },
-                    WatcherEvent::ResourceError(e) => WatcherNotification::ResourceError(e),
-                    WatcherEvent::AmbientError(e) => WatcherNotification::AmbientError(e),
-                    WatcherEvent::AmbientErrorCleared => WatcherNotification::AmbientErrorCleared,
-                    WatcherEvent::DoesNotExist => WatcherNotification::DoesNotExist,
-                };
-                sink(ObservedEvent::Watcher {
-                    resource_type,
-                    name: watched.clone(),
-                    notification,
-                });
+            Arc::new(Observed {
+                resource_type,
+                watched: name.to_string(),
+                sink,
             }),
         );
         self.watches.push(resource_type, name, id);
@@ -397,5 +385,36 @@ fn notification(update: DialUpdate) -> DialNotification {
                 clusters,
             }
         }
+    }
+}
+
+/// A watch as the harness observes it: each event under the name of the
+/// resource it is about (a wildcard watch hears of many).
+struct Observed {
+    resource_type: ResourceType,
+    watched: String,
+    sink: crate::EventSink,
+}
+
+impl ResourceWatcher for Observed {
+    fn on_event(&self, event: WatcherEvent) {
+        self.on_resource_event(&self.watched, event);
+    }
+
+    fn on_resource_event(&self, name: &str, event: WatcherEvent) {
+        let notification = match event {
+            WatcherEvent::Changed(value) => WatcherNotification::Changed {
+                summary: value.summary(),
+            },
+            WatcherEvent::ResourceError(e) => WatcherNotification::ResourceError(e),
+            WatcherEvent::AmbientError(e) => WatcherNotification::AmbientError(e),
+            WatcherEvent::AmbientErrorCleared => WatcherNotification::AmbientErrorCleared,
+            WatcherEvent::DoesNotExist => WatcherNotification::DoesNotExist,
+        };
+        (self.sink)(ObservedEvent::Watcher {
+            resource_type: self.resource_type,
+            name: name.to_string(),
+            notification,
+        });
     }
 }

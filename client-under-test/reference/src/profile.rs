@@ -77,6 +77,24 @@ pub struct Defects {
     /// (A71: one per target and one `#server`, each with its own CSDS
     /// client_scope).
     pub one_client_for_all_targets: bool,
+    /// Delta: ignore `removed_resources` (a deletion is a deletion for
+    /// every type; a removal of what was never received says it does not
+    /// exist).
+    pub delta_removals_ignored: bool,
+    /// Delta: claim nothing in `initial_resource_versions` on a new stream
+    /// (it lists what the client holds, so only differences travel).
+    pub delta_claims_nothing: bool,
+    /// Delta: subscribe every name again in each request that changes the
+    /// subscription (a request says only what changed).
+    pub delta_restates_subscriptions: bool,
+    /// Delta: hold the version of a resource the client rejected (a NACK
+    /// advances no version).
+    pub delta_nack_advances_versions: bool,
+    /// Delta: send the last nonce with every request (only an ACK or NACK
+    /// carries one).
+    pub delta_nonce_on_every_request: bool,
+    /// Take a wildcard watch (`*`) for a watch of a resource named `*`.
+    pub wildcard_as_a_name: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -28,6 +28,14 @@ pub enum WatcherEvent {
 /// order; it must not block (send to a channel if there is work to do).
 pub trait ResourceWatcher: Send + Sync + 'static {
     fn on_event(&self, event: WatcherEvent);
+
+    /// An event about the resource `name`: the watched one, or for a
+    /// wildcard watch (`*`) the resource it is about (`*` for what
+    /// concerns the whole watch, such as a channel error).
+    fn on_resource_event(&self, name: &str, event: WatcherEvent) {
+        let _ = name;
+        self.on_event(event)
+    }
 }
 
 impl<F: Fn(WatcherEvent) + Send + Sync + 'static> ResourceWatcher for F {

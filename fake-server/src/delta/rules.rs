@@ -30,6 +30,12 @@
 //! - Unsubscribing a name while a wildcard covers it resends it, or removes
 //!   it if it is gone (the spec's exception: the client cannot otherwise
 //!   know whether to keep it).
+//! - The first request of a type on a stream that claims versions gets an
+//!   answer even when every claim is current: an empty response, which
+//!   tells the client its claims hold (go-control-plane answers an empty
+//!   first wildcard request likewise). Without it a client reconnecting
+//!   to an unchanged server would never hear from it, and could not tell
+//!   a working stream from a silent one.
 //! - Nothing for a NACK, an ACK, or a request that changes nothing new. The
 //!   client counts as holding what was sent, NACKed or not (as
 //!   go-control-plane): a rejected resource goes again when it changes.
@@ -52,6 +58,8 @@ pub(crate) struct DeltaType {
     /// or `None` for "it may hold something: tell it" (set when a wildcard
     /// covers a name the client just unsubscribed).
     pub held: BTreeMap<String, Option<String>>,
+    /// The stream's first request claimed versions and has had no answer.
+    answer_owed: bool,
 }
 
 /// What a delta stream subscribes to for one type.
@@ -121,6 +129,7 @@ impl DeltaType {
             for (name, version) in &request.initial_resource_versions {
                 self.held.insert(name.clone(), Some(version.clone()));
             }
+            self.answer_owed = !request.initial_resource_versions.is_empty();
         }
     }
 
@@ -146,11 +155,13 @@ impl DeltaType {
                 decision.removed.push(name.clone());
             }
         }
-        (!decision.send.is_empty() || !decision.removed.is_empty()).then_some(decision)
+        (!decision.send.is_empty() || !decision.removed.is_empty() || self.answer_owed)
+            .then_some(decision)
     }
 
     /// The client now holds what `decision` sent.
     pub fn sent(&mut self, decision: &DeltaDecision<'_>) {
+        self.answer_owed = false;
         for (resource, version) in &decision.send {
             self.held
                 .insert(resource.name.clone(), Some(version.clone()));
@@ -262,6 +273,20 @@ mod tests {
             sent_names(&t.decide(Some(&stored), |_| "1".into())),
             (vec!["b".to_string()], vec!["gone".to_string()])
         );
+    }
+
+    #[test]
+    fn current_claims_get_an_empty_answer_once() {
+        let stored = store(CDS, &["a"]);
+        let mut t = DeltaType::default();
+        let mut first = request(CDS, &["a"], &[]);
+        first.initial_resource_versions = [("a".to_string(), "1".to_string())].into();
+        t.apply(&first, true);
+        let d = t.decide(Some(&stored), |_| "1".into());
+        assert_eq!(sent_names(&d), (vec![], vec![]));
+        assert!(d.is_some(), "an empty response answers the claims");
+        t.sent(d.as_ref().unwrap());
+        assert_eq!(t.decide(Some(&stored), |_| "1".into()), None);
     }
 
     #[test]

@@ -76,6 +76,13 @@ impl ResourceState {
         self.value.is_some()
     }
 
+    /// The cached value and its bytes, if any.
+    pub fn cached(&self) -> Option<(Arc<XdsResource>, Vec<u8>)> {
+        self.value
+            .as_ref()
+            .map(|value| (value.clone(), self.serialized.clone()))
+    }
+
     /// Neither a value nor an answer yet: what A71 fallback looks for.
     pub fn is_awaited(&self) -> bool {
         self.status == CacheStatus::Requested

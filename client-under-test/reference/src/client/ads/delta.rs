@@ -21,6 +21,7 @@ use xds_vocabulary::codec::WrapperError;
 
 use super::{Deletions, ParsedResponse, TypeState, nack_status};
 use crate::name::ResourceName;
+use crate::profile::Defects;
 use crate::resource::{DecodeError, DecodedEntry, ResourceType, decode_resource};
 
 /// What a delta channel remembers across its streams: the version of each
@@ -35,16 +36,18 @@ impl DeltaMemory {
     /// A response was handled: its valid resources are held at their
     /// versions (a rejected one keeps the version held before, as Envoy),
     /// and deleted ones are no longer held.
-    pub fn update(&mut self, parsed: &ParsedResponse) {
+    pub fn update(&mut self, parsed: &ParsedResponse, defects: &Defects) {
         for entry in &parsed.entries {
-            if entry.resource.is_ok() {
+            if entry.resource.is_ok() || defects.delta_nack_advances_versions {
                 self.versions.insert(
                     (parsed.resource_type, entry.name.clone()),
                     entry.version.clone(),
                 );
             }
         }
-        if let Deletions::Named(names) = &parsed.deletions {
+        if let Deletions::Named(names) = &parsed.deletions
+            && !defects.delta_removals_ignored
+        {
             for name in names {
                 self.versions.remove(&(parsed.resource_type, name.clone()));
             }
@@ -70,6 +73,30 @@ pub(crate) struct DeltaSent {
     subscribed: BTreeSet<ResourceName>,
     /// A request of the type went out on this stream.
     any: bool,
+    /// The versions the first request claimed, until the first response
+    /// of the type answers them.
+    claimed: BTreeMap<ResourceName, String>,
+}
+
+impl DeltaSent {
+    /// The claims the first response of the type confirms: those it
+    /// neither sends nor removes (the server holds the version claimed).
+    /// Taken once: later responses confirm nothing.
+    pub fn confirmed_by(&mut self, parsed: &ParsedResponse) -> Vec<(ResourceName, String)> {
+        let removed: &[ResourceName] = match &parsed.deletions {
+            Deletions::Named(names) => names,
+            _ => &[],
+        };
+        let claimed = std::mem::take(&mut self.claimed);
+        if claimed.is_empty() {
+            return Vec::new();
+        }
+        let sent = parsed.names();
+        claimed
+            .into_iter()
+            .filter(|(name, _)| !sent.contains(name) && !removed.contains(name))
+            .collect()
+    }
 }
 
 /// The request for `resource_type`: the subscription's changes since the
@@ -84,7 +111,19 @@ pub(crate) fn request(
     sent: &mut DeltaSent,
     held: impl Fn(&ResourceName) -> Option<String>,
     node: Option<Node>,
+    defects: &Defects,
 ) -> DeltaDiscoveryRequest {
+    // The broken client restates the whole subscription whenever it
+    // changes (restating it in ACKs too would livelock against a server
+    // that resends what is subscribed again, as the protocol says).
+    let changed = sent.subscribed.len() != type_state.subscribed.len()
+        || type_state
+            .subscribed
+            .keys()
+            .any(|name| !sent.subscribed.contains(name));
+    if defects.delta_restates_subscriptions && changed {
+        sent.subscribed.clear();
+    }
     let mut subscribe = Vec::new();
     let mut initial_resource_versions = std::collections::HashMap::new();
     for (name, timer) in type_state.subscribed.iter_mut() {
@@ -93,8 +132,10 @@ pub(crate) fn request(
             subscribe.push(name.full_name(resource_type));
         }
         if !sent.any
+            && !defects.delta_claims_nothing
             && let Some(version) = held(name)
         {
+            sent.claimed.insert(name.clone(), version.clone());
             initial_resource_versions.insert(name.full_name(resource_type), version);
         }
     }
@@ -115,7 +156,11 @@ pub(crate) fn request(
         // Only an ACK or NACK carries a nonce, once; a later request that
         // only changes the subscription has none ("unlike in
         // DiscoveryRequest", says the proto).
-        response_nonce: std::mem::take(&mut type_state.nonce),
+        response_nonce: if defects.delta_nonce_on_every_request {
+            type_state.nonce.clone()
+        } else {
+            std::mem::take(&mut type_state.nonce)
+        },
         error_detail: type_state.nack.take().map(nack_status),
         ..Default::default()
     }
@@ -193,7 +238,14 @@ mod tests {
         let mut sent = DeltaSent::default();
         let mut state = subscribed(&["a", "b"]);
         let held = |n: &ResourceName| (n.key == "a").then(|| "3".to_string());
-        let first = request(ResourceType::Cluster, &mut state, &mut sent, held, None);
+        let first = request(
+            ResourceType::Cluster,
+            &mut state,
+            &mut sent,
+            held,
+            None,
+            &Defects::default(),
+        );
         assert_eq!(first.resource_names_subscribe, ["a", "b"]);
         assert!(first.resource_names_unsubscribe.is_empty());
         assert_eq!(
@@ -205,7 +257,14 @@ mod tests {
         state.subscribed.remove(&name("a"));
         state.subscribed.insert(name("c"), ResourceTimer::default());
         state.nonce = "5".into();
-        let second = request(ResourceType::Cluster, &mut state, &mut sent, held, None);
+        let second = request(
+            ResourceType::Cluster,
+            &mut state,
+            &mut sent,
+            held,
+            None,
+            &Defects::default(),
+        );
         assert_eq!(second.resource_names_subscribe, ["c"]);
         assert_eq!(second.resource_names_unsubscribe, ["a"]);
         assert!(
@@ -214,7 +273,14 @@ mod tests {
         );
         assert_eq!(second.response_nonce, "5");
 
-        let ack = request(ResourceType::Cluster, &mut state, &mut sent, held, None);
+        let ack = request(
+            ResourceType::Cluster,
+            &mut state,
+            &mut sent,
+            held,
+            None,
+            &Defects::default(),
+        );
         assert!(
             ack.resource_names_subscribe.is_empty() && ack.resource_names_unsubscribe.is_empty()
         );
@@ -255,7 +321,7 @@ mod tests {
         assert!(parsed.errors[2].starts_with("removed resource index 2: c3: duplicate"));
 
         let mut memory = DeltaMemory::default();
-        memory.update(&parsed);
+        memory.update(&parsed, &Defects::default());
         assert_eq!(
             memory.version(ResourceType::Cluster, &name("c1")),
             Some("4")

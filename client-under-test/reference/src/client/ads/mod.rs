@@ -26,8 +26,12 @@ use tonic::Code;
 use xds_vocabulary::AdsProtocol;
 
 use crate::name::ResourceName;
+use crate::profile::Defects;
 use crate::resource::{DecodedEntry, ResourceType, XdsResource};
 use wire::Request;
+
+/// The wildcard subscription's name.
+pub(crate) const WILDCARD: &str = "*";
 
 /// A timer of the worker's: when it is due, and a tie-breaking sequence.
 pub(crate) type TimerId = (Instant, u64);
@@ -70,6 +74,8 @@ pub(crate) struct AdsStream {
     /// Until the transport hears the server (see `CONNECT_TIMEOUT`).
     pub connect_deadline: Option<TimerId>,
     pub started: Instant,
+    /// Rules deliberately broken (tests only; none in a real profile).
+    defects: Defects,
 }
 
 /// One type on one stream.
@@ -113,6 +119,7 @@ impl AdsStream {
         queue: mpsc::UnboundedSender<Request>,
         task: JoinHandle<()>,
         started: Instant,
+        defects: Defects,
     ) -> Self {
         AdsStream {
             id,
@@ -128,6 +135,7 @@ impl AdsStream {
             delta_sent: BTreeMap::new(),
             connect_deadline: None,
             started,
+            defects,
         }
     }
 
@@ -137,9 +145,12 @@ impl AdsStream {
         if type_state.subscribed.contains_key(name) {
             return false;
         }
-        type_state
-            .subscribed
-            .insert(name.clone(), ResourceTimer::default());
+        // A wildcard subscription has no resource of its own to time out.
+        let timer = ResourceTimer {
+            seen: name.key == WILDCARD,
+            ..ResourceTimer::default()
+        };
+        type_state.subscribed.insert(name.clone(), timer);
         true
     }
 
@@ -154,6 +165,12 @@ impl AdsStream {
             .get_mut(&resource_type)
             .and_then(|t| t.subscribed.remove(name))
             .and_then(|t| t.timer)
+    }
+
+    pub fn is_subscribed(&self, resource_type: ResourceType, name: &ResourceName) -> bool {
+        self.types
+            .get(&resource_type)
+            .is_some_and(|t| t.subscribed.contains_key(name))
     }
 
     pub fn has_subscriptions(&self) -> bool {
@@ -194,7 +211,14 @@ impl AdsStream {
                         .flatten()
                         .map(str::to_string)
                 };
-                Request::Delta(delta::request(resource_type, type_state, sent, held, node))
+                Request::Delta(delta::request(
+                    resource_type,
+                    type_state,
+                    sent,
+                    held,
+                    node,
+                    &self.defects,
+                ))
             }
         };
         self.sent_initial = true;
@@ -291,6 +315,20 @@ impl AdsStream {
         name: &ResourceName,
     ) -> Option<&mut ResourceTimer> {
         self.types.get_mut(&resource_type)?.subscribed.get_mut(name)
+    }
+
+    /// Delta: the versions this stream's first request of the type claimed
+    /// that `parsed` (its first response) confirms; see
+    /// [`delta::DeltaSent::confirmed_by`].
+    pub fn confirmed_claims(
+        &mut self,
+        resource_type: ResourceType,
+        parsed: &ParsedResponse,
+    ) -> Vec<(ResourceName, String)> {
+        self.delta_sent
+            .get_mut(&resource_type)
+            .map(|sent| sent.confirmed_by(parsed))
+            .unwrap_or_default()
     }
 
     /// Every timer this stream runs, to cancel with it.

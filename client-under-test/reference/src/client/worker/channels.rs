@@ -106,6 +106,9 @@ impl Worker {
         let Some(call) = self.call_mut(server) else {
             return;
         };
+        if !call.is_subscribed(resource_type, name) {
+            return;
+        }
         let timer = call.unsubscribe(resource_type, name);
         let still_subscribed = call.has_subscriptions();
         if let Some(timer) = timer {
@@ -144,7 +147,7 @@ impl Worker {
         let task = channel
             .transport
             .start_call(call_id, queue_rx, self.call_events.clone());
-        let mut call = AdsStream::new(id, queue_tx, task, self.now());
+        let mut call = AdsStream::new(id, queue_tx, task, self.now(), self.shared.profile.defects);
         // Subscribe to everything the authorities using this channel watch.
         let only_uncached = self
             .shared
@@ -156,17 +159,10 @@ impl Worker {
                 continue;
             }
             let is_fallback = authority.channels.first() != Some(server);
-            for (resource_type, by_type) in &authority.resources {
-                for (key, state) in by_type {
-                    if only_uncached && is_fallback && state.is_cached() {
-                        continue;
-                    }
-                    let name = ResourceName {
-                        authority: authority_name.clone(),
-                        key: key.clone(),
-                    };
-                    call.subscribe(*resource_type, &name);
-                }
+            let wanted =
+                |state: &ResourceState| !(only_uncached && is_fallback && state.is_cached());
+            for (resource_type, name) in authority.subscriptions(authority_name, wanted) {
+                call.subscribe(resource_type, &name);
             }
         }
         let types = call.types();
@@ -474,7 +470,7 @@ impl Worker {
             name.full_name(resource_type)
         );
         self.log(LogLevel::Info, message);
-        self.notify(&watchers, event);
+        self.notify_about(&name.full_name(resource_type), &watchers, event);
     }
 }
 

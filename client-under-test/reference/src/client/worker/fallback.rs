@@ -121,23 +121,8 @@ impl Worker {
                 .profile
                 .defects
                 .fallback_subscribes_only_uncached;
-            let subscriptions: Vec<(ResourceType, ResourceName)> = self.authorities[authority_name]
-                .resources
-                .iter()
-                .flat_map(|(t, m)| {
-                    m.iter()
-                        .filter(move |(_, state)| !only_uncached || !state.is_cached())
-                        .map(|(k, _)| {
-                            (
-                                *t,
-                                ResourceName {
-                                    authority: authority_name.clone(),
-                                    key: k.clone(),
-                                },
-                            )
-                        })
-                })
-                .collect();
+            let subscriptions = self.authorities[authority_name]
+                .subscriptions(authority_name, |state| !only_uncached || !state.is_cached());
             for (resource_type, name) in subscriptions {
                 self.channel_subscribe(server, resource_type, &name);
             }

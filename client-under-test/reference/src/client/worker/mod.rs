@@ -35,7 +35,9 @@ use tonic::Code;
 use super::ads::call::{CallEvent, CallId, CallMessage};
 use super::ads::channel::{AdsChannel, AdsChannelFactory};
 use super::ads::wire::Response;
-use super::ads::{AdsStream, Deletions, Memory, ParsedResponse, TimerId, delta, sotw};
+use super::ads::{
+    AdsStream, Deletions, Memory, ParsedResponse, ResourceEntry, TimerId, WILDCARD, delta, sotw,
+};
 use super::cache::ResourceState;
 use crate::backoff::{Backoff, SplitMix64};
 use crate::bootstrap::{Bootstrap, XdsServerConfig};
@@ -83,9 +85,75 @@ struct AuthorityState {
     /// Channels in priority order; the last is the one in use.
     channels: Vec<XdsServerConfig>,
     resources: BTreeMap<ResourceType, BTreeMap<String, ResourceState>>,
+    /// Wildcard watches by type: each also watches every cache entry of
+    /// its type, including the ones a response brings later.
+    wildcards: BTreeMap<ResourceType, BTreeSet<WatchId>>,
 }
 
 impl AuthorityState {
+    /// The cache entry an update of `key` from `server` goes to: the
+    /// watched one, or a new one for the authority's wildcard watches of
+    /// the type, if any and if the authority uses `server`.
+    fn entry_for_update(
+        &mut self,
+        server: &XdsServerConfig,
+        resource_type: ResourceType,
+        key: &str,
+    ) -> Option<&mut ResourceState> {
+        let watched = self
+            .resources
+            .get(&resource_type)
+            .is_some_and(|by_type| by_type.contains_key(key));
+        if !watched {
+            let ids = self
+                .wildcards
+                .get(&resource_type)
+                .filter(|_| self.channels.contains(server))?;
+            let mut entry = ResourceState::new();
+            entry.watchers.extend(ids.iter().copied());
+            self.resources
+                .entry(resource_type)
+                .or_default()
+                .insert(key.to_string(), entry);
+        }
+        self.resources.get_mut(&resource_type)?.get_mut(key)
+    }
+
+    fn is_unused(&self) -> bool {
+        self.resources.is_empty() && self.wildcards.is_empty()
+    }
+
+    /// What the authority subscribes to on a channel: each name a watch
+    /// names (whose entry `wanted` accepts), and `*` for each type with a
+    /// wildcard watch. Entries only wildcard watches see come with `*`.
+    fn subscriptions(
+        &self,
+        authority: &Option<String>,
+        wanted: impl Fn(&ResourceState) -> bool,
+    ) -> Vec<(ResourceType, ResourceName)> {
+        let name = |key: &str| ResourceName {
+            authority: authority.clone(),
+            key: key.to_string(),
+        };
+        let mut subscriptions = Vec::new();
+        for (resource_type, by_type) in &self.resources {
+            let wildcard = self.wildcards.get(resource_type);
+            for (key, state) in by_type {
+                let named = state
+                    .watchers
+                    .iter()
+                    .any(|w| wildcard.is_none_or(|ids| !ids.contains(w)));
+                if named && wanted(state) {
+                    subscriptions.push((*resource_type, name(key)));
+                }
+            }
+        }
+        for resource_type in self.wildcards.keys() {
+            subscriptions.push((*resource_type, name(WILDCARD)));
+        }
+        subscriptions
+    }
+
     fn has_uncached(&self) -> bool {
         self.resources
             .values()
@@ -140,7 +208,8 @@ enum TimerKind {
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
 enum Outgoing {
-    Watcher(Arc<dyn ResourceWatcher>, WatcherEvent),
+    /// An event about the named resource.
+    Watcher(Arc<dyn ResourceWatcher>, String, WatcherEvent),
     Client(ClientEvent),
 }
 
@@ -159,6 +228,8 @@ pub(crate) struct Worker {
 
 struct WatchEntry {
     resource_type: ResourceType,
+    /// The name as the watch gave it (`*` for a wildcard watch).
+    watched: String,
     /// None for a watch that failed at once (bad name, unknown authority).
     name: Option<ResourceName>,
     watcher: Arc<dyn ResourceWatcher>,
@@ -209,7 +280,7 @@ impl Worker {
     fn flush(&mut self) {
         for out in std::mem::take(&mut self.outbox) {
             match out {
-                Outgoing::Watcher(w, event) => w.on_event(event),
+                Outgoing::Watcher(w, name, event) => w.on_resource_event(&name, event),
                 Outgoing::Client(event) => {
                     if let Some(observer) = &self.shared.observer {
                         observer.on_client_event(event);
@@ -228,12 +299,37 @@ impl Worker {
     }
 
     /// Queues `event` for the given watchers, in watch order.
+    /// Queues `event`, which concerns each watcher's own watch (a channel
+    /// error, say), for the given watchers, in watch order.
     fn notify<'a>(&mut self, watchers: impl IntoIterator<Item = &'a WatchId>, event: WatcherEvent) {
         let event = self.with_node_id(event);
         for id in watchers {
             if let Some(entry) = self.watchers.get(id) {
-                self.outbox
-                    .push(Outgoing::Watcher(entry.watcher.clone(), event.clone()));
+                self.outbox.push(Outgoing::Watcher(
+                    entry.watcher.clone(),
+                    entry.watched.clone(),
+                    event.clone(),
+                ));
+            }
+        }
+    }
+
+    /// Queues `event` about the resource `name` for the given watchers, in
+    /// watch order (a wildcard watch hears which resource it is about).
+    fn notify_about<'a>(
+        &mut self,
+        name: &str,
+        watchers: impl IntoIterator<Item = &'a WatchId>,
+        event: WatcherEvent,
+    ) {
+        let event = self.with_node_id(event);
+        for id in watchers {
+            if let Some(entry) = self.watchers.get(id) {
+                self.outbox.push(Outgoing::Watcher(
+                    entry.watcher.clone(),
+                    name.to_string(),
+                    event.clone(),
+                ));
             }
         }
     }
@@ -343,7 +439,7 @@ impl Worker {
                     };
                     if let Some(event) = state.watch_timer_fired() {
                         let watchers = state.watchers.clone();
-                        self.notify(&watchers, event);
+                        self.notify_about(&name.full_name(resource_type), &watchers, event);
                     }
                 }
             }

@@ -61,13 +61,37 @@ impl Worker {
                 self.timers.remove(&timer);
             }
         }
+        // Delta: the first response after a reconnect confirms the versions
+        // claimed that it does not change; a confirmed resource counts as
+        // received again (as SotW would resend it), in name order with the
+        // rest, so a delta client tells its watchers what a SotW one does.
+        let confirmed = match self.call_mut(server) {
+            Some(call) => call.confirmed_claims(resource_type, &parsed),
+            None => Vec::new(),
+        };
+        if !confirmed.is_empty() {
+            for (name, version) in confirmed {
+                if let Some((value, serialized)) = self
+                    .resource(&name, resource_type)
+                    .and_then(ResourceState::cached)
+                {
+                    parsed.entries.push(ResourceEntry {
+                        full_name: name.full_name(resource_type),
+                        name,
+                        version,
+                        resource: Ok((value, serialized)),
+                    });
+                }
+            }
+            parsed.entries.sort_by(|a, b| a.full_name.cmp(&b.full_name));
+        }
         // Delta: what the client now holds from this server.
         if let Some(XdsChannel {
             memory: Memory::Delta(memory),
             ..
         }) = self.channels.get_mut(server)
         {
-            memory.update(&parsed);
+            memory.update(&parsed, &self.shared.profile.defects);
         }
         let deletions = std::mem::replace(&mut parsed.deletions, Deletions::None);
         let seen = (deletions == Deletions::AllOthers).then(|| parsed.names());
@@ -134,14 +158,13 @@ impl Worker {
         let drop_on_data_error = self.a88() && server.fail_on_data_errors();
         // Watcher events and logs wait until every resource is looked at
         // (one cache lookup per resource: responses can carry 10,000).
-        let mut events: Vec<(Vec<WatchId>, WatcherEvent)> = Vec::new();
+        let mut events: Vec<(String, Vec<WatchId>, WatcherEvent)> = Vec::new();
         let mut logs = Vec::new();
         for entry in parsed.entries {
             let Some(state) = self
                 .authorities
                 .get_mut(&entry.name.authority)
-                .and_then(|a| a.resources.get_mut(&resource_type))
-                .and_then(|r| r.get_mut(&entry.name.key))
+                .and_then(|a| a.entry_for_update(server, resource_type, &entry.name.key))
             else {
                 continue; // Not subscribed: ignore it.
             };
@@ -162,14 +185,18 @@ impl Worker {
                 }
             };
             if let Some(event) = event {
-                events.push((state.watchers.iter().copied().collect(), event));
+                events.push((
+                    entry.full_name,
+                    state.watchers.iter().copied().collect(),
+                    event,
+                ));
             }
         }
         for message in logs {
             self.log(LogLevel::Info, message);
         }
-        for (watchers, event) in events {
-            self.notify(&watchers, event);
+        for (name, watchers, event) in events {
+            self.notify_about(&name, &watchers, event);
         }
     }
 
@@ -185,6 +212,9 @@ impl Worker {
         version: &str,
         removed: Vec<ResourceName>,
     ) {
+        if self.shared.profile.defects.delta_removals_ignored {
+            return;
+        }
         let removed: HashSet<ResourceName> = removed.into_iter().collect();
         self.handle_deletions(server, resource_type, version, &|name| {
             removed.contains(name)
@@ -218,12 +248,13 @@ impl Worker {
                     && state.is_awaited()
                     && let Some(event) = state.not_found(handling)
                 {
-                    events.push((state.watchers.iter().copied().collect::<Vec<_>>(), event));
+                    let watchers: Vec<WatchId> = state.watchers.iter().copied().collect();
+                    events.push((name.full_name(resource_type), watchers, event));
                 }
             }
         }
-        for (watchers, event) in events {
-            self.notify(&watchers, event);
+        for (name, watchers, event) in events {
+            self.notify_about(&name, &watchers, event);
         }
     }
 
@@ -249,7 +280,11 @@ impl Worker {
                     ignored.push(name);
                 }
             } else {
-                dropped.push((state.watchers.clone(), state.delete()));
+                dropped.push((
+                    name.full_name(resource_type),
+                    state.watchers.clone(),
+                    state.delete(),
+                ));
             }
         });
         for name in ignored {
@@ -261,8 +296,8 @@ impl Worker {
             );
             self.log(LogLevel::Warning, message);
         }
-        for (watchers, event) in dropped {
-            self.notify(&watchers, event);
+        for (name, watchers, event) in dropped {
+            self.notify_about(&name, &watchers, event);
         }
     }
 
@@ -310,12 +345,13 @@ impl Worker {
             server.fail_on_data_errors() || self.shared.profile.defects.deletions_always_drop;
         let now = self.now();
         let mut events = Vec::new();
-        self.each_deleted(server, resource_type, deleted, |_, state| {
+        self.each_deleted(server, resource_type, deleted, |name, state| {
             let event = state.delete_as_data_error(version, now, drop);
-            events.push((state.watchers.iter().copied().collect::<Vec<_>>(), event));
+            let watchers: Vec<WatchId> = state.watchers.iter().copied().collect();
+            events.push((name.full_name(resource_type), watchers, event));
         });
-        for (watchers, event) in events {
-            self.notify(&watchers, event);
+        for (name, watchers, event) in events {
+            self.notify_about(&name, &watchers, event);
         }
     }
 }

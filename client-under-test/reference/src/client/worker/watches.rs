@@ -1,7 +1,9 @@
 //! Watching and cancelling: a watch finds its authority and cache entry,
 //! hears what the entry already knows, and subscribes the channels in use;
 //! the last watch of a resource unsubscribes it, and the last of an
-//! authority releases its channels.
+//! authority releases its channels. A wildcard watch (name `*`) watches
+//! every resource of its type: the entries there are and the ones
+//! responses bring later, under the wire's wildcard subscription.
 
 use super::*;
 
@@ -31,6 +33,7 @@ impl Worker {
                     id,
                     WatchEntry {
                         resource_type,
+                        watched: name.to_string(),
                         name: None,
                         watcher,
                     },
@@ -42,11 +45,14 @@ impl Worker {
             id,
             WatchEntry {
                 resource_type,
+                watched: name.to_string(),
                 name: Some(parsed.clone()),
                 watcher,
             },
         );
-        let servers = self.servers_for(&parsed.authority);
+        if parsed.key == WILDCARD && !self.shared.profile.defects.wildcard_as_a_name {
+            return self.watch_wildcard(id, resource_type, &parsed);
+        }
         let watched_before = self
             .authorities
             .get(&parsed.authority)
@@ -83,33 +89,72 @@ impl Worker {
             self.notify(&BTreeSet::from([id]), event);
         }
         if first_watcher {
-            // Add channels if the authority has none yet, or if the one in
-            // use is failing: a new uncached resource may need fallback.
-            let needs_channel = {
-                let channels = &self.authorities[&parsed.authority].channels;
-                channels
-                    .last()
-                    .is_none_or(|last| self.channel_failing(last))
-            };
-            if needs_channel {
-                let start = self.authorities[&parsed.authority].channels.len();
-                for server in servers.iter().skip(start) {
-                    self.get_or_create_channel(server);
-                    self.authority_mut(&parsed.authority)
-                        .channels
-                        .push(server.clone());
-                    self.report_fallback_if_not_first(&parsed.authority, server);
-                    if !self.channel_failing(server) {
-                        break;
-                    }
-                }
-            }
-            for server in self.authorities[&parsed.authority].channels.clone() {
-                self.channel_subscribe(&server, resource_type, &parsed);
+            self.subscribe_everywhere(resource_type, &parsed);
+        }
+        self.tell_if_failing(id, &parsed.authority, notified);
+    }
+
+    /// A wildcard watch: it also watches every entry of its type there is
+    /// (and hears what each knows), and the first one subscribes `*`.
+    fn watch_wildcard(&mut self, id: WatchId, resource_type: ResourceType, name: &ResourceName) {
+        let authority = self.authority_mut(&name.authority);
+        let ids = authority.wildcards.entry(resource_type).or_default();
+        let first = ids.is_empty();
+        ids.insert(id);
+        let mut known = Vec::new();
+        for (key, state) in authority.resources.entry(resource_type).or_default() {
+            state.watchers.insert(id);
+            if let Some(event) = state.event_for_new_watcher() {
+                let entry = ResourceName {
+                    authority: name.authority.clone(),
+                    key: key.clone(),
+                };
+                known.push((entry.full_name(resource_type), event));
             }
         }
-        // A failing channel: tell the new watcher at once.
-        let failing = self.authorities[&parsed.authority]
+        let notified = !known.is_empty();
+        for (entry, event) in known {
+            self.notify_about(&entry, &[id], event);
+        }
+        if first {
+            self.subscribe_everywhere(resource_type, name);
+        }
+        self.tell_if_failing(id, &name.authority, notified);
+    }
+
+    /// Subscribes `name` on the authority's channels, adding channels if it
+    /// has none yet, or if the one in use is failing: a new uncached
+    /// resource may need fallback (gRFC A71).
+    fn subscribe_everywhere(&mut self, resource_type: ResourceType, name: &ResourceName) {
+        let servers = self.servers_for(&name.authority);
+        let needs_channel = {
+            let channels = &self.authorities[&name.authority].channels;
+            channels
+                .last()
+                .is_none_or(|last| self.channel_failing(last))
+        };
+        if needs_channel {
+            let start = self.authorities[&name.authority].channels.len();
+            for server in servers.iter().skip(start) {
+                self.get_or_create_channel(server);
+                self.authority_mut(&name.authority)
+                    .channels
+                    .push(server.clone());
+                self.report_fallback_if_not_first(&name.authority, server);
+                if !self.channel_failing(server) {
+                    break;
+                }
+            }
+        }
+        for server in self.authorities[&name.authority].channels.clone() {
+            self.channel_subscribe(&server, resource_type, name);
+        }
+    }
+
+    /// A failing channel: tell the new watcher at once (an ambient error if
+    /// it heard of a value already).
+    fn tell_if_failing(&mut self, id: WatchId, authority: &Option<String>, notified: bool) {
+        let failing = self.authorities[authority]
             .channels
             .last()
             .and_then(|s| self.channels.get(s))
@@ -155,6 +200,9 @@ impl Worker {
         };
         let Some(name) = entry.name else { return };
         let resource_type = entry.resource_type;
+        if name.key == WILDCARD && !self.shared.profile.defects.wildcard_as_a_name {
+            return self.cancel_wildcard(id, resource_type, &name);
+        }
         let Some(authority) = self.authorities.get_mut(&name.authority) else {
             return;
         };
@@ -185,12 +233,57 @@ impl Worker {
         for server in &channels {
             self.channel_unsubscribe(server, resource_type, &name);
         }
-        let authority = self.authority_mut(&name.authority);
-        if authority.resources.is_empty() {
-            authority.channels.clear();
-            self.authorities.remove(&name.authority);
+        self.release_if_unused(&name.authority);
+    }
+
+    /// The last watch of an authority went: its channels go too.
+    fn release_if_unused(&mut self, authority: &Option<String>) {
+        if self.authority_mut(authority).is_unused() {
+            self.authorities.remove(authority);
             self.release_unused_channels();
         }
+    }
+
+    /// A wildcard watch ends: the entries only it watched go, and with the
+    /// last wildcard watch of the type, `*` is unsubscribed.
+    fn cancel_wildcard(&mut self, id: WatchId, resource_type: ResourceType, name: &ResourceName) {
+        let Some(authority) = self.authorities.get_mut(&name.authority) else {
+            return;
+        };
+        let Some(ids) = authority.wildcards.get_mut(&resource_type) else {
+            return;
+        };
+        ids.remove(&id);
+        let last = ids.is_empty();
+        if last {
+            authority.wildcards.remove(&resource_type);
+        }
+        let mut gone = Vec::new();
+        if let Some(by_type) = authority.resources.get_mut(&resource_type) {
+            by_type.retain(|key, state| {
+                state.watchers.remove(&id);
+                let keep = !state.watchers.is_empty();
+                if !keep {
+                    gone.push(ResourceName {
+                        authority: name.authority.clone(),
+                        key: key.clone(),
+                    });
+                }
+                keep
+            });
+            if by_type.is_empty() {
+                authority.resources.remove(&resource_type);
+            }
+        }
+        for server in authority.channels.clone() {
+            if last {
+                self.channel_unsubscribe(&server, resource_type, name);
+            }
+            for entry in &gone {
+                self.channel_unsubscribe(&server, resource_type, entry);
+            }
+        }
+        self.release_if_unused(&name.authority);
     }
 
     pub(super) fn authority_mut(&mut self, authority: &Option<String>) -> &mut AuthorityState {
