@@ -6,6 +6,7 @@
 //! them into a timeline without knowing anything about the server's insides.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
@@ -93,9 +94,8 @@ pub enum ServerEvent {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordedRequest {
     pub type_url: String,
-    /// SotW: as sent, in the client's order. Delta: the stream's
-    /// subscription to the type after this request, as the server keeps
-    /// it (sorted; `*` for a wildcard), so both protocols read alike.
+    /// SotW: as sent, in the client's order. Delta: empty (see
+    /// [`RecordedRequest::subscription`]).
     pub resource_names: Vec<String>,
     /// SotW only (delta requests have no version).
     pub version_info: String,
@@ -108,15 +108,31 @@ pub struct RecordedRequest {
     pub delta: Option<RecordedDeltaRequest>,
 }
 
-/// The fields only a `DeltaDiscoveryRequest` has.
+/// The fields only a `DeltaDiscoveryRequest` has, and what it left the
+/// stream subscribed to.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RecordedDeltaRequest {
     pub subscribe: Vec<String>,
     pub unsubscribe: Vec<String>,
     pub initial_resource_versions: BTreeMap<String, String>,
+    /// The stream's subscription to the type after this request, as the
+    /// server keeps it (sorted; `*` for a wildcard). Shared with the
+    /// server's state: an ACK on a stream subscribed to 100,000 names
+    /// costs no copy of them.
+    pub subscription: Arc<[String]>,
 }
 
 impl RecordedRequest {
+    /// What the stream subscribes to after this request: a SotW request's
+    /// names (each restates the subscription); a delta request's
+    /// resulting subscription. Both protocols read alike through it.
+    pub fn subscription(&self) -> &[String] {
+        match &self.delta {
+            Some(delta) => &delta.subscription,
+            None => &self.resource_names,
+        }
+    }
+
     /// Records a SotW `request` as classified by `kind`.
     pub fn new(request: &DiscoveryRequest, kind: RequestKind) -> Self {
         Self {
@@ -139,11 +155,11 @@ impl RecordedRequest {
     pub fn delta(
         request: &DeltaDiscoveryRequest,
         kind: RequestKind,
-        subscription: Vec<String>,
+        subscription: Arc<[String]>,
     ) -> Self {
         Self {
             type_url: request.type_url.clone(),
-            resource_names: subscription,
+            resource_names: Vec::new(),
             version_info: String::new(),
             response_nonce: request.response_nonce.clone(),
             error_detail: request
@@ -160,6 +176,7 @@ impl RecordedRequest {
                     .iter()
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
+                subscription,
             }),
         }
     }
@@ -176,6 +193,8 @@ pub struct RecordedResponse {
     /// `ServedResource::name` of each entry, in the order sent (duplicates
     /// kept: a scripted response may repeat a resource on purpose).
     pub resource_names: Vec<String>,
+    /// The encoded message's size in bytes (its gRPC frame adds 5).
+    pub encoded_len: usize,
     /// What a delta response itself said; `None` for SotW.
     pub delta: Option<RecordedDeltaResponse>,
 }

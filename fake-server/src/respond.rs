@@ -1,24 +1,28 @@
 //! Auto mode's triggers that are not a request: a store change, and the end
 //! of a hang. Each stream answers by its own protocol's rules.
 
+use std::collections::BTreeSet;
+
 use crate::state::State;
 use crate::stream::Protocol;
 
 impl State {
-    /// Auto mode's answer for `type_url` on one stream, by its protocol.
-    fn auto_respond(&mut self, stream_id: u64, type_url: &str) {
+    /// Auto mode's answer for `type_url` on one stream, by its protocol;
+    /// `changed`: the names that may have changed, if known (SotW looks at
+    /// everything anyway: each response carries the whole state).
+    fn auto_respond(&mut self, stream_id: u64, type_url: &str, changed: Option<&BTreeSet<String>>) {
         match self.streams.get(&stream_id).map(|s| &s.protocol) {
             Some(Protocol::Sotw { .. }) => self.sotw_auto_respond(stream_id, type_url),
-            Some(Protocol::Delta { .. }) => self.delta_auto_respond(stream_id, type_url),
+            Some(Protocol::Delta { .. }) => self.delta_auto_respond(stream_id, type_url, changed),
             None => {}
         }
     }
 
-    /// A store change of `type_url`: every stream gets what its rules say,
-    /// in stream-id order.
-    pub fn on_store_change(&mut self, type_url: &str) {
+    /// A store change of `type_url` (of the names `changed`): every stream
+    /// gets what its rules say, in stream-id order.
+    pub fn on_store_change(&mut self, type_url: &str, changed: &BTreeSet<String>) {
         for id in self.open_stream_ids() {
-            self.auto_respond(id, type_url);
+            self.auto_respond(id, type_url, Some(changed));
         }
     }
 
@@ -45,7 +49,7 @@ impl State {
             })
             .collect();
         for (id, type_url) in owed {
-            self.auto_respond(id, &type_url);
+            self.auto_respond(id, &type_url, None);
         }
     }
 }

@@ -151,8 +151,9 @@ impl FakeAdsServer {
         self.inner.update(|state| {
             for change in state.store.set(resources, version) {
                 let type_url = change.type_url.clone();
+                let changed = change.names();
                 state.record(change.into_event());
-                state.on_store_change(&type_url);
+                state.on_store_change(&type_url, &changed);
             }
         });
     }
@@ -161,8 +162,9 @@ impl FakeAdsServer {
     pub fn remove_resources(&self, type_url: &str, names: &[String], version: Option<String>) {
         self.inner.update(|state| {
             let change = state.store.remove(type_url, names, version);
+            let changed = change.names();
             state.record(change.into_event());
-            state.on_store_change(type_url);
+            state.on_store_change(type_url, &changed);
         });
     }
 

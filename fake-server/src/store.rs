@@ -45,6 +45,11 @@ pub(crate) struct Change {
 }
 
 impl Change {
+    /// The names it set or removed.
+    pub fn names(&self) -> BTreeSet<String> {
+        self.updated.iter().chain(&self.removed).cloned().collect()
+    }
+
     pub fn into_event(self) -> ServerEvent {
         ServerEvent::ResourcesChanged {
             type_url: self.type_url,

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryResponse, DiscoveryResponse};
+use prost::Message;
 use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
 use xds_vocabulary::AdsProtocol;
@@ -92,6 +93,7 @@ impl Outgoing {
                 version_info: r.version_info.clone(),
                 nonce: r.nonce.clone(),
                 resource_names: names,
+                encoded_len: r.encoded_len(),
                 delta: None,
             },
             Outgoing::Delta(r) => RecordedResponse {
@@ -99,6 +101,7 @@ impl Outgoing {
                 version_info: r.system_version_info.clone(),
                 nonce: r.nonce.clone(),
                 resource_names: names,
+                encoded_len: r.encoded_len(),
                 delta: Some(RecordedDeltaResponse {
                     resources: r
                         .resources

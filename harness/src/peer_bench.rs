@@ -834,6 +834,7 @@ mod tests {
         ServerEvent::ResponseSent {
             stream: 1,
             response: RecordedResponse {
+                encoded_len: 0,
                 delta: None,
                 type_url: ResourceType::Cluster.type_url().to_string(),
                 version_info: "1".into(),

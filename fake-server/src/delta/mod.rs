@@ -5,6 +5,8 @@
 
 pub(crate) mod rules;
 
+use std::collections::BTreeSet;
+
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource,
 };
@@ -14,6 +16,7 @@ use crate::config::ScriptedDeltaResponse;
 use crate::event::{RecordedRequest, ServerEvent};
 use crate::state::State;
 use crate::stream::{Outgoing, Protocol};
+use rules::WILDCARD;
 
 impl State {
     /// Records a decoded delta request, applies it to the stream's
@@ -32,9 +35,18 @@ impl State {
             |nonce| core.nonces.contains(nonce),
         );
         let delta = types.entry(request.type_url.clone()).or_default();
-        delta.apply(&request, !core.requested);
+        let first = !core.requested;
+        delta.apply(&request, first);
         core.requested = true;
-        let subscription = delta.subscription.to_names();
+        // What the request changed, unless it changes what a wildcard
+        // covers (or is the first): then everything is looked at.
+        let names = request
+            .resource_names_subscribe
+            .iter()
+            .chain(&request.resource_names_unsubscribe);
+        let only: Option<BTreeSet<String>> =
+            (!first && !names.clone().any(|n| n == WILDCARD)).then(|| names.cloned().collect());
+        let subscription = delta.subscription_names();
         self.record(ServerEvent::RequestReceived {
             stream: stream_id,
             request: RecordedRequest::delta(&request, kind, subscription),
@@ -42,12 +54,17 @@ impl State {
         if self.limit_reached(stream_id) {
             return;
         }
-        self.delta_auto_respond(stream_id, &request.type_url);
+        self.delta_auto_respond(stream_id, &request.type_url, only.as_ref());
     }
 
     /// Auto mode's answer for one delta stream and type, if one is owed
-    /// and the rules give one.
-    pub fn delta_auto_respond(&mut self, stream_id: u64, type_url: &str) {
+    /// and the rules give one; `only`: the names that may have changed.
+    pub fn delta_auto_respond(
+        &mut self,
+        stream_id: u64,
+        type_url: &str,
+        only: Option<&BTreeSet<String>>,
+    ) {
         if !self.owes_auto_answer(stream_id, type_url) {
             return;
         }
@@ -58,12 +75,13 @@ impl State {
         };
         let delta = types.entry(type_url.to_string()).or_default();
         let store = &self.store;
-        let Some(decision) = delta.decide(store.resources(type_url), |name| {
+        let version_of = |name: &str| {
             store
                 .resource_version(type_url, name)
                 .unwrap_or_default()
                 .to_string()
-        }) else {
+        };
+        let Some(decision) = delta.decide(store.resources(type_url), version_of, only) else {
             return;
         };
         delta.sent(&decision);

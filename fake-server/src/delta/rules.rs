@@ -41,6 +41,7 @@
 //!   go-control-plane): a rejected resource goes again when it changes.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use envoy_types::pb::envoy::service::discovery::v3::DeltaDiscoveryRequest;
 use xds_vocabulary::resource_type::is_full_state;
@@ -60,6 +61,8 @@ pub(crate) struct DeltaType {
     pub held: BTreeMap<String, Option<String>>,
     /// The stream's first request claimed versions and has had no answer.
     answer_owed: bool,
+    /// `subscription.to_names()`, kept until the subscription changes.
+    names: Option<Arc<[String]>>,
 }
 
 /// What a delta stream subscribes to for one type.
@@ -90,8 +93,22 @@ impl DeltaSubscription {
 }
 
 impl DeltaType {
+    /// The subscription as [`DeltaSubscription::to_names`] lists it,
+    /// computed once per change.
+    pub fn subscription_names(&mut self) -> Arc<[String]> {
+        self.names
+            .get_or_insert_with(|| self.subscription.to_names().into())
+            .clone()
+    }
+
     /// Applies a request; `first`: the stream's first request of the type.
     pub fn apply(&mut self, request: &DeltaDiscoveryRequest, first: bool) {
+        if first
+            || !request.resource_names_subscribe.is_empty()
+            || !request.resource_names_unsubscribe.is_empty()
+        {
+            self.names = None;
+        }
         let subscription = &mut self.subscription;
         if first
             && is_full_state(&request.type_url)
@@ -134,25 +151,46 @@ impl DeltaType {
     }
 
     /// What to send given the store's resources of the type and their
-    /// versions; `None` when nothing is owed.
+    /// versions; `None` when nothing is owed. `only`: the names that may
+    /// have changed (a store change's, a request's), so an update costs
+    /// what changed, not what the type holds; `None` looks at everything.
     pub fn decide<'a>(
         &self,
         stored: Option<&'a BTreeMap<String, ServedResource>>,
         version_of: impl Fn(&str) -> String,
+        only: Option<&BTreeSet<String>>,
     ) -> Option<DeltaDecision<'a>> {
         let mut decision = DeltaDecision::default();
-        for (name, resource) in stored.into_iter().flatten() {
+        let mut consider = |name: &str, resource: Option<&'a ServedResource>| {
             if !self.subscription.covers(name) {
-                continue;
+                return;
             }
-            let version = version_of(name);
-            if self.held.get(name) != Some(&Some(version.clone())) {
-                decision.send.push((resource, version));
+            match resource {
+                Some(resource) => {
+                    let version = version_of(name);
+                    if self.held.get(name) != Some(&Some(version.clone())) {
+                        decision.send.push((resource, version));
+                    }
+                }
+                None if self.held.contains_key(name) => decision.removed.push(name.to_string()),
+                None => {}
             }
-        }
-        for name in self.held.keys() {
-            if self.subscription.covers(name) && !stored.is_some_and(|s| s.contains_key(name)) {
-                decision.removed.push(name.clone());
+        };
+        match only {
+            Some(names) => {
+                for name in names {
+                    consider(name, stored.and_then(|s| s.get(name)));
+                }
+            }
+            None => {
+                for (name, resource) in stored.into_iter().flatten() {
+                    consider(name, Some(resource));
+                }
+                for name in self.held.keys() {
+                    if !stored.is_some_and(|s| s.contains_key(name)) {
+                        consider(name, None);
+                    }
+                }
             }
         }
         (!decision.send.is_empty() || !decision.removed.is_empty() || self.answer_owed)
@@ -224,6 +262,22 @@ mod tests {
     }
 
     #[test]
+    fn looking_only_at_changed_names_gives_what_a_full_look_gives() {
+        let stored = store(CDS, &["a", "b", "c"]);
+        let mut t = DeltaType::default();
+        t.apply(&request(CDS, &["a", "b", "gone"], &[]), true);
+        t.held.insert("gone".into(), Some("1".into()));
+        let changed: BTreeSet<String> =
+            ["b".to_string(), "gone".to_string(), "c".to_string()].into();
+        let d = t.decide(Some(&stored), |_| "1".into(), Some(&changed));
+        assert_eq!(
+            sent_names(&d),
+            (vec!["b".to_string()], vec!["gone".to_string()]),
+            "c is not subscribed; a is not among the changed"
+        );
+    }
+
+    #[test]
     fn legacy_wildcard_survives_a_subscription_until_star_is_unsubscribed() {
         let mut t = DeltaType::default();
         t.apply(&request(CDS, &[], &[]), true);
@@ -251,12 +305,12 @@ mod tests {
         let stored = store(CDS, &["a", "b", "c"]);
         let mut t = DeltaType::default();
         t.apply(&request(CDS, &["*"], &[]), true);
-        let first = t.decide(Some(&stored), |_| "1".into());
+        let first = t.decide(Some(&stored), |_| "1".into(), None);
         assert_eq!(sent_names(&first).0, ["a", "b", "c"]);
         t.sent(first.as_ref().unwrap());
-        assert_eq!(t.decide(Some(&stored), |_| "1".into()), None);
+        assert_eq!(t.decide(Some(&stored), |_| "1".into(), None), None);
         let version = |name: &str| if name == "b" { "2".into() } else { "1".into() };
-        assert_eq!(sent_names(&t.decide(Some(&stored), version)).0, ["b"]);
+        assert_eq!(sent_names(&t.decide(Some(&stored), version, None)).0, ["b"]);
     }
 
     #[test]
@@ -270,7 +324,7 @@ mod tests {
             .collect();
         t.apply(&first, true);
         assert_eq!(
-            sent_names(&t.decide(Some(&stored), |_| "1".into())),
+            sent_names(&t.decide(Some(&stored), |_| "1".into(), None)),
             (vec!["b".to_string()], vec!["gone".to_string()])
         );
     }
@@ -282,11 +336,11 @@ mod tests {
         let mut first = request(CDS, &["a"], &[]);
         first.initial_resource_versions = [("a".to_string(), "1".to_string())].into();
         t.apply(&first, true);
-        let d = t.decide(Some(&stored), |_| "1".into());
+        let d = t.decide(Some(&stored), |_| "1".into(), None);
         assert_eq!(sent_names(&d), (vec![], vec![]));
         assert!(d.is_some(), "an empty response answers the claims");
         t.sent(d.as_ref().unwrap());
-        assert_eq!(t.decide(Some(&stored), |_| "1".into()), None);
+        assert_eq!(t.decide(Some(&stored), |_| "1".into(), None), None);
     }
 
     #[test]
@@ -294,18 +348,18 @@ mod tests {
         let stored = store(EDS, &["a"]);
         let mut t = DeltaType::default();
         t.apply(&request(EDS, &["a"], &[]), true);
-        let d = t.decide(Some(&stored), |_| "1".into());
+        let d = t.decide(Some(&stored), |_| "1".into(), None);
         t.sent(d.as_ref().unwrap());
         t.apply(&request(EDS, &["a"], &[]), false);
         assert_eq!(
-            sent_names(&t.decide(Some(&stored), |_| "1".into())).0,
+            sent_names(&t.decide(Some(&stored), |_| "1".into(), None)).0,
             ["a"]
         );
-        let d = t.decide(Some(&stored), |_| "1".into());
+        let d = t.decide(Some(&stored), |_| "1".into(), None);
         t.sent(d.as_ref().unwrap());
         t.apply(&request(EDS, &[], &["a"]), false);
         assert_eq!(
-            t.decide(Some(&stored), |_| "2".into()),
+            t.decide(Some(&stored), |_| "2".into(), None),
             None,
             "unsubscribed: nothing"
         );
@@ -321,7 +375,7 @@ mod tests {
         t.held.insert("b".into(), Some("1".into()));
         t.apply(&request(CDS, &[], &["a", "b"]), false);
         assert_eq!(
-            sent_names(&t.decide(Some(&stored), |_| "1".into())),
+            sent_names(&t.decide(Some(&stored), |_| "1".into(), None)),
             (vec!["a".to_string()], vec!["b".to_string()])
         );
     }
@@ -331,13 +385,13 @@ mod tests {
         let mut t = DeltaType::default();
         t.apply(&request(CDS, &["a", "never"], &[]), true);
         let stored = store(CDS, &["a"]);
-        let d = t.decide(Some(&stored), |_| "1".into());
+        let d = t.decide(Some(&stored), |_| "1".into(), None);
         assert_eq!(sent_names(&d), (vec!["a".to_string()], vec![]));
         t.sent(d.as_ref().unwrap());
         let empty = store(CDS, &[]);
-        let d = t.decide(Some(&empty), |_| "2".into());
+        let d = t.decide(Some(&empty), |_| "2".into(), None);
         assert_eq!(sent_names(&d), (vec![], vec!["a".to_string()]));
         t.sent(d.as_ref().unwrap());
-        assert_eq!(t.decide(Some(&empty), |_| "2".into()), None);
+        assert_eq!(t.decide(Some(&empty), |_| "2".into(), None), None);
     }
 }

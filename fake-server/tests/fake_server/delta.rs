@@ -206,7 +206,7 @@ async fn requests_are_recorded_with_their_delta_fields_and_kinds() {
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[0].kind, RequestKind::Initial);
     assert_eq!(
-        requests[0].resource_names,
+        requests[0].subscription(),
         ["a"],
         "the subscription after it"
     );
@@ -216,10 +216,11 @@ async fn requests_are_recorded_with_their_delta_fields_and_kinds() {
             subscribe: vec!["a".into()],
             unsubscribe: vec![],
             initial_resource_versions: [("x".to_string(), "9".to_string())].into(),
+            subscription: vec!["a".to_string()].into(),
         })
     );
     assert_eq!(requests[1].kind, RequestKind::Nack);
-    assert!(requests[1].resource_names.is_empty());
+    assert!(requests[1].subscription().is_empty());
     let opened = server.events().into_iter().any(|e| {
         matches!(
             e.event,

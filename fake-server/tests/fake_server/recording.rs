@@ -147,6 +147,8 @@ async fn a_session_records_connections_and_streams_in_order() {
                     version_info: "1".into(),
                     nonce: response.nonce.clone(),
                     resource_names: strings(&["r"]),
+                    // What the client received, to the byte.
+                    encoded_len: prost::Message::encoded_len(&response),
                 },
             },
             ServerEvent::StreamClosed {

@@ -63,6 +63,7 @@ async fn send_response_sends_exactly_what_it_is_given() {
                 version_info: "v-script".into(),
                 nonce: "n-script".into(),
                 resource_names: strings(&["a", "x", "a"]),
+                encoded_len: prost::Message::encoded_len(&response),
             },
         })
     );

@@ -140,7 +140,7 @@ mod tests {
                 stream: 1,
                 request: RecordedRequest {
                     type_url: ResourceType::Cluster.type_url().into(),
-                    resource_names: subscribe.iter().map(|s| s.to_string()).collect(),
+                    resource_names: vec![],
                     version_info: String::new(),
                     response_nonce: String::new(),
                     error_detail: None,
@@ -153,6 +153,7 @@ mod tests {
                             .iter()
                             .map(|(k, v)| (k.to_string(), v.to_string()))
                             .collect(),
+                        subscription: subscribe.iter().map(|s| s.to_string()).collect(),
                     }),
                 },
             })),

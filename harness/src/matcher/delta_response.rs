@@ -116,6 +116,7 @@ mod tests {
             kind: EventKind::Server(Box::new(ServerEvent::ResponseSent {
                 stream: 1,
                 response: RecordedResponse {
+                    encoded_len: 0,
                     type_url: ResourceType::Cluster.type_url().into(),
                     version_info: "9".into(),
                     nonce: "n".into(),

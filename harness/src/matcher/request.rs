@@ -85,7 +85,7 @@ impl Check for RequestMatcher {
             && self
                 .resource_type
                 .is_none_or(|t| t.type_url() == request.type_url)
-            && same_set(&self.names, &request.resource_names, text)
+            && same_set(&self.names, request.subscription(), text)
             && (request.delta.is_some() || eq(&self.version, &request.version_info))
             && eq(&self.nonce, &request.response_nonce)
             && eq(&self.kind, &request.kind)

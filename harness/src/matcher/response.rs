@@ -89,6 +89,7 @@ mod tests {
             kind: EventKind::Server(Box::new(ServerEvent::ResponseSent {
                 stream: 1,
                 response: RecordedResponse {
+                    encoded_len: 0,
                     delta: None,
                     type_url: ResourceType::Cluster.type_url().into(),
                     version_info: version.into(),

@@ -73,12 +73,23 @@ pub(crate) struct DeltaSent {
     subscribed: BTreeSet<ResourceName>,
     /// A request of the type went out on this stream.
     any: bool,
+    /// Names subscribed or unsubscribed since the last request: what the
+    /// next one says (a request costs what changed, not what is
+    /// subscribed).
+    changed: BTreeSet<ResourceName>,
     /// The versions the first request claimed, until the first response
     /// of the type answers them.
     claimed: BTreeMap<ResourceName, String>,
 }
 
 impl DeltaSent {
+    /// `name` was subscribed or unsubscribed.
+    pub fn changed(&mut self, name: &ResourceName) {
+        if self.any {
+            self.changed.insert(name.clone());
+        }
+    }
+
     /// The claims the first response of the type confirms: those it
     /// neither sends nor removes (the server holds the version claimed).
     /// Taken once: later responses confirm nothing.
@@ -99,12 +110,13 @@ impl DeltaSent {
     }
 }
 
-/// The request for `resource_type`: the subscription's changes since the
-/// last request on the stream, the nonce of a response not yet answered
-/// with its ACK or NACK, the node on
-/// the stream's first request, and on the type's first request the
-/// versions held (`held` says which version of a subscribed name the
-/// client holds, if it holds one).
+/// The request for `resource_type`: on the stream's first request of the
+/// type, every subscribed name and the versions held (`held` says which
+/// version of a subscribed name the client holds, if any); after that, the
+/// subscription's changes since the last request (a name unsubscribed and
+/// subscribed again is subscribed again: the client dropped its copy).
+/// Also the nonce of a response not yet answered with its ACK or NACK, and
+/// the node on the stream's first request.
 pub(crate) fn request(
     resource_type: ResourceType,
     type_state: &mut TypeState,
@@ -113,39 +125,39 @@ pub(crate) fn request(
     node: Option<Node>,
     defects: &Defects,
 ) -> DeltaDiscoveryRequest {
+    let mut subscribe = Vec::new();
+    let mut unsubscribe = Vec::new();
+    let mut initial_resource_versions = std::collections::HashMap::new();
     // The broken client restates the whole subscription whenever it
     // changes (restating it in ACKs too would livelock against a server
     // that resends what is subscribed again, as the protocol says).
-    let changed = sent.subscribed.len() != type_state.subscribed.len()
-        || type_state
-            .subscribed
-            .keys()
-            .any(|name| !sent.subscribed.contains(name));
-    if defects.delta_restates_subscriptions && changed {
-        sent.subscribed.clear();
-    }
-    let mut subscribe = Vec::new();
-    let mut initial_resource_versions = std::collections::HashMap::new();
-    for (name, timer) in type_state.subscribed.iter_mut() {
-        timer.subscription_sent = true;
-        if !sent.subscribed.contains(name) {
+    let restate = defects.delta_restates_subscriptions && !sent.changed.is_empty();
+    if !sent.any || restate {
+        let names: Vec<ResourceName> = type_state.subscribed.keys().cloned().collect();
+        for name in names {
+            if !sent.any
+                && !defects.delta_claims_nothing
+                && let Some(version) = held(&name)
+            {
+                sent.claimed.insert(name.clone(), version.clone());
+                initial_resource_versions.insert(name.full_name(resource_type), version);
+            }
             subscribe.push(name.full_name(resource_type));
-        }
-        if !sent.any
-            && !defects.delta_claims_nothing
-            && let Some(version) = held(name)
-        {
-            sent.claimed.insert(name.clone(), version.clone());
-            initial_resource_versions.insert(name.full_name(resource_type), version);
+            type_state.mark_sent(&name);
+            sent.subscribed.insert(name);
         }
     }
-    let unsubscribe = sent
-        .subscribed
-        .iter()
-        .filter(|name| !type_state.subscribed.contains_key(*name))
-        .map(|name| name.full_name(resource_type))
-        .collect();
-    sent.subscribed = type_state.subscribed.keys().cloned().collect();
+    for name in std::mem::take(&mut sent.changed) {
+        if type_state.subscribed.contains_key(&name) {
+            if !restate {
+                subscribe.push(name.full_name(resource_type));
+                type_state.mark_sent(&name);
+            }
+            sent.subscribed.insert(name);
+        } else if sent.subscribed.remove(&name) {
+            unsubscribe.push(name.full_name(resource_type));
+        }
+    }
     sent.any = true;
     DeltaDiscoveryRequest {
         node,
@@ -256,6 +268,8 @@ mod tests {
 
         state.subscribed.remove(&name("a"));
         state.subscribed.insert(name("c"), ResourceTimer::default());
+        sent.changed(&name("a"));
+        sent.changed(&name("c"));
         state.nonce = "5".into();
         let second = request(
             ResourceType::Cluster,

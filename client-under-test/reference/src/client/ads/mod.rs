@@ -85,6 +85,40 @@ pub(crate) struct TypeState {
     /// The NACK to send with the next request of this type.
     pub nack: Option<String>,
     pub subscribed: BTreeMap<ResourceName, ResourceTimer>,
+    /// Names whose subscription went into a request, not seen since, with
+    /// no timer running: the ones a does-not-exist timer may start for
+    /// once the request is on a connected stream. Kept apart so a request
+    /// costs what it carries, not what the stream subscribes (delta).
+    awaiting_timer: BTreeSet<ResourceName>,
+}
+
+impl TypeState {
+    /// Every subscribed name goes into a request being built (SotW: each
+    /// request restates the subscription); `each` sees them in order.
+    pub fn mark_all_sent(&mut self, mut each: impl FnMut(&ResourceName)) {
+        let TypeState {
+            subscribed,
+            awaiting_timer,
+            ..
+        } = self;
+        for (name, timer) in subscribed.iter_mut() {
+            each(name);
+            timer.subscription_sent = true;
+            if !timer.seen && timer.timer.is_none() {
+                awaiting_timer.insert(name.clone());
+            }
+        }
+    }
+
+    /// `name`'s subscription went into a request being built.
+    pub fn mark_sent(&mut self, name: &ResourceName) {
+        if let Some(timer) = self.subscribed.get_mut(name) {
+            timer.subscription_sent = true;
+            if !timer.seen && timer.timer.is_none() {
+                self.awaiting_timer.insert(name.clone());
+            }
+        }
+    }
 }
 
 /// A subscribed name's does-not-exist timer on one stream.
@@ -145,6 +179,10 @@ impl AdsStream {
         if type_state.subscribed.contains_key(name) {
             return false;
         }
+        self.delta_sent
+            .entry(resource_type)
+            .or_default()
+            .changed(name);
         // A wildcard subscription has no resource of its own to time out.
         let timer = ResourceTimer {
             seen: name.key == WILDCARD,
@@ -161,10 +199,14 @@ impl AdsStream {
         resource_type: ResourceType,
         name: &ResourceName,
     ) -> Option<TimerId> {
-        self.types
-            .get_mut(&resource_type)
-            .and_then(|t| t.subscribed.remove(name))
-            .and_then(|t| t.timer)
+        let type_state = self.types.get_mut(&resource_type)?;
+        type_state.awaiting_timer.remove(name);
+        let removed = type_state.subscribed.remove(name)?;
+        self.delta_sent
+            .entry(resource_type)
+            .or_default()
+            .changed(name);
+        removed.timer
     }
 
     pub fn is_subscribed(&self, resource_type: ResourceType, name: &ResourceName) -> bool {
@@ -265,19 +307,19 @@ impl AdsStream {
 
     /// Names of `resource_type` whose timer should start now: sent, not yet
     /// seen, none running.
-    pub fn timer_candidates(&self, resource_type: ResourceType) -> Option<Vec<ResourceName>> {
-        let type_state = self.types.get(&resource_type)?;
+    pub fn timer_candidates(&mut self, resource_type: ResourceType) -> Option<Vec<ResourceName>> {
+        let type_state = self.types.get_mut(&resource_type)?;
         Some(
-            type_state
-                .subscribed
-                .iter()
-                .filter(|(_, t)| t.subscription_sent && !t.seen && t.timer.is_none())
-                .map(|(n, _)| n.clone())
+            std::mem::take(&mut type_state.awaiting_timer)
+                .into_iter()
                 .collect(),
         )
     }
 
     pub fn set_timer(&mut self, resource_type: ResourceType, name: &ResourceName, timer: TimerId) {
+        if let Some(type_state) = self.types.get_mut(&resource_type) {
+            type_state.awaiting_timer.remove(name);
+        }
         if let Some(t) = self.timer_mut(resource_type, name) {
             t.timer = Some(timer);
         }
@@ -304,6 +346,10 @@ impl AdsStream {
 
     /// `name` was in a response: its timer is moot; returns it to cancel.
     pub fn seen(&mut self, resource_type: ResourceType, name: &ResourceName) -> Option<TimerId> {
+        self.types
+            .get_mut(&resource_type)?
+            .awaiting_timer
+            .remove(name);
         let timer = self.timer_mut(resource_type, name)?;
         timer.seen = true;
         timer.timer.take()

@@ -36,10 +36,7 @@ pub(crate) fn request(
     node: Option<Node>,
 ) -> DiscoveryRequest {
     let mut resource_names = Vec::with_capacity(type_state.subscribed.len());
-    for (name, timer) in type_state.subscribed.iter_mut() {
-        resource_names.push(name.full_name(resource_type));
-        timer.subscription_sent = true;
-    }
+    type_state.mark_all_sent(|name| resource_names.push(name.full_name(resource_type)));
     DiscoveryRequest {
         version_info: memory
             .versions

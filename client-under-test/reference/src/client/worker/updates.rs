@@ -212,12 +212,12 @@ impl Worker {
         version: &str,
         removed: Vec<ResourceName>,
     ) {
-        if self.shared.profile.defects.delta_removals_ignored {
+        if removed.is_empty() || self.shared.profile.defects.delta_removals_ignored {
             return;
         }
-        let removed: HashSet<ResourceName> = removed.into_iter().collect();
+        let removed_set: HashSet<ResourceName> = removed.iter().cloned().collect();
         self.handle_deletions(server, resource_type, version, &|name| {
-            removed.contains(name)
+            removed_set.contains(name)
         });
         let mut moot = Vec::new();
         if let Some(call) = self.call_mut(server) {
@@ -230,27 +230,29 @@ impl Worker {
         for timer in moot {
             self.timers.remove(&timer);
         }
+        // Looked up by name: a response costs what it names, not what the
+        // cache holds.
         let handling = self.shared.profile.data_errors;
         let mut events = Vec::new();
-        for (authority_name, authority) in self.authorities.iter_mut() {
+        for name in &removed {
+            let Some(authority) = self.authorities.get_mut(&name.authority) else {
+                continue;
+            };
             if authority.channels.last() != Some(server) {
                 continue;
             }
-            let Some(by_type) = authority.resources.get_mut(&resource_type) else {
+            let Some(state) = authority
+                .resources
+                .get_mut(&resource_type)
+                .and_then(|by_type| by_type.get_mut(&name.key))
+            else {
                 continue;
             };
-            for (key, state) in by_type.iter_mut() {
-                let name = ResourceName {
-                    authority: authority_name.clone(),
-                    key: key.clone(),
-                };
-                if removed.contains(&name)
-                    && state.is_awaited()
-                    && let Some(event) = state.not_found(handling)
-                {
-                    let watchers: Vec<WatchId> = state.watchers.iter().copied().collect();
-                    events.push((name.full_name(resource_type), watchers, event));
-                }
+            if state.is_awaited()
+                && let Some(event) = state.not_found(handling)
+            {
+                let watchers: Vec<WatchId> = state.watchers.iter().copied().collect();
+                events.push((name.full_name(resource_type), watchers, event));
             }
         }
         for (name, watchers, event) in events {
