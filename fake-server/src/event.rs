@@ -140,10 +140,7 @@ impl RecordedRequest {
             resource_names: request.resource_names.clone(),
             version_info: request.version_info.clone(),
             response_nonce: request.response_nonce.clone(),
-            error_detail: request
-                .error_detail
-                .as_ref()
-                .map(|status| (status.code, status.message.clone())),
+            error_detail: error_detail(request.error_detail.as_ref()),
             node: request.node.clone(),
             kind,
             delta: None,
@@ -162,10 +159,7 @@ impl RecordedRequest {
             resource_names: Vec::new(),
             version_info: String::new(),
             response_nonce: request.response_nonce.clone(),
-            error_detail: request
-                .error_detail
-                .as_ref()
-                .map(|status| (status.code, status.message.clone())),
+            error_detail: error_detail(request.error_detail.as_ref()),
             node: request.node.clone(),
             kind,
             delta: Some(RecordedDeltaRequest {
@@ -180,6 +174,11 @@ impl RecordedRequest {
             }),
         }
     }
+}
+
+/// `(code, message)` of a request's `error_detail`.
+fn error_detail(status: Option<&envoy_types::pb::google::rpc::Status>) -> Option<(i32, String)> {
+    status.map(|status| (status.code, status.message.clone()))
 }
 
 /// The parts of a response a conformance check looks at, in terms both

@@ -10,7 +10,7 @@ use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryResponse, Dis
 use prost::Message;
 use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
-use xds_vocabulary::AdsProtocol;
+use xds_vocabulary::{AdsProtocol, RequestKind};
 
 use crate::delta::rules::DeltaType;
 use crate::event::{RecordedDeltaResource, RecordedDeltaResponse, RecordedResponse};
@@ -39,6 +39,17 @@ pub(crate) struct TypeCore {
     pub requested: bool,
     /// Every nonce sent for this type on this stream, scripted ones included.
     pub nonces: BTreeSet<String>,
+}
+
+impl TypeCore {
+    /// A request of this type arrived: how it relates to the responses
+    /// sent before it, and whether it is the first of the type on the
+    /// stream.
+    pub fn on_request(&mut self, nonce: &str, has_error: bool) -> (RequestKind, bool) {
+        let kind = RequestKind::classify(nonce, has_error, |n| self.nonces.contains(n));
+        let first = !std::mem::replace(&mut self.requested, true);
+        (kind, first)
+    }
 }
 
 /// The protocol a stream speaks, with its wire and its per-type state.

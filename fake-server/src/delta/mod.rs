@@ -10,7 +10,6 @@ use std::collections::BTreeSet;
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource,
 };
-use xds_vocabulary::RequestKind;
 
 use crate::config::ScriptedDeltaResponse;
 use crate::event::{RecordedRequest, ServerEvent};
@@ -28,16 +27,13 @@ impl State {
         let Protocol::Delta { types, .. } = &mut stream.protocol else {
             return;
         };
-        let core = stream.types.entry(request.type_url.clone()).or_default();
-        let kind = RequestKind::classify(
-            &request.response_nonce,
-            request.error_detail.is_some(),
-            |nonce| core.nonces.contains(nonce),
-        );
+        let (kind, first) = stream
+            .types
+            .entry(request.type_url.clone())
+            .or_default()
+            .on_request(&request.response_nonce, request.error_detail.is_some());
         let delta = types.entry(request.type_url.clone()).or_default();
-        let first = !core.requested;
         delta.apply(&request, first);
-        core.requested = true;
         // What the request changed, unless it changes what a wildcard
         // covers (or is the first): then everything is looked at.
         let names = request

@@ -5,7 +5,6 @@
 pub(crate) mod rules;
 
 use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
-use xds_vocabulary::RequestKind;
 
 use crate::config::ScriptedResponse;
 use crate::event::{RecordedRequest, ServerEvent};
@@ -24,17 +23,15 @@ impl State {
         let Protocol::Sotw { types, .. } = &mut stream.protocol else {
             return;
         };
-        let core = stream.types.entry(request.type_url.clone()).or_default();
-        let kind = RequestKind::classify(
-            &request.response_nonce,
-            request.error_detail.is_some(),
-            |nonce| core.nonces.contains(nonce),
-        );
+        let (kind, first) = stream
+            .types
+            .entry(request.type_url.clone())
+            .or_default()
+            .on_request(&request.response_nonce, request.error_detail.is_some());
         let sotw = types.entry(request.type_url.clone()).or_default();
-        let previous = core.requested.then_some(&sotw.subscription);
+        let previous = (!first).then_some(&sotw.subscription);
         sotw.subscription =
             Subscription::from_request(&request.type_url, &request.resource_names, previous);
-        core.requested = true;
         self.record(ServerEvent::RequestReceived {
             stream: stream_id,
             request: RecordedRequest::new(&request, kind),

@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use xds_fake_server::event::ServerEvent;
-use xds_vocabulary::{RequestKind, ResourceType};
+use xds_vocabulary::ResourceType;
 
-use super::request::RequestMatcher;
+use super::request::{RequestMatcher, RequestMatcherSpec};
 use super::{Check, Compile, Description, Translate, same_set};
 use crate::scenario::file::{OneOrMany, Spanned};
-use crate::scenario::load::{Checker, Problem, code, keyword, opt, parse_resource_type};
+use crate::scenario::load::{Checker, Problem};
 use crate::timeline::{EventKind, TimelineEvent};
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -53,24 +53,20 @@ impl Compile for DeltaRequestMatcherSpec {
     type Matcher = DeltaRequestMatcher;
 
     fn compile(&self, scenario: &Checker) -> Result<DeltaRequestMatcher, Problem> {
+        // The fields both protocols' requests have compile as `request`'s.
+        let common = RequestMatcherSpec {
+            server: self.server.clone(),
+            resource_type: self.resource_type.clone(),
+            names: None,
+            version: None,
+            nonce: self.nonce.clone(),
+            kind: self.kind.clone(),
+            error_code: self.error_code.clone(),
+            error_contains: self.error_contains.clone(),
+            node: self.node,
+        };
         Ok(DeltaRequestMatcher {
-            common: RequestMatcher {
-                server: scenario.filter_server(self.server.as_ref())?,
-                resource_type: opt(self.resource_type.as_ref(), parse_resource_type)?,
-                names: None,
-                version: None,
-                nonce: self.nonce.clone(),
-                kind: opt(self.kind.as_ref(), |k| {
-                    keyword(k, "request kind", &RequestKind::ALL.map(|k| (k.name(), k)))
-                })?,
-                error_code: opt(self.error_code.as_ref(), code)?.map(i32::from),
-                error_contains: self
-                    .error_contains
-                    .clone()
-                    .map(OneOrMany::into_vec)
-                    .unwrap_or_default(),
-                node: self.node,
-            },
+            common: common.compile(scenario)?,
             subscribe: self.subscribe.clone(),
             unsubscribe: self.unsubscribe.clone(),
             initial: self.initial.clone(),
@@ -131,6 +127,7 @@ mod tests {
     use crate::matcher::as_written;
     use std::time::Duration;
     use xds_fake_server::event::{RecordedDeltaRequest, RecordedRequest};
+    use xds_vocabulary::RequestKind;
 
     fn delta_request(subscribe: &[&str], initial: &[(&str, &str)]) -> TimelineEvent {
         TimelineEvent {

@@ -198,24 +198,26 @@ impl Worker {
     /// Builds and queues the request for `resource_type` on the server's
     /// current stream, in the stream's protocol.
     pub(super) fn send_request(&mut self, server: &XdsServerConfig, resource_type: ResourceType) {
-        let node = &self.shared.node;
-        let authorities = &self.authorities;
-        let cached = |t: ResourceType, name: &ResourceName| cached_in(authorities, t, name);
-        let Some(XdsChannel {
-            memory,
-            retryable: Some(RetryableCall {
-                call: Some(call), ..
-            }),
-            ..
-        }) = self.channels.get_mut(server)
-        else {
-            return;
-        };
-        call.send_request(resource_type, memory, &cached, node);
+        self.with_stream(server, |call, memory, cached, node| {
+            call.send_request(resource_type, memory, cached, node)
+        });
     }
 
     /// Sends the stream's next waiting request, if it may.
     pub(super) fn send_next(&mut self, server: &XdsServerConfig) {
+        self.with_stream(server, |call, memory, cached, node| {
+            call.send_next(memory, cached, node)
+        });
+    }
+
+    /// Runs `f` on the server's current stream, with what building a
+    /// request takes: the channel's memory, whether the cache holds a
+    /// name, the node.
+    fn with_stream(
+        &mut self,
+        server: &XdsServerConfig,
+        f: impl FnOnce(&mut AdsStream, &Memory, &dyn Fn(ResourceType, &ResourceName) -> bool, &Node),
+    ) {
         let node = &self.shared.node;
         let authorities = &self.authorities;
         let cached = |t: ResourceType, name: &ResourceName| cached_in(authorities, t, name);
@@ -229,7 +231,7 @@ impl Worker {
         else {
             return;
         };
-        call.send_next(memory, &cached, node);
+        f(call, memory, &cached, node);
     }
 
     pub(super) fn on_request_taken(
