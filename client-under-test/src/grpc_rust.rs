@@ -586,7 +586,7 @@ impl ClientUnderTest for GrpcRustClient {
                 "profile \"{profile}\" (grpc-rust has none)"
             )));
         }
-        let config = CrateConfig::from_bootstrap_json(&env.bootstrap_json)?;
+        let config = CrateConfig::from_bootstrap_json(&env.bootstrap.grpc_json())?;
         let (client, cutoff) = build_client(&config, &env.transport);
         self.started = Some(Started {
             client,

@@ -26,7 +26,7 @@ use envoy_types::pb::envoy::service::status::v3::ClientStatusResponse;
 use std::time::Duration;
 
 use xds_vocabulary::transport::{DataPlaneConnector, XdsTransportFactory};
-use xds_vocabulary::{ClientEvent, ResourceType, XdsError};
+use xds_vocabulary::{ClientBootstrap, ClientEvent, ResourceType, XdsError};
 
 /// What a client can be asked to do; a scenario needing more is "not
 /// applicable" to it, never "failed".
@@ -76,7 +76,8 @@ pub type EventSink = Arc<dyn Fn(ObservedEvent) + Send + Sync>;
 /// Everything a client starts from.
 #[derive(Clone)]
 pub struct ClientEnvironment {
-    pub bootstrap_json: String,
+    /// The bootstrap as data; each client renders its own format.
+    pub bootstrap: ClientBootstrap,
     pub transport: Transport,
     /// Seed for anything random in the client (backoff jitter).
     pub rng_seed: u64,

@@ -403,7 +403,7 @@ impl ProcessClient {
         let bootstrap = TempFile::create(
             &format!("bootstrap-{}", self.manifest.name),
             ".json",
-            env.bootstrap_json.as_bytes(),
+            env.bootstrap.grpc_json().as_bytes(),
         )
         .map_err(|e| ClientError::Failed(format!("cannot write the bootstrap file: {e}")))?;
         let mut command = Command::new(program(&self.repo_root, &self.manifest.command[0]));

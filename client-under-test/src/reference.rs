@@ -146,7 +146,7 @@ impl ClientUnderTest for ReferenceClient {
     }
 
     async fn start(&mut self, env: ClientEnvironment) -> Result<(), ClientError> {
-        let bootstrap = Bootstrap::from_json(&env.bootstrap_json)
+        let bootstrap = Bootstrap::from_json(&env.bootstrap.grpc_json())
             .map_err(|e| ClientError::Failed(e.to_string()))?;
         let mut profile = profile(env.profile.as_deref())?;
         profile.defects = self.defects;

@@ -30,7 +30,7 @@ use xds_fake_server::fault::Fault;
 use xds_fake_server::resource::ServedResource;
 use xds_fake_server::{FakeAdsServer, ScriptedResponse, ServerConfig, ServingMode};
 use xds_vocabulary::network::MemoryNetwork;
-use xds_vocabulary::{RequestKind, ResourceType};
+use xds_vocabulary::{ClientBootstrap, RequestKind, ResourceType};
 
 const CDS: &str = ResourceType::Cluster.type_url();
 const LDS: &str = ResourceType::Listener.type_url();
@@ -90,7 +90,7 @@ async fn setup(mode: ServingMode, server_features: &[&str]) -> Setup {
     let mut client = GrpcRustClient::new();
     client
         .start(ClientEnvironment {
-            bootstrap_json: bootstrap(server_features),
+            bootstrap: ClientBootstrap::GrpcJson(bootstrap(server_features)),
             transport: transport(&network),
             rng_seed: 1,
             profile: None,
@@ -347,7 +347,7 @@ async fn unsupported_operations_and_capabilities() {
 async fn bad_bootstrap_and_profiles_are_errors() {
     let network = MemoryNetwork::new();
     let env = |bootstrap_json: &str, profile: Option<&str>| ClientEnvironment {
-        bootstrap_json: bootstrap_json.to_string(),
+        bootstrap: ClientBootstrap::GrpcJson(bootstrap_json.to_string()),
         transport: transport(&network),
         rng_seed: 1,
         profile: profile.map(str::to_string),
@@ -985,7 +985,7 @@ async fn works_over_tcp() {
     let mut client = GrpcRustClient::new();
     client
         .start(ClientEnvironment {
-            bootstrap_json: bootstrap,
+            bootstrap: ClientBootstrap::GrpcJson(bootstrap),
             transport: Transport::Tcp,
             rng_seed: 1,
             profile: None,

@@ -23,7 +23,7 @@ use xds_client_under_test::{
     WatcherNotification,
 };
 use xds_vocabulary::transport::{DataPlaneConnector, TcpTransport, XdsTransportFactory};
-use xds_vocabulary::{ClientEvent, LogLevel, ResourceType, XdsError};
+use xds_vocabulary::{ClientBootstrap, ClientEvent, LogLevel, ResourceType, XdsError};
 
 /// Timeouts for fixtures: generous where a python fixture must start (a
 /// loaded machine), short where a test waits for the timeout to fire.
@@ -145,7 +145,7 @@ impl Events {
 fn env(events: &Events) -> ClientEnvironment {
     let sink = events.0.clone();
     ClientEnvironment {
-        bootstrap_json: r#"{"fixture": "bootstrap"}"#.into(),
+        bootstrap: ClientBootstrap::GrpcJson(r#"{"fixture": "bootstrap"}"#.into()),
         transport: Transport::Tcp,
         rng_seed: 42,
         profile: None,

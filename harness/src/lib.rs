@@ -6,6 +6,7 @@
 //! only through the client-under-test interface.
 
 pub mod addresses;
+pub mod bootstrap;
 pub mod differential;
 pub mod matcher;
 pub mod matrix;

@@ -16,7 +16,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use serde_json::{Value, json};
 use tokio::time::Instant;
 use xds_client_under_test::{
     Capabilities, ClientEnvironment, ClientError, ClientUnderTest, RpcRequest, Transport,
@@ -34,9 +33,10 @@ use xds_vocabulary::{AdsProtocol, code_name};
 use envoy_types::pb::envoy::admin::v3::ClientResourceStatus;
 
 use crate::addresses::{AddressMap, Normalizer};
+use crate::bootstrap::client_bootstrap;
 use crate::matcher::csds::CsdsMatcher;
 use crate::matcher::{Alternative, Matcher};
-use crate::scenario::{BootstrapPlan, Scenario, ServerDef, Step, StepDef, Window, backend_address};
+use crate::scenario::{Scenario, ServerDef, Step, StepDef, Window, backend_address};
 use crate::settle::IdleSignal;
 use crate::timeline::{
     CsdsChange, CsdsEntry, CsdsStatus, EventKind, Timeline, TimelineEvent, render_line,
@@ -307,83 +307,6 @@ fn free_listening_address(canonical: &str) -> std::io::Result<SocketAddr> {
     Err(last.unwrap_or_else(|| std::io::Error::other("no address to bind")))
 }
 
-/// The bootstrap JSON a plan gives, with server URIs filled in.
-pub fn bootstrap_json(scenario: &Scenario, uri: &dyn Fn(&str) -> String) -> String {
-    let server_entry = |name: &str| {
-        let features: Vec<String> = std::iter::once("xds_v3".to_string())
-            .chain(
-                scenario
-                    .servers
-                    .iter()
-                    .filter(|s| s.name == name)
-                    .flat_map(|s| s.server_features.clone()),
-            )
-            .collect();
-        let mut entry = json!({"server_uri": uri(name), "channel_creds": [{"type": "insecure"}], "server_features": features});
-        // SotW is the default; only delta servers say so (see the reference
-        // client's bootstrap: Envoy's `ApiConfigSource.api_type` spelling).
-        let protocol = scenario.protocol_of(name);
-        if protocol != AdsProtocol::Sotw {
-            entry["api_type"] = Value::String(protocol.api_type().to_string());
-        }
-        entry
-    };
-    match &scenario.bootstrap {
-        BootstrapPlan::Json(text) => {
-            let mut text = text.clone();
-            for s in &scenario.servers {
-                text = text.replace(&format!("${{server:{}}}", s.name), &uri(&s.name));
-            }
-            text
-        }
-        BootstrapPlan::Generated {
-            servers,
-            node_id,
-            node_cluster,
-            locality,
-            client_default_listener_resource_name_template,
-            server_listener_resource_name_template,
-            authorities,
-        } => {
-            let mut doc = json!({
-                "xds_servers": servers.iter().map(|s| server_entry(s)).collect::<Vec<_>>(),
-                "node": {
-                    "id": node_id,
-                    "cluster": node_cluster,
-                    "locality": {"region": locality.0, "zone": locality.1, "sub_zone": locality.2},
-                },
-            });
-            if let Some(t) = client_default_listener_resource_name_template {
-                doc["client_default_listener_resource_name_template"] = Value::String(t.clone());
-            }
-            if let Some(t) = server_listener_resource_name_template {
-                doc["server_listener_resource_name_template"] = Value::String(t.clone());
-            }
-            if !authorities.is_empty() {
-                let mut map = serde_json::Map::new();
-                for (name, (servers, template)) in authorities {
-                    let mut a = serde_json::Map::new();
-                    if !servers.is_empty() {
-                        a.insert(
-                            "xds_servers".into(),
-                            servers.iter().map(|s| server_entry(s)).collect(),
-                        );
-                    }
-                    if let Some(t) = template {
-                        a.insert(
-                            "client_listener_resource_name_template".into(),
-                            Value::String(t.clone()),
-                        );
-                    }
-                    map.insert(name.clone(), Value::Object(a));
-                }
-                doc["authorities"] = Value::Object(map);
-            }
-            serde_json::to_string_pretty(&doc).unwrap_or_default()
-        }
-    }
-}
-
 /// A scenario's fake server, recording into `timeline`.
 pub fn fake_server(def: &ServerDef, timeline: &Timeline) -> FakeAdsServer {
     let mode = if def.scripted {
@@ -554,7 +477,7 @@ async fn play(
         RunMode::RealTime => Transport::Tcp,
     };
     let env = ClientEnvironment {
-        bootstrap_json: bootstrap_json(&scenario, &|name| {
+        bootstrap: client_bootstrap(&scenario, &|name| {
             uris.get(name).cloned().unwrap_or_default()
         }),
         transport,

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 
-use crate::runner::{bootstrap_json, fake_server};
+use crate::bootstrap::client_bootstrap;
+use crate::runner::fake_server;
 use crate::scenario::Scenario;
 use crate::timeline::{Timeline, render_line};
 
@@ -41,9 +42,10 @@ pub async fn serve_tcp(scenario: &Scenario, bootstrap_out: &Path) -> Result<(), 
         addresses.insert(def.name.clone(), addr.to_string());
         servers.push(server);
     }
-    let json = bootstrap_json(scenario, &|name| {
+    let json = client_bootstrap(scenario, &|name| {
         addresses.get(name).cloned().unwrap_or_default()
-    });
+    })
+    .grpc_json();
     if let Some(dir) = bootstrap_out.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }

@@ -1,4 +1,5 @@
-//! The vocabulary every part of xds-conformance shares: the xDS resource
+//! The vocabulary every part of xds-conformance shares: a client's
+//! bootstrap as data, the xDS resource
 //! types and their type URLs, gRPC status codes and the error watchers
 //! hear, how a request relates to the responses before it, the events a
 //! client reports about itself, the `envoy.service.discovery.v3.Resource`
@@ -9,6 +10,7 @@
 //! client's cache, the fake server's streams, the harness's scenarios).
 //! Whatever two of them need to agree on lives here, once.
 
+pub mod bootstrap;
 pub mod client_event;
 pub mod codec;
 pub mod network;
@@ -18,6 +20,9 @@ pub mod resource_type;
 pub mod status;
 pub mod transport;
 
+pub use bootstrap::{
+    AuthorityConfig, BootstrapConfig, ClientBootstrap, NodeConfig, XdsServerConfig,
+};
 pub use client_event::{ClientEvent, LogLevel};
 pub use protocol::AdsProtocol;
 pub use request_kind::RequestKind;

@@ -102,7 +102,7 @@ async fn run() -> Result<(), AdapterError> {
     std::thread::spawn(move || write_stdout(lines));
     let events = out.clone();
     let env = ClientEnvironment {
-        bootstrap_json,
+        bootstrap: xds_vocabulary::ClientBootstrap::GrpcJson(bootstrap_json),
         transport: Transport::Tcp,
         rng_seed,
         profile,
