@@ -576,6 +576,12 @@ impl ClientUnderTest for GrpcRustClient {
             serve: false,
             delta: false,
             virtual_time: true,
+            channel_states: false,
+            grpc_bootstrap: true,
+            authorities: true,
+            named_lds_cds: true,
+            proxy: false,
+            admin: false,
             profiles: Vec::new(),
         }
     }

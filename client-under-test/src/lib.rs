@@ -7,13 +7,16 @@
 //! It must not know about scenario files, timelines, verdicts or fake
 //! servers: an adapter only translates between this interface and a client.
 
+mod child;
+pub mod envoy;
 pub mod grpc_rust;
 mod process;
 mod reference;
 
+pub use envoy::EnvoyClient;
 pub use grpc_rust::GrpcRustClient;
 pub use process::{
-    AdapterCapabilities, AdapterHello, AdapterManifest, PROTOCOL_VERSION, ProcessClient,
+    AdapterCapabilities, AdapterHello, AdapterManifest, Driver, PROTOCOL_VERSION, ProcessClient,
     ProcessError, ProcessTimeouts,
 };
 pub use reference::ReferenceClient;
@@ -53,6 +56,27 @@ pub struct Capabilities {
     pub delta: bool,
     /// Runs in-process on the harness's virtual clock.
     pub virtual_time: bool,
+    /// Reports a dialled channel's connectivity states (gRPC channels do;
+    /// a proxy has no channels).
+    pub channel_states: bool,
+    /// Starts from a gRPC bootstrap file a scenario gives verbatim
+    /// (every gRPC client; Envoy has a bootstrap format of its own).
+    pub grpc_bootstrap: bool,
+    /// gRFC A47 authorities and listener resource name templates.
+    pub authorities: bool,
+    /// Subscribes to Listeners and Clusters by name. Envoy always asks for
+    /// all of them (the wildcard, `names: []`), so a scenario expecting a
+    /// named LDS or CDS request cannot be played on it.
+    pub named_lds_cds: bool,
+    /// A proxy (Envoy): served Listeners are sockets and RPCs go through
+    /// them. The harness renders the compact gRPC forms for it (a gRPC
+    /// api_listener becomes a socket Listener on a free port; clusters
+    /// speak HTTP/2 upstream) and sends `xds:///svc` RPCs to the port of the
+    /// Listener named `svc`, with authority `svc`.
+    pub proxy: bool,
+    /// Reports what its admin API shows (Envoy's `/config_dump`, `/stats`)
+    /// as [`ObservedEvent::Admin`].
+    pub admin: bool,
     /// Named behaviour profiles it accepts.
     pub profiles: Vec<String>,
 }
@@ -113,6 +137,69 @@ pub enum ObservedEvent {
         status: Result<(), XdsError>,
     },
     Client(ClientEvent),
+    /// What a proxy's admin API shows changed (Envoy: `/config_dump`,
+    /// `/stats`); the analogue of CSDS for a client without it.
+    Admin(AdminObservation),
+}
+
+/// One change seen through a proxy's admin API.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AdminObservation {
+    /// A resource as the config dump shows it.
+    Resource {
+        resource_type: ResourceType,
+        name: String,
+        /// None where the dump shows none (Envoy: endpoints).
+        version: Option<String>,
+        state: AdminResourceState,
+        /// What the dump says beyond that: the endpoint addresses of a
+        /// ClusterLoadAssignment, the details of a rejected Listener.
+        detail: String,
+    },
+    /// A counter or gauge changed (`cluster_manager.cds.update_rejected`).
+    Stat { name: String, value: u64 },
+}
+
+/// A resource's state in a config dump.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AdminResourceState {
+    /// In use (Envoy: `dynamic_active_clusters`, a Listener's
+    /// `active_state`, a route config or endpoint entry).
+    Active,
+    /// Accepted, waiting for its dependencies (a cluster's endpoints, a
+    /// listener's routes) before it is used.
+    Warming,
+    /// The last update of it was rejected (Envoy shows this for Listeners
+    /// only: `error_state`).
+    Rejected,
+    /// Removed, finishing what it was doing (a Listener's connections).
+    Draining,
+    /// No longer in the dump.
+    Removed,
+}
+
+impl AdminResourceState {
+    pub fn name(self) -> &'static str {
+        match self {
+            AdminResourceState::Active => "active",
+            AdminResourceState::Warming => "warming",
+            AdminResourceState::Rejected => "rejected",
+            AdminResourceState::Draining => "draining",
+            AdminResourceState::Removed => "removed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            AdminResourceState::Active,
+            AdminResourceState::Warming,
+            AdminResourceState::Rejected,
+            AdminResourceState::Draining,
+            AdminResourceState::Removed,
+        ]
+        .into_iter()
+        .find(|state| state.name() == s)
+    }
 }
 
 /// gRPC channel connectivity states.
@@ -149,9 +236,7 @@ impl ConnectivityState {
     }
 }
 
-/// The harness's data-plane method: raw bytes in and out; backends answer
-/// with their own name.
-pub const BACKEND_METHOD: &str = "/xds_conformance.Backend/Who";
+pub use xds_vocabulary::data_plane::BACKEND_METHOD;
 
 /// One unary RPC on a dialled channel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -161,6 +246,10 @@ pub struct RpcRequest {
     pub method: String,
     pub timeout: Duration,
     pub wait_for_ready: bool,
+    /// For a proxy ([`Capabilities::proxy`]): `target` is the address of
+    /// the Listener serving the scenario's target, and this the authority
+    /// to send (the route's domain).
+    pub authority: Option<String>,
 }
 
 /// How an RPC ended.

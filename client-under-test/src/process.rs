@@ -12,12 +12,12 @@
 //! [`ProcessTimeouts`] so tests of failure handling stay fast.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use envoy_types::pb::envoy::service::status::v3::client_status_discovery_service_client::ClientStatusDiscoveryServiceClient;
 use envoy_types::pb::envoy::service::status::v3::{ClientStatusRequest, ClientStatusResponse};
@@ -30,6 +30,7 @@ use tokio::task::JoinHandle;
 use tonic::transport::Channel;
 use xds_vocabulary::{ClientEvent, LogLevel, ResourceType, XdsError, code_from_name};
 
+use crate::child::{TempFile, file_tail, kill_group, program, vm_hwm_bytes};
 use crate::{
     BACKEND_METHOD, Capabilities, ClientEnvironment, ClientError, ClientUnderTest, EventSink,
     ObservedEvent, RpcOutcome, RpcRequest, Transport, WatcherNotification,
@@ -134,9 +135,30 @@ impl AdapterCapabilities {
             delta: self.delta,
             // A separate process cannot run on the harness's virtual clock.
             virtual_time: false,
+            // What every gRPC client is; the adapter protocol is for them
+            // (Envoy is driven through its admin API: the envoy driver).
+            channel_states: self.dial,
+            grpc_bootstrap: true,
+            authorities: true,
+            named_lds_cds: true,
+            proxy: false,
+            admin: false,
             profiles,
         }
     }
+}
+
+/// How a client in a manifest is driven.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Driver {
+    /// `command` is an adapter speaking ADAPTER_PROTOCOL.md.
+    #[default]
+    Adapter,
+    /// `command` is an Envoy binary: the harness renders Envoy's bootstrap,
+    /// observes it through its admin API and sends RPCs through its
+    /// listeners (see `client-under-test/adapters/envoy/README.md`).
+    Envoy,
 }
 
 /// An adapter's `adapter.json`. Paths and commands are relative to the
@@ -153,7 +175,11 @@ pub struct AdapterManifest {
     /// The marker file `install` creates.
     #[serde(default)]
     pub installed: Option<PathBuf>,
-    /// Starts the adapter.
+    /// How the harness drives the client: through the adapter protocol
+    /// (the default), or as Envoy.
+    #[serde(default)]
+    pub driver: Driver,
+    /// Starts the adapter (the `adapter` driver), or is the Envoy binary.
     pub command: Vec<String>,
     /// Added to the adapter's environment.
     #[serde(default)]
@@ -1055,38 +1081,6 @@ fn human_duration(d: Duration) -> String {
     }
 }
 
-/// A relative program path with a `/` is relative to the repository root.
-/// (std leaves it unspecified whether such a path is resolved before or
-/// after `current_dir`, so it is made absolute here.) A bare name is
-/// looked up in PATH.
-fn program(repo_root: &Path, program: &str) -> PathBuf {
-    let path = Path::new(program);
-    if path.is_relative() && program.contains('/') {
-        repo_root.join(path)
-    } else {
-        path.to_path_buf()
-    }
-}
-
-/// SIGKILLs a process group. A group that is already gone (ESRCH) is fine.
-///
-/// Called on a group whose leader may have exited: that is the point (its
-/// children may still run). The pgid cannot be reused while any member
-/// lives; once all are gone, a new process would need to get the same pid
-/// from the kernel's cycling allocator and make itself a group leader in
-/// the moments before this runs, which we accept.
-fn kill_group(pgid: i32) {
-    // killpg(0) would signal our own group and killpg(1) init's; a child's
-    // pid is never either, but a bug here must not kill the harness.
-    if pgid <= 1 {
-        return;
-    }
-    // SAFETY: killpg only sends a signal; it touches no memory of ours.
-    unsafe {
-        libc::killpg(pgid, libc::SIGKILL);
-    }
-}
-
 /// gRPC-Node (grpc-js-xds) reports CSDS type URLs without the
 /// `type.googleapis.com/` prefix (`envoy.config.cluster.v3.Cluster`);
 /// C-core and Envoy report full URLs. That is a difference of presentation,
@@ -1106,78 +1100,6 @@ fn normalize_type_urls(response: &mut ClientStatusResponse) {
             }
         }
     }
-}
-
-/// A file in the temp directory, removed on drop.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    /// Creates `<tmp>/xds-conformance-<stem>-<pid>-<n>-<nanos><suffix>`;
-    /// `create_new`, so a leftover file is never reused.
-    fn create(stem: &str, suffix: &str, contents: &[u8]) -> io::Result<TempFile> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let stem: String = stem
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let mut attempts = 0;
-        loop {
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let path = std::env::temp_dir().join(format!(
-                "xds-conformance-{stem}-{}-{n}-{nanos}{suffix}",
-                std::process::id()
-            ));
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(mut file) => {
-                    let file_guard = TempFile(path);
-                    io::Write::write_all(&mut file, contents)?;
-                    return Ok(file_guard);
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempts < 16 => {
-                    attempts += 1;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// The last `lines` lines of a (possibly large) log file, lossily decoded.
-fn file_tail(path: &Path, lines: usize) -> String {
-    // Reading only the end: pip and npm can write megabytes.
-    const WINDOW: u64 = 64 * 1024;
-    let mut bytes = Vec::new();
-    if let Ok(mut file) = std::fs::File::open(path) {
-        let len = file.metadata().map_or(0, |m| m.len());
-        let _ = file.seek(SeekFrom::Start(len.saturating_sub(WINDOW)));
-        let _ = file.read_to_end(&mut bytes);
-    }
-    let text = String::from_utf8_lossy(&bytes);
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 #[async_trait::async_trait]
@@ -1444,23 +1366,6 @@ impl ClientUnderTest for ProcessClient {
         drop(running);
         let _ = tokio::time::timeout(REAP_AFTER_KILL, exit.wait_for(Option::is_some)).await;
     }
-}
-
-/// The `VmHWM` (peak resident set size) line of a `/proc/<pid>/status`
-/// text, in bytes: `VmHWM:\t   12345 kB`.
-fn vm_hwm_bytes(status: &str) -> Option<u64> {
-    let value = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))?
-        .trim();
-    let (number, unit) = value.split_once(char::is_whitespace).unwrap_or((value, ""));
-    let number: u64 = number.parse().ok()?;
-    let scale = match unit.trim() {
-        "kB" => 1024,
-        "" => 1,
-        _ => return None,
-    };
-    number.checked_mul(scale)
 }
 
 fn into_map(value: Value) -> Map<String, Value> {

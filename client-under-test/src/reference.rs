@@ -141,6 +141,12 @@ impl ClientUnderTest for ReferenceClient {
             serve: true,
             delta: true,
             virtual_time: true,
+            channel_states: true,
+            grpc_bootstrap: true,
+            authorities: true,
+            named_lds_cds: true,
+            proxy: false,
+            admin: false,
             profiles: PROFILES.iter().map(|p| p.to_string()).collect(),
         }
     }

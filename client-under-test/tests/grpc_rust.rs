@@ -321,6 +321,7 @@ async fn unsupported_operations_and_capabilities() {
         method: xds_client_under_test::BACKEND_METHOD.into(),
         timeout: Duration::from_secs(1),
         wait_for_ready: false,
+        authority: None,
     };
     assert!(matches!(
         s.client.rpc(&rpc).await,

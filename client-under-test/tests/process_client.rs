@@ -233,6 +233,7 @@ fn rpc(target: &str) -> RpcRequest {
         method: "/xds_conformance.Backend/Who".into(),
         timeout: Duration::from_millis(1500),
         wait_for_ready: true,
+        authority: None,
     }
 }
 
@@ -264,6 +265,11 @@ async fn minimal_fixture_start_passes_the_environment() {
             watch: true,
             serve: true,
             profiles: vec!["p1".into()],
+            // What every adapter-protocol (gRPC) client is.
+            channel_states: true,
+            grpc_bootstrap: true,
+            authorities: true,
+            named_lds_cds: true,
             ..Capabilities::default()
         }
     );
@@ -457,6 +463,10 @@ async fn hello_capabilities_override_the_manifest_with_a_warning() {
             dial: true,
             watch: true,
             profiles: vec!["p1".into(), "p2".into()],
+            channel_states: true,
+            grpc_bootstrap: true,
+            authorities: true,
+            named_lds_cds: true,
             ..Capabilities::default()
         }
     );

@@ -14,12 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use bytes::{Buf, BufMut};
 use tokio::io::DuplexStream;
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::UnboundedReceiverStream;
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::server::NamedService;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
@@ -27,10 +25,9 @@ use tonic::transport::server::TcpIncoming;
 use crate::connection::ServerConnection;
 use crate::event::Recorded;
 use crate::server::ServeError;
+pub use xds_vocabulary::data_plane::{BACKEND_METHOD, RawCodec};
 use xds_vocabulary::network::{MemoryAcceptor, MemoryNetwork};
 
-/// The one method backends serve.
-pub const BACKEND_METHOD: &str = "/xds_conformance.Backend/Who";
 const SERVICE_NAME: &str = "xds_conformance.Backend";
 
 /// What a backend records.
@@ -223,46 +220,6 @@ impl tonic::server::UnaryService<Vec<u8>> for Who {
         std::future::ready(Ok(tonic::Response::new(
             self.inner.name.as_bytes().to_vec(),
         )))
-    }
-}
-
-/// Messages as raw bytes: no schema between harness and clients.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RawCodec;
-
-impl Codec for RawCodec {
-    type Encode = Vec<u8>;
-    type Decode = Vec<u8>;
-    type Encoder = RawCodec;
-    type Decoder = RawCodec;
-
-    fn encoder(&mut self) -> RawCodec {
-        RawCodec
-    }
-
-    fn decoder(&mut self) -> RawCodec {
-        RawCodec
-    }
-}
-
-impl Encoder for RawCodec {
-    type Item = Vec<u8>;
-    type Error = tonic::Status;
-
-    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), tonic::Status> {
-        dst.put_slice(&item);
-        Ok(())
-    }
-}
-
-impl Decoder for RawCodec {
-    type Item = Vec<u8>;
-    type Error = tonic::Status;
-
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Vec<u8>>, tonic::Status> {
-        let mut out = vec![0; src.remaining()];
-        src.copy_to_slice(&mut out);
-        Ok(Some(out))
     }
 }
 

@@ -11,6 +11,7 @@ pub mod differential;
 pub mod matcher;
 pub mod matrix;
 pub mod peer_bench;
+pub mod proxy;
 pub mod runner;
 pub mod scenario;
 pub mod serve;

@@ -36,7 +36,8 @@ use crate::addresses::{AddressMap, Normalizer};
 use crate::bootstrap::client_bootstrap;
 use crate::matcher::csds::CsdsMatcher;
 use crate::matcher::{Alternative, Matcher};
-use crate::scenario::{Scenario, ServerDef, Step, StepDef, Window, backend_address};
+use crate::proxy::ProxyListeners;
+use crate::scenario::{BootstrapPlan, Scenario, ServerDef, Step, StepDef, Window, backend_address};
 use crate::settle::IdleSignal;
 use crate::timeline::{
     CsdsChange, CsdsEntry, CsdsStatus, EventKind, Timeline, TimelineEvent, render_line,
@@ -239,6 +240,29 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
         .iter()
         .any(|s| scenario.protocol_of(&s.name) == AdsProtocol::Delta);
     need(!delta || caps.delta, "incremental (delta) xDS");
+    match &scenario.bootstrap {
+        BootstrapPlan::Json(_) => need(caps.grpc_bootstrap, "a gRPC bootstrap file"),
+        BootstrapPlan::Generated {
+            authorities,
+            client_default_listener_resource_name_template,
+            ..
+        } => need(
+            caps.authorities
+                || (authorities.is_empty()
+                    && client_default_listener_resource_name_template.is_none()),
+            "authorities and listener name templates (gRFC A47)",
+        ),
+    }
+    // gRPC's per-server features (A53 ignore_resource_deletion, A71
+    // fallback_on_... ) are gRPC bootstrap entries.
+    need(
+        caps.grpc_bootstrap
+            || scenario
+                .servers
+                .iter()
+                .all(|s| s.server_features.is_empty()),
+        "gRPC bootstrap server_features",
+    );
     for step in &scenario.steps {
         match &step.step {
             Step::Watch { .. } | Step::CancelWatch { .. } => {
@@ -352,6 +376,8 @@ struct Player {
     mode: RunMode,
     /// Notes of the `any_of` alternatives met that are divergences.
     divergences: Vec<String>,
+    /// For a proxy client: where its listeners are (see [`ProxyListeners`]).
+    proxy: Option<ProxyListeners>,
 }
 
 /// What [`play`] gives back.
@@ -460,12 +486,28 @@ async fn play(
             }
         }
     }
-    // Initial resources, with endpoint addresses where they really are.
+    // Initial resources, with endpoint addresses where they really are,
+    // in the shapes a proxy needs.
+    let mut proxy = client.capabilities().proxy.then(ProxyListeners::default);
     for def in &scenario.servers {
         if !def.resources.is_empty()
             && let Some(server) = servers.get(&def.name)
         {
-            server.set_resources(addresses.rewrite(&def.resources), None);
+            let resources = addresses.rewrite(&def.resources);
+            let resources = match &mut proxy {
+                None => resources,
+                Some(proxy) => match proxy.shape(&resources) {
+                    Ok(shaped) => shaped,
+                    Err(e) => {
+                        return fail(
+                            format!("cannot find a port for a proxy's listener: {e}"),
+                            &timeline,
+                            addresses,
+                        );
+                    }
+                },
+            };
+            server.set_resources(resources, None);
         }
     }
     let sink_timeline = timeline.clone();
@@ -501,8 +543,14 @@ async fn play(
         addresses,
         mode,
         divergences: Vec::new(),
+        proxy,
     };
     let verdict = match player.client.start(env).await {
+        // A set-up the client cannot take (Envoy and a third xDS server):
+        // not applicable, for the reason it gives.
+        Err(ClientError::Unsupported(reason)) => Verdict::NotApplicable {
+            reason: format!("the client cannot start from it: {reason}"),
+        },
         Err(e) => Verdict::Error {
             message: format!("the client did not start: {e}"),
         },
@@ -558,12 +606,19 @@ impl Player {
 
     /// Resources with their endpoint addresses where they really are (see
     /// `addresses`); the way back is kept up to date for matching.
-    fn rewrite(&mut self, resources: &[ServedResource]) -> Vec<ServedResource> {
+    fn rewrite(&mut self, resources: &[ServedResource]) -> Result<Vec<ServedResource>, StepError> {
         let rewritten = self.addresses.rewrite(resources);
         if !self.addresses.is_identity() {
             self.normalizer = self.addresses.normalizer();
         }
-        rewritten
+        match &mut self.proxy {
+            None => Ok(rewritten),
+            Some(proxy) => proxy.shape(&rewritten).map_err(|e| {
+                StepError::Failed(Failure(format!(
+                    "cannot find a port for a proxy's listener: {e}"
+                )))
+            }),
+        }
     }
 
     fn record_step(&mut self, text: String) {
@@ -611,12 +666,24 @@ impl Player {
                     None => String::new(),
                 };
                 self.record_step(format!("rpc {target}{times}"));
-                let request = RpcRequest {
+                let mut request = RpcRequest {
                     target: target.clone(),
                     method: method.clone(),
                     timeout: *timeout,
                     wait_for_ready: *wait_for_ready,
+                    authority: None,
                 };
+                // A proxy is reached at the listener serving the target.
+                if let Some(proxy) = &mut self.proxy {
+                    let listener = ProxyListeners::listener_of(target).to_string();
+                    let address = proxy.address(&listener).map_err(|e| {
+                        StepError::Failed(Failure(format!(
+                            "cannot find a port for listener {listener}: {e}"
+                        )))
+                    })?;
+                    request.target = address.to_string();
+                    request.authority = Some(listener);
+                }
                 if let Some(code) = until {
                     let give_up = Instant::now() + UNTIL_BUDGET;
                     loop {
@@ -656,7 +723,7 @@ impl Player {
             } => {
                 let names: Vec<String> = resources.iter().map(|r| r.name.clone()).collect();
                 self.record_step(format!("{server}: set resources [{}]", names.join(",")));
-                let resources = self.rewrite(resources);
+                let resources = self.rewrite(resources)?;
                 self.server(server)?
                     .set_resources(resources, version.clone());
             }
@@ -692,7 +759,7 @@ impl Player {
                 removed,
             } => {
                 self.record_step(format!("{server}: send {resource_type} delta response"));
-                let resources = self.rewrite(resources);
+                let resources = self.rewrite(resources)?;
                 // Names as the server knows them (over TCP a server
                 // Listener's name embeds its real listening address).
                 let name = |n: &String| self.addresses.resource_name(n).into_owned();
@@ -740,7 +807,7 @@ impl Player {
                 resources,
             } => {
                 self.record_step(format!("{server}: send {resource_type} response"));
-                let resources = self.rewrite(resources);
+                let resources = self.rewrite(resources)?;
                 let sent = self.server(server)?.send_response(ScriptedResponse {
                     type_url: resource_type.type_url().to_string(),
                     version_info: version.clone(),

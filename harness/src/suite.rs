@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use xds_client_under_test::{
-    AdapterManifest, ClientUnderTest, GrpcRustClient, ProcessClient, ReferenceClient,
+    AdapterManifest, ClientUnderTest, Driver, EnvoyClient, GrpcRustClient, ProcessClient,
+    ReferenceClient,
 };
 use xds_conformance_reports::{RunReport, ScenarioReport, Verdict};
 
@@ -91,9 +92,15 @@ pub fn client_factory(name: &str) -> Result<BoxedFactory, String> {
             ProcessClient::new(&root, manifest.clone())
                 .ensure_installed()
                 .map_err(|e| e.to_string())?;
-            Ok(Box::new(move || {
-                Box::new(ProcessClient::new(&root, manifest.clone())) as Box<dyn ClientUnderTest>
-            }))
+            Ok(match manifest.driver {
+                Driver::Adapter => Box::new(move || {
+                    Box::new(ProcessClient::new(&root, manifest.clone()))
+                        as Box<dyn ClientUnderTest>
+                }),
+                Driver::Envoy => Box::new(move || {
+                    Box::new(EnvoyClient::new(&root, manifest.clone())) as Box<dyn ClientUnderTest>
+                }),
+            })
         }
     }
 }

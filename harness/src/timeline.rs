@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use xds_client_under_test::{DialNotification, ObservedEvent, RpcOutcome, WatcherNotification};
+use xds_client_under_test::{
+    AdminObservation, DialNotification, ObservedEvent, RpcOutcome, WatcherNotification,
+};
 use xds_fake_server::backend::BackendEvent;
 use xds_fake_server::event::{RecordedRequest, RecordedResponse, ServerEvent};
 use xds_fake_server::fault::Fault;
@@ -884,7 +886,32 @@ fn describe_client(event: &ObservedEvent) -> Option<String> {
             Err(e) => format!("server {address}: NOT_SERVING {}", error_text(e)),
         },
         ObservedEvent::Client(e) => describe_client_event(e)?,
+        ObservedEvent::Admin(observation) => describe_admin(observation),
     })
+}
+
+/// `admin CDS svc-cluster: active v1`, `admin EDS svc-endpoints: active
+/// [127.0.0.1:1]`, `admin stat cluster_manager.cds.update_rejected = 1`.
+pub fn describe_admin(observation: &AdminObservation) -> String {
+    match observation {
+        AdminObservation::Resource {
+            resource_type,
+            name,
+            version,
+            state,
+            detail,
+        } => {
+            let mut text = format!("admin {resource_type} {name}: {}", state.name());
+            if let Some(version) = version {
+                text.push_str(&format!(" v{version}"));
+            }
+            if !detail.is_empty() {
+                text.push_str(&format!(" {detail}"));
+            }
+            text
+        }
+        AdminObservation::Stat { name, value } => format!("admin stat {name} = {value}"),
+    }
 }
 
 fn describe_client_event(event: &ClientEvent) -> Option<String> {

@@ -13,6 +13,7 @@
 pub mod bootstrap;
 pub mod client_event;
 pub mod codec;
+pub mod data_plane;
 pub mod network;
 pub mod protocol;
 pub mod request_kind;

@@ -308,6 +308,8 @@ async fn execute(
                     .get("wait_for_ready")
                     .and_then(Value::as_bool)
                     .unwrap_or(false),
+                // The reference client is not a proxy.
+                authority: None,
             };
             let outcome = client.lock().await.rpc(&request).await.map_err(reason)?;
             let mut result = json!({
@@ -421,6 +423,8 @@ fn forward(out: &Outbox, event: ObservedEvent) {
                 json!({"event": "log", "level": level, "message": bounded(&message, MAX_TEXT)}),
             );
         }
+        // The reference client has no admin API.
+        ObservedEvent::Admin(_) => {}
         ObservedEvent::Client(other) => {
             // Lifecycle events have no protocol event: stderr, one short
             // line each (subscriptions can name thousands of resources),

@@ -2,7 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use xds_client_under_test::{ConnectivityState, ObservedEvent};
+use xds_client_under_test::{Capabilities, ConnectivityState, ObservedEvent};
 
 use super::{Check, Compile, Description, Translate, eq};
 use crate::scenario::file::Spanned;
@@ -56,6 +56,10 @@ impl Check for ChannelMatcher {
             .given("target", self.target.as_ref())
             .field("state", self.state.name())
             .into()
+    }
+
+    fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
+        (!caps.channel_states).then_some("channel connectivity states")
     }
 }
 

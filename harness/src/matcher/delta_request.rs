@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use xds_client_under_test::Capabilities;
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::ResourceType;
 
@@ -118,6 +119,17 @@ impl Check for DeltaRequestMatcher {
             head = head.field(name, value);
         }
         head.into()
+    }
+
+    fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
+        // Not `initial`: a wildcard subscriber claims what it holds by name.
+        let names: Vec<String> = [&self.subscribe, &self.unsubscribe, &self.common.names]
+            .into_iter()
+            .flatten()
+            .flatten()
+            .cloned()
+            .collect();
+        super::request::named_lds_cds_needed(self.common.resource_type, Some(&names), caps)
     }
 }
 

@@ -10,6 +10,8 @@
 //! enum, and the dispatch to each kind. A new kind is a module and a line
 //! in that list.
 
+pub mod admin;
+pub mod admin_stat;
 pub mod channel;
 pub mod client;
 pub mod csds;
@@ -69,6 +71,11 @@ macro_rules! matcher_kinds {
         channel: Channel(channel::ChannelMatcherSpec => ChannelMatcher),
         /// An xDS-enabled server's serving status change.
         serving: Serving(serving::ServingMatcherSpec => ServingMatcher),
+        /// A resource as a proxy's admin API showed it (Envoy's config
+        /// dump): its state, version, details.
+        admin: Admin(admin::AdminMatcherSpec => AdminMatcher),
+        /// A proxy's counter or gauge (Envoy's `/stats`) reaching a value.
+        admin_stat: AdminStat(admin_stat::AdminStatMatcherSpec => AdminStatMatcher),
     ] $($input)* } };
 }
 pub(crate) use matcher_kinds;
@@ -375,7 +382,7 @@ mod tests {
             step_matcher(&scenario.steps[2]),
             Matcher::Channel(_)
         ));
-        assert_eq!(MATCHER_KEYS.len(), 12);
+        assert_eq!(MATCHER_KEYS.len(), 14);
     }
 
     #[test]

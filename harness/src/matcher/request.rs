@@ -2,6 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use xds_client_under_test::Capabilities;
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::{RequestKind, ResourceType, code_name};
 
@@ -127,6 +128,25 @@ impl Check for RequestMatcher {
             .given("node", self.node)
             .into()
     }
+
+    fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
+        named_lds_cds_needed(self.resource_type, self.names.as_deref(), caps)
+    }
+}
+
+/// A request naming Listeners or Clusters is one a client that always
+/// subscribes to all of them (Envoy) never sends.
+pub(super) fn named_lds_cds_needed(
+    resource_type: Option<ResourceType>,
+    names: Option<&[String]>,
+    caps: &Capabilities,
+) -> Option<&'static str> {
+    let lds_cds = matches!(
+        resource_type,
+        Some(ResourceType::Listener | ResourceType::Cluster)
+    );
+    let named = names.is_some_and(|n| n.iter().any(|n| n != "*"));
+    (lds_cds && named && !caps.named_lds_cds).then_some("named Listener and Cluster subscriptions")
 }
 
 #[cfg(test)]

@@ -409,6 +409,24 @@ impl Checker {
         opt(given, |name| self.known_server(name))
     }
 
+    /// An endpoint address as scenarios write it: `backend:NAME` (that
+    /// backend's canonical address) or `ip:port` as it is.
+    pub(crate) fn endpoint_address(&self, text: &Spanned<String>) -> Result<String, Problem> {
+        match text.value.strip_prefix("backend:") {
+            None => Ok(text.value.clone()),
+            Some(name) => {
+                let named = Spanned {
+                    value: name.to_string(),
+                    line: text.line,
+                    column: text.column,
+                };
+                self.known_backend(&named)?;
+                let index = self.backends.iter().position(|b| *b == named.value);
+                Ok(super::backend_address(index.unwrap_or_default()))
+            }
+        }
+    }
+
     /// A backend named explicitly.
     pub(crate) fn known_backend(&self, name: &Spanned<String>) -> Result<String, Problem> {
         if self.backends.contains(&name.value) {

@@ -1,0 +1,333 @@
+//! The Envoy driver: Envoy as a client under test, driven the way an
+//! operator drives it. It starts the binary with a bootstrap rendered from
+//! the harness's structured one, observes it through its admin API
+//! ([`admin`]: config dump and stats become [`ObservedEvent::Admin`]), and
+//! sends RPCs through its listeners ([`data_plane`]). Envoy is a proxy, not
+//! a library: it has no watch API, no channels and no CSDS, and it always
+//! subscribes to every Listener and Cluster (see [`Capabilities`]).
+//!
+//! Envoy runs in its own process group, killed as a whole on shutdown and
+//! on drop: no Envoy outlives its scenario (a stale one would keep a share
+//! of its listener ports through SO_REUSEPORT).
+
+pub mod admin;
+pub mod bootstrap;
+pub mod data_plane;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use envoy_types::pb::envoy::service::status::v3::ClientStatusResponse;
+use tokio::process::Command;
+use tokio::task::JoinHandle;
+use xds_vocabulary::ResourceType;
+
+use crate::child::{TempFile, file_tail, kill_group, program, vm_hwm_bytes};
+use crate::process::AdapterManifest;
+use crate::{
+    Capabilities, ClientEnvironment, ClientError, ClientUnderTest, EventSink, ObservedEvent,
+    RpcOutcome, RpcRequest, Transport,
+};
+
+/// How long Envoy has to write its admin address after it is started.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// How often the admin API is read. Real-time expectations allow 300 ms
+/// of lateness; a poll takes a few milliseconds on a small config.
+const POLL_EVERY: Duration = Duration::from_millis(100);
+/// One admin request's budget.
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// Lines of Envoy's log kept for a crash report.
+const LOG_TAIL_LINES: usize = 40;
+
+/// Envoy, started per run from the binary an `adapter.json` names
+/// (`"driver": "envoy"`).
+pub struct EnvoyClient {
+    repo_root: PathBuf,
+    manifest: AdapterManifest,
+    running: Option<Running>,
+}
+
+struct Running {
+    pid: u32,
+    /// The exit status text, once Envoy has exited.
+    exited: Arc<Mutex<Option<String>>>,
+    log: TempFile,
+    _bootstrap: TempFile,
+    _admin_path: TempFile,
+    _watcher: JoinHandle<()>,
+    poller: Option<JoinHandle<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(poller) = &self.poller {
+            poller.abort();
+        }
+        // The watcher then reaps Envoy and records its exit (shutdown
+        // waits for that); with the runtime gone, kill_on_drop does.
+        kill_group(self.pid as i32);
+    }
+}
+
+impl Running {
+    fn exit_status(&self) -> Option<String> {
+        self.exited.lock().ok().and_then(|e| e.clone())
+    }
+
+    fn crashed(&self, reason: String) -> ClientError {
+        ClientError::Crashed {
+            reason,
+            stderr_tail: file_tail(self.log.path(), LOG_TAIL_LINES),
+        }
+    }
+
+    /// Fails if Envoy is gone.
+    fn check_alive(&self) -> Result<(), ClientError> {
+        match self.exit_status() {
+            Some(status) => Err(self.crashed(format!("envoy exited unexpectedly ({status})"))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl EnvoyClient {
+    pub fn new(repo_root: &Path, manifest: AdapterManifest) -> EnvoyClient {
+        EnvoyClient {
+            repo_root: repo_root.to_path_buf(),
+            manifest,
+            running: None,
+        }
+    }
+
+    fn running(&self) -> Result<&Running, ClientError> {
+        let running = self
+            .running
+            .as_ref()
+            .ok_or_else(|| ClientError::Failed("envoy not started".into()))?;
+        running.check_alive()?;
+        Ok(running)
+    }
+
+    /// Envoy's admin address, once it has written it.
+    async fn wait_for_admin(
+        &self,
+        running: &Running,
+        admin_path: &Path,
+    ) -> Result<SocketAddr, ClientError> {
+        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+        loop {
+            running.check_alive()?;
+            if let Ok(text) = std::fs::read_to_string(admin_path)
+                && let Ok(address) = text.trim().parse()
+            {
+                return Ok(address);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(running.crashed(format!(
+                    "envoy wrote no admin address within {START_TIMEOUT:?}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// Reads the admin API every [`POLL_EVERY`] and reports what changed.
+async fn poll_admin(address: SocketAddr, events: EventSink, exited: Arc<Mutex<Option<String>>>) {
+    let mut seen = admin::AdminView::default();
+    let mut reported_error = false;
+    loop {
+        if exited.lock().map(|e| e.is_some()).unwrap_or(true) {
+            return;
+        }
+        match admin::poll(address, ADMIN_TIMEOUT).await {
+            Ok(view) => {
+                for change in view.changes_since(&seen) {
+                    events(ObservedEvent::Admin(change));
+                }
+                seen = view;
+                reported_error = false;
+            }
+            // Said once per run of failures, not every 100 ms.
+            Err(e) if !reported_error => {
+                reported_error = true;
+                events(ObservedEvent::Client(xds_vocabulary::ClientEvent::Log {
+                    level: xds_vocabulary::LogLevel::Warning,
+                    message: format!("envoy admin: {e}"),
+                }));
+            }
+            Err(_) => {}
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+}
+
+#[async_trait::async_trait]
+impl ClientUnderTest for EnvoyClient {
+    fn name(&self) -> &str {
+        &self.manifest.name
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            dial_config: false,
+            channel_states: false,
+            grpc_bootstrap: false,
+            authorities: false,
+            named_lds_cds: false,
+            proxy: true,
+            admin: true,
+            ..self.manifest.capabilities.to_capabilities()
+        }
+    }
+
+    async fn start(&mut self, env: ClientEnvironment) -> Result<(), ClientError> {
+        if !matches!(env.transport, Transport::Tcp) {
+            return Err(ClientError::Unsupported(
+                "Envoy runs in real time over TCP".into(),
+            ));
+        }
+        if env.profile.is_some() {
+            return Err(ClientError::Unsupported("profiles (Envoy has none)".into()));
+        }
+        let rendered = bootstrap::render(&env.bootstrap)
+            .map_err(|e| ClientError::Unsupported(e.to_string()))?;
+        let io = |what: &str, e: std::io::Error| ClientError::Failed(format!("{what}: {e}"));
+        let bootstrap_file = TempFile::create("envoy-bootstrap", ".json", rendered.as_bytes())
+            .map_err(|e| io("cannot write the bootstrap", e))?;
+        let admin_path = TempFile::create("envoy-admin", ".txt", b"")
+            .map_err(|e| io("cannot create the admin address file", e))?;
+        let log = TempFile::create("envoy-log", ".txt", b"")
+            .map_err(|e| io("cannot create the log file", e))?;
+        let log_out = std::fs::OpenOptions::new()
+            .append(true)
+            .open(log.path())
+            .map_err(|e| io("log file", e))?;
+        let log_err = log_out.try_clone().map_err(|e| io("log file", e))?;
+        let mut command = Command::new(program(&self.repo_root, &self.manifest.command[0]));
+        command
+            .args(&self.manifest.command[1..])
+            .arg("-c")
+            .arg(bootstrap_file.path())
+            // Several Envoys at once (and none shares a domain socket).
+            .arg("--disable-hot-restart")
+            .args(["--concurrency", "1"])
+            .arg("--admin-address-path")
+            .arg(admin_path.path())
+            .args(["-l", "info", "--component-log-level", "config:debug"])
+            .envs(&self.manifest.env)
+            .current_dir(&self.repo_root)
+            .stdin(Stdio::null())
+            .stdout(log_out)
+            .stderr(log_err)
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|e| {
+            ClientError::Failed(format!(
+                "cannot start envoy ({}): {e}",
+                self.manifest.command[0]
+            ))
+        })?;
+        let pid = child
+            .id()
+            .ok_or_else(|| ClientError::Failed("envoy exited at once".into()))?;
+        let exited = Arc::new(Mutex::new(None));
+        let exit_slot = exited.clone();
+        let watcher = tokio::spawn(async move {
+            let status = match child.wait().await {
+                Ok(status) => status.to_string(),
+                Err(e) => format!("could not be waited for: {e}"),
+            };
+            if let Ok(mut slot) = exit_slot.lock() {
+                *slot = Some(status);
+            }
+        });
+        let mut running = Running {
+            pid,
+            exited,
+            log,
+            _bootstrap: bootstrap_file,
+            _admin_path: admin_path,
+            _watcher: watcher,
+            poller: None,
+        };
+        let admin_file = running._admin_path.path().to_path_buf();
+        let address = match self.wait_for_admin(&running, &admin_file).await {
+            Ok(a) => a,
+            Err(e) => {
+                drop(running);
+                return Err(e);
+            }
+        };
+        running.poller = Some(tokio::spawn(poll_admin(
+            address,
+            env.events.clone(),
+            running.exited.clone(),
+        )));
+        self.running = Some(running);
+        Ok(())
+    }
+
+    async fn watch(&mut self, resource_type: ResourceType, name: &str) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported(format!(
+            "watch {resource_type} {name} (Envoy has no watch API)"
+        )))
+    }
+
+    async fn cancel_watch(
+        &mut self,
+        resource_type: ResourceType,
+        name: &str,
+    ) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported(format!(
+            "cancel watch {resource_type} {name} (Envoy has no watch API)"
+        )))
+    }
+
+    /// Envoy has no channels: what it serves is configured by what it
+    /// subscribes to at start-up. A dial only checks it is still there.
+    async fn dial(&mut self, _target: &str) -> Result<(), ClientError> {
+        self.running().map(|_| ())
+    }
+
+    async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError> {
+        self.running()?;
+        let outcome = data_plane::call(request).await;
+        // An RPC that failed because Envoy died is not Envoy's answer.
+        self.running()?;
+        Ok(outcome)
+    }
+
+    async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {
+        Err(ClientError::Unsupported(
+            "csds (Envoy has none: it is observed through its admin API)".into(),
+        ))
+    }
+
+    fn peak_rss_bytes(&self) -> Option<u64> {
+        let running = self.running.as_ref()?;
+        if running.exit_status().is_some() {
+            return None;
+        }
+        let status = std::fs::read_to_string(format!("/proc/{}/status", running.pid)).ok()?;
+        vm_hwm_bytes(&status)
+    }
+
+    async fn shutdown(&mut self) {
+        let Some(running) = self.running.take() else {
+            return;
+        };
+        let exited = running.exited.clone();
+        // Kills the group; Envoy needs no graceful exit here.
+        drop(running);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while exited.lock().map(|e| e.is_none()).unwrap_or(false)
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}

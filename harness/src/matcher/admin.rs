@@ -1,0 +1,173 @@
+//! The `admin` matcher: a resource as a proxy's admin API showed it
+//! (Envoy's config dump), the analogue of `csds` for a client without
+//! CSDS. Its counters are `admin_stat`.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use xds_client_under_test::{AdminObservation, AdminResourceState, Capabilities, ObservedEvent};
+use xds_vocabulary::ResourceType;
+
+use super::{Check, Compile, Description, Translate, contains_in, eq};
+use crate::scenario::file::Spanned;
+use crate::scenario::load::{Checker, Problem, keyword, opt, parse_resource_type};
+use crate::timeline::{EventKind, TimelineEvent};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdminMatcherSpec {
+    /// The resource's type: LDS, RDS, CDS or EDS.
+    #[serde(rename = "type")]
+    pub resource_type: Spanned<String>,
+    pub name: Option<String>,
+    /// active, warming, rejected, draining or removed.
+    pub state: Option<Spanned<String>>,
+    /// The version the dump shows (Envoy shows none for endpoints).
+    pub version: Option<String>,
+    /// A ClusterLoadAssignment's endpoints, exactly (order ignored):
+    /// `backend:b1` or `ip:port`; `[]` for an assignment without any.
+    pub endpoints: Option<Vec<Spanned<String>>>,
+    /// Substring of what the dump says beyond that: a rejected Listener's
+    /// details, a ClusterLoadAssignment's endpoint list.
+    pub detail_contains: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdminMatcher {
+    pub resource_type: ResourceType,
+    pub name: Option<String>,
+    pub state: Option<AdminResourceState>,
+    pub version: Option<String>,
+    /// The endpoint list as the observation renders it: `[a,b]`, sorted.
+    pub endpoints: Option<String>,
+    pub detail_contains: Option<String>,
+}
+
+const STATES: &[(&str, AdminResourceState)] = &[
+    ("active", AdminResourceState::Active),
+    ("warming", AdminResourceState::Warming),
+    ("rejected", AdminResourceState::Rejected),
+    ("draining", AdminResourceState::Draining),
+    ("removed", AdminResourceState::Removed),
+];
+
+impl Compile for AdminMatcherSpec {
+    type Matcher = AdminMatcher;
+
+    fn compile(&self, scenario: &Checker) -> Result<AdminMatcher, Problem> {
+        let endpoints = match &self.endpoints {
+            None => None,
+            Some(list) => {
+                let mut addresses = list
+                    .iter()
+                    .map(|e| scenario.endpoint_address(e))
+                    .collect::<Result<Vec<_>, _>>()?;
+                addresses.sort();
+                Some(format!("[{}]", addresses.join(",")))
+            }
+        };
+        Ok(AdminMatcher {
+            endpoints,
+            resource_type: parse_resource_type(&self.resource_type)?,
+            name: self.name.clone(),
+            state: opt(self.state.as_ref(), |s| keyword(s, "admin state", STATES))?,
+            version: self.version.clone(),
+            detail_contains: self.detail_contains.clone(),
+        })
+    }
+}
+
+impl Check for AdminMatcher {
+    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+        let EventKind::Client(ObservedEvent::Admin(AdminObservation::Resource {
+            resource_type,
+            name,
+            version,
+            state,
+            detail,
+        })) = &event.kind
+        else {
+            return false;
+        };
+        self.resource_type == *resource_type
+            && self.name.as_ref().is_none_or(|n| *n == text(name))
+            && eq(&self.state, state)
+            && self
+                .version
+                .as_ref()
+                .is_none_or(|v| version.as_ref() == Some(v))
+            && self.endpoints.as_ref().is_none_or(|e| *e == text(detail))
+            && contains_in(&self.detail_contains, detail, text)
+    }
+
+    fn describe(&self) -> String {
+        Description::new("admin resource")
+            .field("type", self.resource_type.short_name())
+            .given("name", self.name.as_ref())
+            .given("state", self.state.map(AdminResourceState::name))
+            .given_debug("version", self.version.as_ref())
+            .given("endpoints", self.endpoints.as_ref())
+            .given_debug("detail_contains", self.detail_contains.as_ref())
+            .into()
+    }
+
+    fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
+        missing_admin(caps)
+    }
+}
+
+/// Both admin matchers need the client to have an admin API.
+pub(super) fn missing_admin(caps: &Capabilities) -> Option<&'static str> {
+    (!caps.admin).then_some("an admin API (Envoy's config dump and stats)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matcher::as_written;
+    use std::time::Duration;
+
+    #[test]
+    fn resources_match_on_what_is_given() {
+        let seen = TimelineEvent {
+            at: Duration::ZERO,
+            source: "client".into(),
+            kind: EventKind::Client(ObservedEvent::Admin(AdminObservation::Resource {
+                resource_type: ResourceType::ClusterLoadAssignment,
+                name: "svc-endpoints".into(),
+                version: None,
+                state: AdminResourceState::Active,
+                detail: "[127.0.0.1:1]".into(),
+            })),
+        };
+        let m = |state, version: Option<&str>, detail: Option<&str>| AdminMatcher {
+            resource_type: ResourceType::ClusterLoadAssignment,
+            name: Some("svc-endpoints".into()),
+            state,
+            version: version.map(str::to_string),
+            endpoints: None,
+            detail_contains: detail.map(str::to_string),
+        };
+        let active = Some(AdminResourceState::Active);
+        assert!(m(None, None, None).matches(&seen, &as_written));
+        assert!(m(active, None, Some("127.0.0.1:1")).matches(&seen, &as_written));
+        assert!(!m(Some(AdminResourceState::Warming), None, None).matches(&seen, &as_written));
+        assert!(!m(None, Some("1"), None).matches(&seen, &as_written));
+        assert!(!m(None, None, Some("10.0.0.1")).matches(&seen, &as_written));
+        let mut exact = m(None, None, None);
+        exact.endpoints = Some("[127.0.0.1:1]".into());
+        assert!(exact.matches(&seen, &as_written));
+        exact.endpoints = Some("[]".into());
+        assert!(!exact.matches(&seen, &as_written));
+        let mut other_type = m(None, None, None);
+        other_type.resource_type = ResourceType::Cluster;
+        assert!(!other_type.matches(&seen, &as_written));
+        assert_eq!(
+            m(active, None, None).describe(),
+            "admin resource type=EDS name=svc-endpoints state=active"
+        );
+        assert_eq!(
+            m(None, None, None).missing_capability(&Capabilities::default()),
+            Some("an admin API (Envoy's config dump and stats)")
+        );
+    }
+}
