@@ -644,7 +644,15 @@ impl Player {
                 self.client.cancel_watch(*resource_type, name).await?;
             }
             Step::Dial { target } => {
-                self.record_step(format!("dial {target}"));
+                if self.proxy.is_some() {
+                    // A proxy subscribes from its start, not on a dial: the
+                    // dial causes nothing, so expectations after it still
+                    // look back to the last real action (or the start).
+                    self.timeline
+                        .record("step", EventKind::Step(format!("dial {target}")));
+                } else {
+                    self.record_step(format!("dial {target}"));
+                }
                 self.client.dial(target).await?;
             }
             Step::Serve { address } => {

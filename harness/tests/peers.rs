@@ -1,7 +1,7 @@
 //! The scenario suite against the third-party clients: gRPC C-core through
-//! grpcio, @grpc/grpc-js-xds (both real processes, installed into `.peers/`
-//! on first use by their adapters' install scripts), and crates.io's
-//! grpc-rust `xds-client` in-process.
+//! grpcio, @grpc/grpc-js-xds, Envoy (real processes, installed into
+//! `.peers/` on first use by their adapters' install scripts), and
+//! crates.io's grpc-rust `xds-client` in-process.
 //!
 //! Every scenario must pass, or fail as the scenario records for
 //! that client (`known_failures`, `any_of` divergences), or be not
@@ -73,6 +73,15 @@ fn grpcio(#[files("../scenarios/**/*.yaml")] path: PathBuf) {
 #[rstest]
 fn grpc_js(#[files("../scenarios/**/*.yaml")] path: PathBuf) {
     run_peer("grpc-js", path, true);
+}
+
+/// Envoy's timelines carry what its admin API showed, read by polling
+/// every 100 ms: which poll first sees a change depends on timing, so only
+/// its verdicts are checked (its wire traffic is checked by the
+/// expectations).
+#[rstest]
+fn envoy(#[files("../scenarios/**/*.yaml")] path: PathBuf) {
+    run_peer("envoy", path, false);
 }
 
 #[rstest]
