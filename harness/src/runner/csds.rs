@@ -1,0 +1,122 @@
+//! The client's CSDS view: polled at every checkpoint, each change
+//! recorded on the timeline, the latest view kept, since CSDS is a state
+//! that expectations check and failure messages show.
+
+use std::collections::BTreeMap;
+
+use envoy_types::pb::envoy::admin::v3::ClientResourceStatus;
+
+use super::Player;
+use crate::matcher::csds::CsdsMatcher;
+use crate::timeline::{CsdsChange, CsdsEntry, CsdsStatus, EventKind, Timeline};
+
+/// `(client_scope, type_url, name)`, the name as the scenario writes it.
+type CsdsKey = (String, String, String);
+
+/// What the client's CSDS showed at the last poll.
+#[derive(Default)]
+pub(super) struct CsdsState {
+    entries: BTreeMap<CsdsKey, CsdsEntry>,
+}
+
+impl CsdsState {
+    /// Whether the view shows what `matcher` describes.
+    pub(super) fn shows(&self, matcher: &CsdsMatcher) -> bool {
+        matcher.state_matches(&self.entries)
+    }
+
+    /// The view, one resource a line, for failure messages.
+    pub(super) fn describe(&self) -> String {
+        if self.entries.is_empty() {
+            return "  (nothing)\n".to_string();
+        }
+        let mut out = String::new();
+        for ((scope, type_url, name), entry) in &self.entries {
+            let scope = if scope.is_empty() {
+                String::new()
+            } else {
+                format!("[{scope}] ")
+            };
+            out.push_str(&format!(
+                "  {scope}{} {name}: {} version={:?}{}\n",
+                crate::timeline::type_name(type_url),
+                crate::timeline::csds_status_name(entry.status),
+                entry.version,
+                entry
+                    .error
+                    .as_ref()
+                    .map(|e| format!(" error={e:?}"))
+                    .unwrap_or_default()
+            ));
+        }
+        out
+    }
+
+    /// Makes `now` the view, recording on `timeline` every resource whose
+    /// entry changed (appeared, went or differs), in key order.
+    fn replace(&mut self, now: BTreeMap<CsdsKey, CsdsEntry>, timeline: &Timeline) {
+        let mut keys: Vec<&CsdsKey> = now.keys().chain(self.entries.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        let mut changes = Vec::new();
+        for key in keys {
+            let (from, to) = (self.entries.get(key), now.get(key));
+            if from != to {
+                changes.push(CsdsChange {
+                    client_scope: key.0.clone(),
+                    type_url: key.1.clone(),
+                    name: key.2.clone(),
+                    from: from.cloned(),
+                    to: to.cloned(),
+                });
+            }
+        }
+        for change in changes {
+            timeline.record("csds", EventKind::Csds(change));
+        }
+        self.entries = now;
+    }
+}
+
+impl Player {
+    /// Records every change of the client's CSDS view since the last poll.
+    pub(super) async fn poll_csds(&mut self) {
+        if !self.csds_capable {
+            return;
+        }
+        let Ok(response) = self.client.csds().await else {
+            return;
+        };
+        let mut now = BTreeMap::new();
+        for config in &response.config {
+            for entry in &config.generic_xds_configs {
+                let status = match ClientResourceStatus::try_from(entry.client_status) {
+                    Ok(ClientResourceStatus::Requested) => CsdsStatus::Requested,
+                    Ok(ClientResourceStatus::Acked) => CsdsStatus::Acked,
+                    Ok(ClientResourceStatus::Nacked) => CsdsStatus::Nacked,
+                    Ok(ClientResourceStatus::DoesNotExist) => CsdsStatus::DoesNotExist,
+                    Ok(ClientResourceStatus::ReceivedError) => CsdsStatus::ReceivedError,
+                    Ok(ClientResourceStatus::Timeout) => CsdsStatus::Timeout,
+                    _ => continue,
+                };
+                // Names as the scenario wrote them (a server Listener's
+                // name holds its real listening address over TCP).
+                let key = (
+                    config.client_scope.clone(),
+                    entry.type_url.clone(),
+                    self.normalizer.translate(&entry.name).into_owned(),
+                );
+                let error = entry.error_state.as_ref().map(|e| e.details.clone());
+                now.insert(
+                    key,
+                    CsdsEntry {
+                        status,
+                        version: entry.version_info.clone(),
+                        error,
+                    },
+                );
+            }
+        }
+        self.csds_state.replace(now, &self.timeline);
+    }
+}

@@ -1,0 +1,276 @@
+//! What a scenario runs against: its fake servers and backends, started on
+//! the in-memory network (virtual time) or on loopback TCP (real time);
+//! the real addresses that stand for the scenario's canonical ones; the
+//! servers' initial resources; and the [`ClientEnvironment`] the client
+//! under test is started with.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use xds_client_under_test::{ClientEnvironment, Transport};
+use xds_fake_server::backend::Backend;
+use xds_fake_server::{FakeAdsServer, ServerConfig, ServingMode};
+use xds_vocabulary::network::MemoryNetwork;
+
+use super::RunMode;
+use crate::addresses::AddressMap;
+use crate::bootstrap::client_bootstrap;
+use crate::proxy::ProxyListeners;
+use crate::scenario::{Scenario, ServerDef, Step, backend_address};
+use crate::timeline::{EventKind, Timeline};
+
+/// CSDS timestamps count from here, so they are the same on every run.
+pub const CLOCK_EPOCH_UNIX_SECONDS: u64 = 1_767_225_600; // 2026-01-01T00:00:00Z
+
+/// The in-memory address (and bootstrap `server_uri`) of a fake server.
+pub fn server_uri(name: &str) -> String {
+    format!("{name}:443")
+}
+
+/// A scenario's fake server, recording into `timeline`.
+pub fn fake_server(def: &ServerDef, timeline: &Timeline) -> FakeAdsServer {
+    let mode = if def.scripted {
+        ServingMode::Scripted
+    } else {
+        ServingMode::Auto
+    };
+    let server = FakeAdsServer::new(ServerConfig {
+        name: def.name.clone(),
+        mode,
+    });
+    server.set_max_connection_age(def.max_connection_age);
+    let tl = timeline.clone();
+    server.set_observer(Arc::new(move |recorded| {
+        tl.record_at(
+            recorded.at,
+            recorded.server.clone(),
+            EventKind::Server(Box::new(recorded.event.clone())),
+        )
+    }));
+    server
+}
+
+/// A scenario's environment, running.
+pub(super) struct Environment {
+    pub(super) servers: BTreeMap<String, FakeAdsServer>,
+    pub(super) backends: Vec<Backend>,
+    /// Endpoint addresses as served (real TCP runs rewrite them).
+    pub(super) addresses: AddressMap,
+    /// For a proxy client: where its listeners are (see [`ProxyListeners`]).
+    pub(super) proxy: Option<ProxyListeners>,
+    /// What the client is started with.
+    pub(super) client: ClientEnvironment,
+}
+
+/// Why the environment could not be set up.
+pub(super) struct SetUpError {
+    pub(super) message: String,
+    /// The addresses mapped so far: the timeline up to the failure is
+    /// still rendered with the scenario's names.
+    pub(super) addresses: AddressMap,
+}
+
+/// Starts `scenario`'s fake servers and backends, recording into
+/// `timeline`, and describes them to the client; resources are shaped for
+/// a `proxy` client.
+pub(super) async fn set_up(
+    scenario: &Scenario,
+    timeline: &Timeline,
+    mode: RunMode,
+    proxy: bool,
+) -> Result<Environment, SetUpError> {
+    let network = MemoryNetwork::new();
+    let mut addresses = AddressMap::identity();
+    let mut uris = BTreeMap::new();
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut servers = BTreeMap::new();
+    for def in &scenario.servers {
+        let server = fake_server(def, timeline);
+        let uri = match mode {
+            RunMode::Virtual => match server.serve_in_memory(&network, &server_uri(&def.name)) {
+                Ok(()) => server_uri(&def.name),
+                Err(e) => {
+                    return Err(SetUpError {
+                        message: format!("cannot start server {}: {e}", def.name),
+                        addresses,
+                    });
+                }
+            },
+            RunMode::RealTime => match server.serve_tcp(loopback).await {
+                Ok(addr) => {
+                    addresses.add_server(&server_uri(&def.name), addr);
+                    addr.to_string()
+                }
+                Err(e) => {
+                    return Err(SetUpError {
+                        message: format!("cannot start server {}: {e}", def.name),
+                        addresses,
+                    });
+                }
+            },
+        };
+        uris.insert(def.name.clone(), uri);
+        servers.insert(def.name.clone(), server);
+    }
+    let mut backends = Vec::new();
+    for (index, name) in scenario.backends.iter().enumerate() {
+        let backend = Backend::new(name.clone());
+        let tl = timeline.clone();
+        backend.set_observer(Arc::new(move |recorded| {
+            tl.record_at(
+                recorded.at,
+                recorded.server.clone(),
+                EventKind::Backend(recorded.event.clone()),
+            )
+        }));
+        let served = match mode {
+            RunMode::Virtual => backend
+                .serve_in_memory(&network, &backend_address(index))
+                .map_err(|e| e.to_string()),
+            RunMode::RealTime => match backend.serve_tcp(loopback).await {
+                Ok(addr) => {
+                    addresses.add_backend(&backend_address(index), addr);
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
+            },
+        };
+        if let Err(e) = served {
+            return Err(SetUpError {
+                message: format!("cannot start backend {name}: {e}"),
+                addresses,
+            });
+        }
+        backends.push(backend);
+    }
+    // xDS-enabled servers in the client listen for real, on free ports.
+    if mode == RunMode::RealTime {
+        for address in serve_addresses(scenario) {
+            match free_listening_address(&address) {
+                Ok(real) => addresses.add_listening(&address, real),
+                Err(e) => {
+                    return Err(SetUpError {
+                        message: format!("cannot find a port to serve {address} on: {e}"),
+                        addresses,
+                    });
+                }
+            }
+        }
+    }
+    // Initial resources, with endpoint addresses where they really are,
+    // in the shapes a proxy needs.
+    let mut proxy = proxy.then(ProxyListeners::default);
+    for def in &scenario.servers {
+        if !def.resources.is_empty()
+            && let Some(server) = servers.get(&def.name)
+        {
+            let resources = addresses.rewrite(&def.resources);
+            let resources = match &mut proxy {
+                None => resources,
+                Some(proxy) => match proxy.shape(&resources) {
+                    Ok(shaped) => shaped,
+                    Err(e) => {
+                        return Err(SetUpError {
+                            message: format!("cannot find a port for a proxy's listener: {e}"),
+                            addresses,
+                        });
+                    }
+                },
+            };
+            server.set_resources(resources, None);
+        }
+    }
+    let sink_timeline = timeline.clone();
+    let transport = match mode {
+        RunMode::Virtual => Transport::InMemory {
+            xds: Arc::new(network.clone()),
+            data_plane: Arc::new(network),
+        },
+        RunMode::RealTime => Transport::Tcp,
+    };
+    let client = ClientEnvironment {
+        bootstrap: client_bootstrap(scenario, &|name| {
+            uris.get(name).cloned().unwrap_or_default()
+        }),
+        transport,
+        rng_seed: scenario.client.seed,
+        profile: scenario.client.profile.clone(),
+        clock_epoch: SystemTime::UNIX_EPOCH + Duration::from_secs(CLOCK_EPOCH_UNIX_SECONDS),
+        events: Arc::new(move |event| sink_timeline.record("client", EventKind::Client(event))),
+    };
+    Ok(Environment {
+        servers,
+        backends,
+        addresses,
+        proxy,
+        client,
+    })
+}
+
+/// Every address a `serve` step names, once each, in order.
+fn serve_addresses(scenario: &Scenario) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    scenario
+        .steps
+        .iter()
+        .filter_map(|s| match &s.step {
+            Step::Serve { address } => Some(address.clone()),
+            _ => None,
+        })
+        .filter(|a| seen.insert(a.clone()))
+        .collect()
+}
+
+/// Where a real client can listen for a scenario's `ip:port`: the same IP
+/// when it can be bound here (the wildcard or loopback), else 127.0.0.1,
+/// on a port free now. The wildcard IPv6 address falls back to 0.0.0.0
+/// on machines without IPv6.
+fn free_listening_address(canonical: &str) -> std::io::Result<SocketAddr> {
+    let wanted: SocketAddr = canonical
+        .parse()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{e}")))?;
+    let ip = wanted.ip();
+    let mut candidates = Vec::new();
+    if ip.is_unspecified() || ip.is_loopback() {
+        candidates.push(ip);
+    }
+    if ip.is_ipv6() && ip.is_unspecified() {
+        candidates.push(std::net::Ipv4Addr::UNSPECIFIED.into());
+    }
+    candidates.push(std::net::Ipv4Addr::LOCALHOST.into());
+    let mut last = None;
+    for ip in candidates {
+        // Bound and let go: the client binds it next (a port another
+        // process takes meanwhile makes the run fail, never pass).
+        match std::net::TcpListener::bind(SocketAddr::new(ip, 0)) {
+            Ok(listener) => return listener.local_addr(),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no address to bind")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listening_addresses_keep_a_bindable_ip_and_get_a_free_port() {
+        let wildcard = free_listening_address("0.0.0.0:8443").unwrap();
+        assert!(wildcard.ip().is_unspecified() && wildcard.is_ipv4());
+        assert_ne!(wildcard.port(), 0);
+        // [::] where the machine has IPv6, else 0.0.0.0: a wildcard still.
+        assert!(
+            free_listening_address("[::]:50051")
+                .unwrap()
+                .ip()
+                .is_unspecified()
+        );
+        // An address of another machine cannot be bound: loopback instead.
+        let other = free_listening_address("10.0.0.1:80").unwrap();
+        assert_eq!(other.ip(), std::net::Ipv4Addr::LOCALHOST);
+        assert!(free_listening_address("not an address").is_err());
+    }
+}

@@ -1,0 +1,227 @@
+//! Expectations: `expect` and `expect_none`, on the timeline's events or,
+//! for CSDS, on the client's CSDS view (a state), each waiting with
+//! [`Player::wait_until`] and failing with the timeline around what it
+//! looked at.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::Player;
+use super::steps::{Failure, StepError};
+use super::wait::{describe_lateness, on_time, window_bounds};
+use crate::matcher::csds::CsdsMatcher;
+use crate::matcher::{Alternative, Matcher};
+use crate::scenario::{StepDef, Window};
+use crate::timeline::{TimelineEvent, render_line};
+
+impl Player {
+    pub(super) async fn expect(
+        &mut self,
+        def: &StepDef,
+        matcher: &Matcher,
+        window: Window,
+    ) -> Result<(), StepError> {
+        if let Matcher::Csds(m) = matcher {
+            let alternatives = [Alternative {
+                matcher: Matcher::Csds(m.clone()),
+                divergence: None,
+            }];
+            return self.expect_csds(def, &alternatives, window).await;
+        }
+        // Alternatives that are all CSDS views are a state check too.
+        if let Matcher::AnyOf(alternatives) = matcher
+            && alternatives
+                .iter()
+                .all(|a| matches!(a.matcher, Matcher::Csds(_)))
+        {
+            return self.expect_csds(def, alternatives, window).await;
+        }
+        let start = self.timeline.start();
+        let began = Instant::now() - start;
+        let lateness = self.mode.lateness();
+        let (deadline, exact) = window_bounds(window, began, lateness);
+        let found = self
+            .wait_until(start + deadline, |player| player.find(matcher, deadline))
+            .await;
+        let Some((index, event)) = found else {
+            let when = match exact {
+                Some(t) => format!("at {:.3}s", t.as_secs_f64()),
+                None => format!(
+                    "within {:.3}s (from {:.3}s to {:.3}s)",
+                    (deadline - began).as_secs_f64(),
+                    began.as_secs_f64(),
+                    deadline.as_secs_f64()
+                ),
+            };
+            let message = format!(
+                "{}: expected {} {when}; no unused event since #{} matched\n{}",
+                def.location,
+                matcher.describe(),
+                self.search_from(),
+                self.context(self.search_from())
+            );
+            return Err(StepError::Failed(Failure(message)));
+        };
+        if let Some(t) = exact
+            && !on_time(event.at, t, lateness)
+        {
+            let message = format!(
+                "{}: expected {} at {:.3}s{}, but it happened at {:.3}s\n{}",
+                def.location,
+                matcher.describe(),
+                t.as_secs_f64(),
+                describe_lateness(lateness),
+                event.at.as_secs_f64(),
+                self.context(index)
+            );
+            return Err(StepError::Failed(Failure(message)));
+        }
+        self.consumed.insert(index);
+        if let Some(note) = matcher
+            .matching_alternative(&event, &|text| self.normalizer.translate(text))
+            .and_then(|a| a.divergence.clone())
+            && !self.divergences.contains(&note)
+        {
+            self.divergences.push(note);
+        }
+        Ok(())
+    }
+
+    /// CSDS is a state: the expectation holds if, at some checkpoint in
+    /// the window, the client's CSDS view shows what one of the
+    /// alternatives (each a CSDS matcher) describes.
+    async fn expect_csds(
+        &mut self,
+        def: &StepDef,
+        alternatives: &[Alternative],
+        window: Window,
+    ) -> Result<(), StepError> {
+        let start = self.timeline.start();
+        let began = Instant::now() - start;
+        let lateness = self.mode.lateness();
+        let (deadline, _) = window_bounds(window, began, lateness);
+        let met = self
+            .wait_until(start + deadline, |player| {
+                let in_window = match window {
+                    Window::Within(_) => true,
+                    Window::At(t) => on_time(Instant::now() - start, t, lateness),
+                };
+                let met = alternatives.iter().find(|a| match &a.matcher {
+                    Matcher::Csds(m) => player.csds_state.shows(m),
+                    _ => false,
+                });
+                met.filter(|_| in_window)
+            })
+            .await;
+        let Some(alternative) = met else {
+            let described = match alternatives {
+                [one] => one.matcher.describe(),
+                _ => Matcher::AnyOf(alternatives.to_vec()).describe(),
+            };
+            let message = format!(
+                "{}: expected the client's CSDS to show {} by {:.3}s; it shows:\n{}",
+                def.location,
+                described,
+                deadline.as_secs_f64(),
+                self.csds_state.describe()
+            );
+            return Err(StepError::Failed(Failure(message)));
+        };
+        if let Some(note) = &alternative.divergence
+            && !self.divergences.contains(note)
+        {
+            self.divergences.push(note.clone());
+        }
+        Ok(())
+    }
+
+    pub(super) async fn expect_none(
+        &mut self,
+        def: &StepDef,
+        matcher: &Matcher,
+        duration: Duration,
+    ) -> Result<(), StepError> {
+        // The mirror of an expectation's lateness: on real time an event
+        // due right after the window may be seen up to that much early
+        // relative to the harness's clock (the window started late), so
+        // the window's last stretch is not held against the client.
+        let duration = duration.saturating_sub(self.mode.lateness());
+        if let Matcher::Csds(m) = matcher {
+            return self.expect_no_csds(def, m, duration).await;
+        }
+        let start = self.timeline.start();
+        let deadline = Instant::now() + duration;
+        self.run_until(deadline).await;
+        if let Some((index, event)) = self.find(matcher, deadline - start) {
+            let message = format!(
+                "{}: expected no {} for {:.3}s, but one happened at {:.3}s (event #{index})\n{}",
+                def.location,
+                matcher.describe(),
+                duration.as_secs_f64(),
+                event.at.as_secs_f64(),
+                self.context(index)
+            );
+            return Err(StepError::Failed(Failure(message)));
+        }
+        Ok(())
+    }
+
+    async fn expect_no_csds(
+        &mut self,
+        def: &StepDef,
+        m: &CsdsMatcher,
+        duration: Duration,
+    ) -> Result<(), StepError> {
+        let deadline = Instant::now() + duration;
+        let shown = self
+            .wait_until(deadline, |player| player.csds_state.shows(m).then_some(()))
+            .await;
+        if shown.is_some() {
+            let message = format!(
+                "{}: expected the client's CSDS never to show {} for {:.3}s, but at {:.3}s it shows:\n{}",
+                def.location,
+                Matcher::Csds(m.clone()).describe(),
+                duration.as_secs_f64(),
+                (Instant::now() - self.timeline.start()).as_secs_f64(),
+                self.csds_state.describe()
+            );
+            return Err(StepError::Failed(Failure(message)));
+        }
+        Ok(())
+    }
+
+    fn search_from(&self) -> usize {
+        self.action_mark
+    }
+
+    /// The first event since the last action, not used by an earlier
+    /// expectation, that matches and happened by `deadline`.
+    fn find(&self, matcher: &Matcher, deadline: Duration) -> Option<(usize, TimelineEvent)> {
+        // Searched in place: copying the timeline on every look would cost
+        // the fake servers (same thread) time when events are large. Over
+        // real TCP, what the client reports names the real endpoint
+        // addresses; scenarios name the canonical ones.
+        self.timeline.find_from(self.search_from(), |i, e| {
+            !self.consumed.contains(&i)
+                && e.at.as_millis() <= deadline.as_millis()
+                && matcher.matches(e, &|text| self.normalizer.translate(text))
+        })
+    }
+
+    /// The timeline around event `index`, numbered, for failure messages.
+    fn context(&self, index: usize) -> String {
+        let events = self.timeline.events();
+        let from = index.saturating_sub(5);
+        let to = (index + 40).min(events.len());
+        let mut out = format!("timeline (events #{from}..#{to} of {}):\n", events.len());
+        for (i, event) in events.iter().enumerate().take(to).skip(from) {
+            if let Some(line) = render_line(event) {
+                let marker = if i == index { ">" } else { " " };
+                let line = self.normalizer.translate(&line);
+                out.push_str(&format!("{marker}#{i:<4}{line}\n"));
+            }
+        }
+        out
+    }
+}
