@@ -37,8 +37,17 @@ fn timeouts() -> ProcessTimeouts {
     }
 }
 
+/// This crate's directory in the checkout running now: cargo sets it at
+/// run time, and a test binary shared between checkouts (one target
+/// directory for several clones) holds another checkout's compiled in.
+fn crate_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    crate_dir().join("tests/fixtures")
 }
 
 /// A fresh "repository root" for one test: it links `client-under-test/`
@@ -60,8 +69,7 @@ impl Scratch {
             std::process::id()
         ));
         std::fs::create_dir_all(&root).unwrap();
-        std::os::unix::fs::symlink(env!("CARGO_MANIFEST_DIR"), root.join("client-under-test"))
-            .unwrap();
+        std::os::unix::fs::symlink(crate_dir(), root.join("client-under-test")).unwrap();
         Scratch { root }
     }
 
@@ -946,7 +954,7 @@ fn fixture_manifests_load() {
 /// documented shape. Loading installs and starts nothing.
 #[test]
 fn real_adapter_manifests_load() {
-    let adapters = Path::new(env!("CARGO_MANIFEST_DIR")).join("adapters");
+    let adapters = crate_dir().join("adapters");
     let Ok(entries) = std::fs::read_dir(&adapters) else {
         return;
     };

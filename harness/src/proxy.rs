@@ -35,9 +35,25 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
 use xds_fake_server::ServedResource;
 
+use crate::addresses::free_listening_address;
+
 /// The key Envoy looks up upstream HTTP options by.
 const HTTP_OPTIONS_KEY: &str = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
 const HCM_FILTER: &str = "envoy.filters.network.http_connection_manager";
+
+/// `resources` as the client is served them: in a proxy's shapes when
+/// it is one, as they are otherwise.
+pub fn served_to(
+    proxy: Option<&mut ProxyListeners>,
+    resources: Vec<ServedResource>,
+) -> Result<Vec<ServedResource>, String> {
+    match proxy {
+        None => Ok(resources),
+        Some(proxy) => proxy
+            .shape(&resources)
+            .map_err(|e| format!("cannot find a port for a proxy's listener: {e}")),
+    }
+}
 
 /// The socket Listeners of one run: name -> where Envoy listens for it.
 #[derive(Debug, Default)]
@@ -52,9 +68,7 @@ impl ProxyListeners {
         if let Some(address) = self.addresses.get(name) {
             return Ok(*address);
         }
-        // Bound and let go: Envoy binds it next. A port another process
-        // takes meanwhile makes the run fail, never pass.
-        let address = std::net::TcpListener::bind(("127.0.0.1", 0))?.local_addr()?;
+        let address = free_listening_address("127.0.0.1:0")?;
         self.addresses.insert(name.to_string(), address);
         Ok(address)
     }

@@ -21,11 +21,44 @@ pub type BoxedFactory = Box<dyn Fn() -> Box<dyn ClientUnderTest>>;
 /// Where adapters live, relative to the repository root.
 pub const ADAPTERS_DIR: &str = "client-under-test/adapters";
 
+/// The crate directory of the checkout running now. Cargo sets
+/// `CARGO_MANIFEST_DIR` for the tests and programs it runs; a build shared
+/// between checkouts (one target directory for several clones, as CI's
+/// cache is) holds whichever checkout's path was compiled in, so tests ask
+/// at run time and fall back to `compiled_in` (`env!("CARGO_MANIFEST_DIR")`
+/// of the caller) only outside cargo.
+pub fn manifest_dir(compiled_in: &str) -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(compiled_in))
+}
+
+/// `path`, found at compile time relative to `compiled_in` (rstest's
+/// `#[files]` writes absolute, normalised paths into the test binary:
+/// `../scenarios/x.yaml` from the crate is `<root>/scenarios/x.yaml`), in
+/// the checkout running now (see [`manifest_dir`]).
+pub fn in_this_checkout(path: &Path, compiled_in: &str) -> PathBuf {
+    let compiled_in = Path::new(compiled_in);
+    // The nearest directory holding both, then back up from the crate.
+    let Some(common) = compiled_in.ancestors().find(|a| path.starts_with(a)) else {
+        return path.to_path_buf();
+    };
+    let ups = compiled_in.components().count() - common.components().count();
+    let mut relocated = manifest_dir(&compiled_in.to_string_lossy());
+    for _ in 0..ups {
+        relocated.pop();
+    }
+    match path.strip_prefix(common) {
+        Ok(rest) => relocated.join(rest),
+        Err(_) => path.to_path_buf(),
+    }
+}
+
 /// The repository root: the nearest ancestor of the current directory
 /// (or of this crate, for tests) that has the adapters folder.
 pub fn repo_root() -> Option<PathBuf> {
     let here = std::env::current_dir().ok();
-    let crate_dir = Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let crate_dir = Some(manifest_dir(env!("CARGO_MANIFEST_DIR")));
     [here, crate_dir].into_iter().flatten().find_map(|start| {
         start
             .ancestors()
@@ -218,5 +251,30 @@ fn load_error(source: &str, error: &ScenarioError) -> ScenarioReport {
         virtual_duration: Duration::ZERO,
         wall_duration: Duration::ZERO,
         timeline: String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compiled_in_paths_move_to_this_checkout() {
+        let here = manifest_dir("/elsewhere/harness");
+        let root = here.parent().unwrap();
+        assert_eq!(
+            in_this_checkout(
+                Path::new("/elsewhere/scenarios/a.yaml"),
+                "/elsewhere/harness"
+            ),
+            root.join("scenarios/a.yaml")
+        );
+        assert_eq!(
+            in_this_checkout(
+                Path::new("/elsewhere/harness/tests/b"),
+                "/elsewhere/harness"
+            ),
+            here.join("tests/b")
+        );
     }
 }

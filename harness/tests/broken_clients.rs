@@ -7,6 +7,7 @@ use rstest::rstest;
 use xds_client_under_test::{ClientUnderTest, ReferenceClient};
 use xds_conformance::differential::run_variants;
 use xds_conformance::scenario::load_file;
+use xds_conformance::suite::manifest_dir;
 use xds_conformance_reports::Verdict;
 use xds_reference_client::Defects;
 
@@ -199,11 +200,9 @@ fn a_broken_rule_fails_its_scenario(
     #[case] scenario: &str,
     #[case] failing_at: &str,
 ) {
-    let path = format!(
-        "{}/../scenarios/{scenario}.yaml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let scenario = load_file(std::path::Path::new(&path)).unwrap_or_else(|e| panic!("{e}"));
+    let path =
+        manifest_dir(env!("CARGO_MANIFEST_DIR")).join(format!("../scenarios/{scenario}.yaml"));
+    let scenario = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
 
     // Every run the scenario asks for (one per protocol) passes on the
     // reference client...

@@ -42,7 +42,7 @@ fn expectation(path: &Path, text: &str) -> Result<Expectation, String> {
 }
 
 fn broken_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/broken");
+    let dir = xds_conformance::suite::manifest_dir(env!("CARGO_MANIFEST_DIR")).join("tests/broken");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -106,7 +106,8 @@ fn every_broken_scenario_fails_where_and_how_it_says() {
 
 #[test]
 fn an_unreadable_file_is_an_error_without_a_position() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/broken/does-not-exist.yaml");
+    let path = xds_conformance::suite::manifest_dir(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/broken/does-not-exist.yaml");
     let error = load_file(&path).expect_err("missing file");
     assert_eq!((error.line, error.column), (0, 0));
     assert!(

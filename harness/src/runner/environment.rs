@@ -16,8 +16,9 @@ use xds_vocabulary::network::MemoryNetwork;
 
 use super::RunMode;
 use crate::addresses::AddressMap;
+use crate::addresses::free_listening_address;
 use crate::bootstrap::client_bootstrap;
-use crate::proxy::ProxyListeners;
+use crate::proxy::{ProxyListeners, served_to};
 use crate::scenario::{Scenario, ServerDef, Step, backend_address};
 use crate::timeline::{EventKind, Timeline};
 
@@ -166,20 +167,11 @@ pub(super) async fn set_up(
         if !def.resources.is_empty()
             && let Some(server) = servers.get(&def.name)
         {
-            let resources = addresses.rewrite(&def.resources);
-            let resources = match &mut proxy {
-                None => resources,
-                Some(proxy) => match proxy.shape(&resources) {
-                    Ok(shaped) => shaped,
-                    Err(e) => {
-                        return Err(SetUpError {
-                            message: format!("cannot find a port for a proxy's listener: {e}"),
-                            addresses,
-                        });
-                    }
-                },
-            };
-            server.set_resources(resources, None);
+            let rewritten = addresses.rewrite(&def.resources);
+            match served_to(proxy.as_mut(), rewritten) {
+                Ok(resources) => server.set_resources(resources, None),
+                Err(message) => return Err(SetUpError { message, addresses }),
+            }
         }
     }
     let sink_timeline = timeline.clone();
@@ -221,56 +213,4 @@ fn serve_addresses(scenario: &Scenario) -> Vec<String> {
         })
         .filter(|a| seen.insert(a.clone()))
         .collect()
-}
-
-/// Where a real client can listen for a scenario's `ip:port`: the same IP
-/// when it can be bound here (the wildcard or loopback), else 127.0.0.1,
-/// on a port free now. The wildcard IPv6 address falls back to 0.0.0.0
-/// on machines without IPv6.
-fn free_listening_address(canonical: &str) -> std::io::Result<SocketAddr> {
-    let wanted: SocketAddr = canonical
-        .parse()
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{e}")))?;
-    let ip = wanted.ip();
-    let mut candidates = Vec::new();
-    if ip.is_unspecified() || ip.is_loopback() {
-        candidates.push(ip);
-    }
-    if ip.is_ipv6() && ip.is_unspecified() {
-        candidates.push(std::net::Ipv4Addr::UNSPECIFIED.into());
-    }
-    candidates.push(std::net::Ipv4Addr::LOCALHOST.into());
-    let mut last = None;
-    for ip in candidates {
-        // Bound and let go: the client binds it next (a port another
-        // process takes meanwhile makes the run fail, never pass).
-        match std::net::TcpListener::bind(SocketAddr::new(ip, 0)) {
-            Ok(listener) => return listener.local_addr(),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| std::io::Error::other("no address to bind")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn listening_addresses_keep_a_bindable_ip_and_get_a_free_port() {
-        let wildcard = free_listening_address("0.0.0.0:8443").unwrap();
-        assert!(wildcard.ip().is_unspecified() && wildcard.is_ipv4());
-        assert_ne!(wildcard.port(), 0);
-        // [::] where the machine has IPv6, else 0.0.0.0: a wildcard still.
-        assert!(
-            free_listening_address("[::]:50051")
-                .unwrap()
-                .ip()
-                .is_unspecified()
-        );
-        // An address of another machine cannot be bound: loopback instead.
-        let other = free_listening_address("10.0.0.1:80").unwrap();
-        assert_eq!(other.ip(), std::net::Ipv4Addr::LOCALHOST);
-        assert!(free_listening_address("not an address").is_err());
-    }
 }

@@ -14,7 +14,7 @@ use xds_fake_server::{
 use xds_vocabulary::code_name;
 
 use super::Player;
-use crate::proxy::ProxyListeners;
+use crate::proxy::{ProxyListeners, served_to};
 use crate::scenario::{Step, StepDef};
 use crate::timeline::EventKind;
 
@@ -51,14 +51,7 @@ impl Player {
         if !self.addresses.is_identity() {
             self.normalizer = self.addresses.normalizer();
         }
-        match &mut self.proxy {
-            None => Ok(rewritten),
-            Some(proxy) => proxy.shape(&rewritten).map_err(|e| {
-                StepError::Failed(Failure(format!(
-                    "cannot find a port for a proxy's listener: {e}"
-                )))
-            }),
-        }
+        served_to(self.proxy.as_mut(), rewritten).map_err(|m| StepError::Failed(Failure(m)))
     }
 
     fn record_step(&mut self, text: String) {

@@ -279,7 +279,7 @@ mod tests {
     fn embedded_descriptors_match_the_envoy_types_crate() {
         const EMBEDDED_VERSION: &str = "0.7.7";
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+        let manifest = crate::suite::manifest_dir(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
         // Offline, the full graph may name other platforms' crates that were
         // never downloaded; the host's graph is all that matters here.
         let version = std::process::Command::new(&cargo)
@@ -300,7 +300,8 @@ mod tests {
                 "--filter-platform",
                 host,
             ])
-            .args(["--manifest-path", manifest])
+            .arg("--manifest-path")
+            .arg(&manifest)
             .output()
             .expect("cargo metadata runs");
         assert!(

@@ -18,16 +18,18 @@ pub fn scenario_schema() -> String {
 mod tests {
     use super::*;
 
-    const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenario.schema.json");
+    fn schema_path() -> std::path::PathBuf {
+        crate::suite::manifest_dir(env!("CARGO_MANIFEST_DIR")).join("scenario.schema.json")
+    }
 
     #[test]
     fn schema_is_up_to_date() {
         let fresh = scenario_schema();
         if std::env::var_os("UPDATE_SCHEMA").is_some_and(|v| v == "1") {
-            std::fs::write(SCHEMA_PATH, &fresh).expect("write scenario.schema.json");
+            std::fs::write(schema_path(), &fresh).expect("write scenario.schema.json");
             return;
         }
-        let stored = std::fs::read_to_string(SCHEMA_PATH).unwrap_or_default();
+        let stored = std::fs::read_to_string(schema_path()).unwrap_or_default();
         assert!(
             stored == fresh,
             "harness/scenario.schema.json is out of date with scenario/file.rs; \
