@@ -112,6 +112,9 @@ pub struct AdapterCapabilities {
     /// gRFC A36 xDS-enabled servers: the `serve` op and `serving_status`
     /// events.
     pub serve: bool,
+    /// A proxy: it serves targets on listeners, so RPCs go to a listener's
+    /// address with the target as authority (ADAPTER_PROTOCOL.md, `rpc`).
+    pub proxy: bool,
     pub profiles: Vec<String>,
 }
 
@@ -141,7 +144,7 @@ impl AdapterCapabilities {
             grpc_bootstrap: true,
             authorities: true,
             named_lds_cds: true,
-            proxy: false,
+            proxy: self.proxy,
             admin: false,
             profiles,
         }
@@ -1081,6 +1084,21 @@ fn human_duration(d: Duration) -> String {
     }
 }
 
+/// The `rpc` command's fields. `authority` goes only with a target that is
+/// a listener's address (a proxy's: see [`RpcRequest::authority`]).
+fn rpc_fields(request: &RpcRequest, method: &str) -> Value {
+    let mut fields = json!({
+        "target": request.target,
+        "method": method,
+        "timeout_ms": u64::try_from(request.timeout.as_millis()).unwrap_or(u64::MAX),
+        "wait_for_ready": request.wait_for_ready,
+    });
+    if let Some(authority) = &request.authority {
+        fields["authority"] = json!(authority);
+    }
+    fields
+}
+
 /// gRPC-Node (grpc-js-xds) reports CSDS type URLs without the
 /// `type.googleapis.com/` prefix (`envoy.config.cluster.v3.Cluster`);
 /// C-core and Envoy report full URLs. That is a difference of presentation,
@@ -1165,7 +1183,7 @@ impl ClientUnderTest for ProcessClient {
     async fn watch(&mut self, resource_type: ResourceType, name: &str) -> Result<(), ClientError> {
         self.require(self.capabilities.watch, "watch")?;
         let timeout = self.timeouts.command;
-        let fields = json!({"type": resource_type.short_name(), "name": name});
+        let fields = json!({"type": resource_type.type_url(), "name": name});
         self.running()?
             .command("watch", into_map(fields), timeout)
             .await
@@ -1179,7 +1197,7 @@ impl ClientUnderTest for ProcessClient {
     ) -> Result<(), ClientError> {
         self.require(self.capabilities.watch, "watch")?;
         let timeout = self.timeouts.command;
-        let fields = json!({"type": resource_type.short_name(), "name": name});
+        let fields = json!({"type": resource_type.type_url(), "name": name});
         self.running()?
             .command("cancel_watch", into_map(fields), timeout)
             .await
@@ -1212,12 +1230,7 @@ impl ClientUnderTest for ProcessClient {
         } else {
             &request.method
         };
-        let fields = json!({
-            "target": request.target,
-            "method": method,
-            "timeout_ms": u64::try_from(request.timeout.as_millis()).unwrap_or(u64::MAX),
-            "wait_for_ready": request.wait_for_ready,
-        });
+        let fields = rpc_fields(request, method);
         let mut reply = self
             .running()?
             .command("rpc", into_map(fields), timeout)
@@ -1436,6 +1449,27 @@ mod tests {
         );
         assert_eq!(code_from_name("unavailable"), None);
         assert_eq!(code_from_name("14"), None);
+    }
+
+    #[test]
+    fn rpc_names_an_authority_only_for_a_listener_address() {
+        let mut request = RpcRequest {
+            target: "xds:///svc".into(),
+            method: String::new(),
+            timeout: Duration::from_millis(1500),
+            wait_for_ready: true,
+            authority: None,
+        };
+        let fields = rpc_fields(&request, BACKEND_METHOD);
+        assert_eq!(
+            fields,
+            json!({"target": "xds:///svc", "method": BACKEND_METHOD, "timeout_ms": 1500, "wait_for_ready": true})
+        );
+        request.target = "127.0.0.1:41000".into();
+        request.authority = Some("svc".into());
+        let fields = rpc_fields(&request, BACKEND_METHOD);
+        assert_eq!(fields["target"], "127.0.0.1:41000");
+        assert_eq!(fields["authority"], "svc");
     }
 
     #[test]

@@ -358,6 +358,25 @@ async fn minimal_fixture_dial_and_rpc() {
                "method": "/xds_conformance.Backend/Who", "timeout_ms": 1500,
                "wait_for_ready": true})
     );
+    // A proxy's RPC: a listener's address, with the target as authority.
+    let mut through_listener = rpc("127.0.0.1:41000");
+    through_listener.authority = Some("svc".into());
+    client.rpc(&through_listener).await.unwrap();
+    let echoed: Vec<Value> = events
+        .logs(LogLevel::Info)
+        .into_iter()
+        .filter_map(|m| m.strip_prefix("rpc ").map(str::to_string))
+        .map(|m| serde_json::from_str(&m).unwrap())
+        .collect();
+    assert_eq!(echoed.last().unwrap()["target"], "127.0.0.1:41000");
+    assert_eq!(echoed.last().unwrap()["authority"], "svc");
+    assert!(
+        echoed
+            .iter()
+            .rev()
+            .skip(1)
+            .all(|c| c.get("authority").is_none())
+    );
 
     // Not declared by the fixture: refused without asking it.
     assert!(matches!(
@@ -393,8 +412,9 @@ async fn minimal_fixture_watch_events_map_to_notifications() {
     assert_eq!(
         notifications,
         vec![
+            // The fixture echoes the type it was sent: the full type URL.
             WatcherNotification::Changed {
-                summary: "fixture CDS c1".into()
+                summary: "fixture type.googleapis.com/envoy.config.cluster.v3.Cluster c1".into()
             },
             WatcherNotification::AmbientError(XdsError::new(
                 tonic::Code::Unavailable,
@@ -414,7 +434,9 @@ async fn minimal_fixture_watch_events_map_to_notifications() {
     // still usable afterwards.
     assert_eq!(
         client.cancel_watch(ResourceType::Cluster, "c1").await,
-        Err(ClientError::Failed("no watch on CDS c1".into()))
+        Err(ClientError::Failed(
+            "no watch on type.googleapis.com/envoy.config.cluster.v3.Cluster c1".into()
+        ))
     );
     client.dial("xds:///after").await.unwrap();
 

@@ -14,6 +14,7 @@ pub mod peer_bench;
 pub mod proxy;
 pub mod runner;
 pub mod scenario;
+pub mod schedule;
 pub mod serve;
 pub mod settle;
 pub mod suite;

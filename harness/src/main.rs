@@ -7,11 +7,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
-use xds_conformance::matrix::{MatrixClient, cell_timeline_path, run_matrix};
+use xds_conformance::matrix::{MatrixClient, run_matrix, write_reports};
 use xds_conformance::runner::run_scenario;
 use xds_conformance::scenario::load_file;
 use xds_conformance::suite::{
-    ADAPTERS_DIR, Selection, client_factory, default_matrix_clients, discover, repo_root, run_files,
+    Selection, client_description, client_factory, default_matrix_clients, discover, run_files,
 };
 use xds_conformance_reports::Verdict;
 
@@ -44,6 +44,10 @@ enum Command {
         /// `slow-on-real-time`.
         #[arg(long)]
         skip_tag: Vec<String>,
+        /// Scenarios run at once per client (real clients mostly wait;
+        /// see README, "Running real clients at once").
+        #[arg(long, default_value_t = xds_conformance::schedule::DEFAULT_JOBS)]
+        jobs: usize,
     },
     /// Run scenarios against several clients: the conformance matrix
     /// (Markdown and HTML), a JUnit report per client, every timeline.
@@ -60,6 +64,10 @@ enum Command {
         /// Leave out scenarios with this tag (repeatable).
         #[arg(long)]
         skip_tag: Vec<String>,
+        /// Scenarios run at once per client (real clients mostly wait;
+        /// see README, "Running real clients at once").
+        #[arg(long, default_value_t = xds_conformance::schedule::DEFAULT_JOBS)]
+        jobs: usize,
     },
     /// Check scenario files; errors name file:line:column.
     Validate {
@@ -104,6 +112,7 @@ fn main() -> ExitCode {
             report_dir,
             client,
             skip_tag,
+            jobs,
         } => run(
             paths,
             Selection {
@@ -112,6 +121,7 @@ fn main() -> ExitCode {
             },
             report_dir,
             &client,
+            jobs,
         ),
         Command::Matrix {
             paths,
@@ -119,6 +129,7 @@ fn main() -> ExitCode {
             filter,
             report_dir,
             skip_tag,
+            jobs,
         } => matrix(
             paths,
             clients,
@@ -127,6 +138,7 @@ fn main() -> ExitCode {
                 skip_tags: skip_tag,
             },
             report_dir,
+            jobs,
         ),
         Command::Validate { paths } => validate(paths),
         Command::Schema => {
@@ -154,7 +166,13 @@ fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
     }
 }
 
-fn run(paths: Vec<PathBuf>, selection: Selection, report_dir: PathBuf, client: &str) -> ExitCode {
+fn run(
+    paths: Vec<PathBuf>,
+    selection: Selection,
+    report_dir: PathBuf,
+    client: &str,
+    jobs: usize,
+) -> ExitCode {
     let factory = match client_factory(client) {
         Ok(f) => f,
         Err(e) => {
@@ -169,7 +187,7 @@ fn run(paths: Vec<PathBuf>, selection: Selection, report_dir: PathBuf, client: &
             return ExitCode::from(2);
         }
     };
-    let report = run_files(&files, &selection, client, &factory);
+    let report = run_files(&files, &selection, client, &factory, jobs);
     for r in &report.results {
         println!(
             "{:<13} {:<60} {:>9.3}s virtual {:>8.1}ms wall",
@@ -211,6 +229,7 @@ fn matrix(
     clients: Vec<String>,
     selection: Selection,
     report_dir: PathBuf,
+    jobs: usize,
 ) -> ExitCode {
     let names = if clients.is_empty() {
         default_matrix_clients()
@@ -239,26 +258,9 @@ fn matrix(
             return ExitCode::from(2);
         }
     };
-    let run = run_matrix(&files, &selection, &matrix_clients);
+    let run = run_matrix(&files, &selection, &matrix_clients, jobs);
     let mut failed = false;
-    let write = || -> std::io::Result<()> {
-        xds_conformance_reports::write_matrix(&run.matrix, &report_dir)?;
-        for report in &run.reports {
-            std::fs::write(
-                report_dir.join(format!("junit-{}.xml", report.client)),
-                xds_conformance_reports::junit_xml(report),
-            )?;
-            for r in &report.results {
-                let path = report_dir.join(cell_timeline_path(&report.client, &r.name));
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir)?;
-                }
-                std::fs::write(path, &r.timeline)?;
-            }
-        }
-        Ok(())
-    };
-    if let Err(e) = write() {
+    if let Err(e) = write_reports(&run, &report_dir) {
         eprintln!("cannot write reports to {}: {e}", report_dir.display());
         return ExitCode::from(2);
     }
@@ -284,21 +286,6 @@ fn matrix(
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
-    }
-}
-
-/// A client's column heading in the matrix.
-fn client_description(name: &str) -> String {
-    match name {
-        "reference" => format!("xds-reference-client {}", env!("CARGO_PKG_VERSION")),
-        "grpc-rust" => "xds-client 0.1.0-alpha.4 (crates.io)".to_string(),
-        other => repo_root()
-            .and_then(|root| {
-                xds_client_under_test::AdapterManifest::load(&root.join(ADAPTERS_DIR).join(other))
-                    .ok()
-            })
-            .map(|m| m.description)
-            .unwrap_or_default(),
     }
 }
 
@@ -339,12 +326,12 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
         }
     };
     // Warm-up: lazily built state (descriptor pool) is not what we measure.
-    let warm = run_files(&files, &Selection::default(), "reference", &factory);
+    let warm = run_files(&files, &Selection::default(), "reference", &factory, 1);
     let mut suite_times = Vec::new();
     let mut per_scenario: Vec<(String, Duration, Duration)> = Vec::new();
     for _ in 0..iterations {
         let start = Instant::now();
-        let report = run_files(&files, &Selection::default(), "reference", &factory);
+        let report = run_files(&files, &Selection::default(), "reference", &factory, 1);
         suite_times.push(start.elapsed());
         per_scenario = report
             .results

@@ -12,10 +12,10 @@ use xds_conformance_reports::{RunReport, ScenarioReport, Verdict, timeline_path}
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::RequestKind;
 
-use crate::differential::run_variants;
 use crate::runner::RunOutcome;
-use crate::scenario::{Scenario, load_file};
-use crate::suite::BoxedFactory;
+use crate::scenario::Scenario;
+use crate::schedule::{ScenarioRuns, run_all};
+use crate::suite::{BoxedFactory, load_selected};
 use crate::timeline::{EventKind, TimelineEvent, describe, type_name};
 
 /// A client to put in the matrix.
@@ -25,19 +25,41 @@ pub struct MatrixClient {
     pub factory: BoxedFactory,
 }
 
-/// One run of the matrix: the matrix itself and a report per client.
+/// One run of the matrix: the matrix itself, a report per client, and
+/// every run's outcome (per client, in row order) for callers that check
+/// more than the verdict (the peer tests' snapshots).
 pub struct MatrixRun {
     pub matrix: Matrix,
     pub reports: Vec<RunReport>,
+    pub outcomes: Vec<Vec<(Scenario, RunOutcome)>>,
 }
 
-/// Runs every scenario file against every client. Files that do not load
-/// are an ERROR row for every client.
+/// Runs every scenario file against every client: the clients side by
+/// side, each `jobs` scenarios at a time (see [`crate::schedule`]), so the
+/// matrix takes about as long as its slowest column does alone. Files that
+/// do not load are an ERROR row for every client.
 pub fn run_matrix(
     files: &[PathBuf],
     selection: &crate::suite::Selection,
     clients: &[MatrixClient],
+    jobs: usize,
 ) -> MatrixRun {
+    let loaded = load_selected(files, selection);
+    let scenarios: Vec<&Scenario> = loaded.iter().filter_map(|(_, s)| s.as_ref().ok()).collect();
+    let columns: Vec<Vec<ScenarioRuns>> = std::thread::scope(|scope| {
+        let running: Vec<_> = clients
+            .iter()
+            .map(|client| {
+                let scenarios = &scenarios;
+                scope.spawn(move || run_all(scenarios, client.factory.as_ref(), jobs))
+            })
+            .collect();
+        running
+            .into_iter()
+            .map(|column| column.join().unwrap_or_default())
+            .collect()
+    });
+    let mut columns: Vec<_> = columns.into_iter().map(Vec::into_iter).collect();
     let mut rows = Vec::new();
     let mut reports: Vec<RunReport> = clients
         .iter()
@@ -47,19 +69,15 @@ pub fn run_matrix(
             wall_duration: Default::default(),
         })
         .collect();
-    for file in files {
-        let source = file.display().to_string();
-        let loaded = load_file(file);
-        let scenario = loaded.as_ref().ok();
-        if !selection.selects(scenario, &source) {
-            continue;
-        }
-        let scenario = match &loaded {
+    let mut outcomes: Vec<Vec<(Scenario, RunOutcome)>> =
+        clients.iter().map(|_| Vec::new()).collect();
+    for (source, loaded) in &loaded {
+        let scenario = match loaded {
             Ok(scenario) => scenario,
             Err(e) => {
                 let mut cells = Vec::new();
                 for report in reports.iter_mut() {
-                    let (cell, scenario_report) = error_cell(&source, &e.to_string());
+                    let (cell, scenario_report) = error_cell(source, &e.to_string());
                     report.results.push(scenario_report);
                     cells.push(cell);
                 }
@@ -74,9 +92,9 @@ pub fn run_matrix(
         };
         // Every run the scenario asks for (one per protocol), per client;
         // a row per run.
-        let runs: Vec<Vec<(Scenario, RunOutcome)>> = clients
-            .iter()
-            .map(|client| run_variants(scenario, client.factory.as_ref()))
+        let runs: Vec<ScenarioRuns> = columns
+            .iter_mut()
+            .map(|column| column.next().unwrap_or_default())
             .collect();
         for (index, variant) in scenario.variants().iter().enumerate() {
             let mut cells = Vec::new();
@@ -84,7 +102,7 @@ pub fn run_matrix(
                 let Some((_, outcome)) = runs.get(index) else {
                     continue;
                 };
-                let (cell, scenario_report) = cell(variant, &source, client, outcome.clone());
+                let (cell, scenario_report) = cell(variant, source, client, outcome.clone());
                 report.wall_duration += scenario_report.wall_duration;
                 report.results.push(scenario_report);
                 cells.push(cell);
@@ -95,6 +113,9 @@ pub fn run_matrix(
                 description: variant.description.trim().to_string(),
                 cells,
             });
+        }
+        for (column, runs) in outcomes.iter_mut().zip(runs) {
+            column.extend(runs);
         }
     }
     let matrix = Matrix {
@@ -108,7 +129,31 @@ pub fn run_matrix(
             .collect(),
         rows,
     };
-    MatrixRun { matrix, reports }
+    MatrixRun {
+        matrix,
+        reports,
+        outcomes,
+    }
+}
+
+/// Writes the matrix (Markdown and HTML), a JUnit file per client and
+/// every cell's timeline under `dir`.
+pub fn write_reports(run: &MatrixRun, dir: &Path) -> std::io::Result<()> {
+    xds_conformance_reports::write_matrix(&run.matrix, dir)?;
+    for report in &run.reports {
+        std::fs::write(
+            dir.join(format!("junit-{}.xml", report.client)),
+            xds_conformance_reports::junit_xml(report),
+        )?;
+        for r in &report.results {
+            let path = dir.join(cell_timeline_path(&report.client, &r.name));
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(path, &r.timeline)?;
+        }
+    }
+    Ok(())
 }
 
 fn error_cell(source: &str, message: &str) -> (MatrixCell, ScenarioReport) {

@@ -9,14 +9,14 @@ use xds_client_under_test::{
 };
 use xds_conformance_reports::{RunReport, ScenarioReport, Verdict};
 
-use crate::differential::run_variants;
 use crate::scenario::{Scenario, ScenarioError, load_file};
+use crate::schedule::{SharedFactory, run_all};
 
 /// In-process clients this build can drive, by name. External clients
 /// come from adapter manifests (`client-under-test/adapters/*/adapter.json`).
 pub const CLIENTS: &[&str] = &["reference", "grpc-rust"];
 
-pub type BoxedFactory = Box<dyn Fn() -> Box<dyn ClientUnderTest>>;
+pub type BoxedFactory = Box<SharedFactory>;
 
 /// Where adapters live, relative to the repository root.
 pub const ADAPTERS_DIR: &str = "client-under-test/adapters";
@@ -138,6 +138,18 @@ pub fn client_factory(name: &str) -> Result<BoxedFactory, String> {
     }
 }
 
+/// A client's column heading in the matrix.
+pub fn client_description(name: &str) -> String {
+    match name {
+        "reference" => format!("xds-reference-client {}", env!("CARGO_PKG_VERSION")),
+        "grpc-rust" => "xds-client 0.1.0-alpha.4 (crates.io)".to_string(),
+        other => repo_root()
+            .and_then(|root| AdapterManifest::load(&root.join(ADAPTERS_DIR).join(other)).ok())
+            .map(|m| m.description)
+            .unwrap_or_default(),
+    }
+}
+
 /// Every `.yaml`/`.yml` file under `paths` (files are taken as given),
 /// sorted, so runs are in a stable order.
 pub fn discover(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
@@ -195,41 +207,38 @@ impl Selection {
     }
 }
 
-/// Loads and runs each file; a file that does not load is an ERROR
-/// result naming the file, line and column, and the run goes on.
+/// Loads and runs each file, `jobs` scenarios at a time (see
+/// [`crate::schedule`]); a file that does not load is an ERROR result
+/// naming the file, line and column, and the run goes on.
 pub fn run_files(
     files: &[PathBuf],
     selection: &Selection,
     client: &str,
     factory: &BoxedFactory,
+    jobs: usize,
 ) -> RunReport {
     let started = std::time::Instant::now();
+    let loaded = load_selected(files, selection);
+    let scenarios: Vec<&Scenario> = loaded.iter().filter_map(|(_, s)| s.as_ref().ok()).collect();
+    let mut runs = run_all(&scenarios, factory.as_ref(), jobs).into_iter();
     let mut results = Vec::new();
-    for file in files {
-        let source = file.display().to_string();
-        let scenario = match load_file(file) {
-            Ok(s) => s,
-            Err(e) => {
-                if selection.selects(None, &source) {
-                    results.push(load_error(&source, &e));
+    for (source, scenario) in &loaded {
+        match scenario {
+            Err(e) => results.push(load_error(source, e)),
+            Ok(_) => {
+                for (run, outcome) in runs.next().unwrap_or_default() {
+                    results.push(ScenarioReport {
+                        name: run.name,
+                        description: run.description,
+                        spec: run.spec,
+                        source: source.clone(),
+                        verdict: outcome.verdict,
+                        virtual_duration: outcome.virtual_duration,
+                        wall_duration: outcome.wall_duration,
+                        timeline: outcome.timeline,
+                    });
                 }
-                continue;
             }
-        };
-        if !selection.selects(Some(&scenario), &source) {
-            continue;
-        }
-        for (run, outcome) in run_variants(&scenario, factory.as_ref()) {
-            results.push(ScenarioReport {
-                name: run.name,
-                description: run.description,
-                spec: run.spec,
-                source: source.clone(),
-                verdict: outcome.verdict,
-                virtual_duration: outcome.virtual_duration,
-                wall_duration: outcome.wall_duration,
-                timeline: outcome.timeline,
-            });
         }
     }
     RunReport {
@@ -237,6 +246,19 @@ pub fn run_files(
         results,
         wall_duration: started.elapsed(),
     }
+}
+
+/// A scenario file as named in reports, and what loading it gave.
+pub type Loaded = (String, Result<Scenario, ScenarioError>);
+
+/// Loads every file the selection takes, in order (a file that does not
+/// load is taken if its path matches).
+pub fn load_selected(files: &[PathBuf], selection: &Selection) -> Vec<Loaded> {
+    files
+        .iter()
+        .map(|file| (file.display().to_string(), load_file(file)))
+        .filter(|(source, loaded)| selection.selects(loaded.as_ref().ok(), source))
+        .collect()
 }
 
 fn load_error(source: &str, error: &ScenarioError) -> ScenarioReport {

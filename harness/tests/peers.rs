@@ -1,91 +1,118 @@
 //! The scenario suite against the third-party clients: gRPC C-core through
 //! grpcio, @grpc/grpc-js-xds, Envoy (real processes, installed into
 //! `.peers/` on first use by their adapters' install scripts), and
-//! crates.io's grpc-rust `xds-client` in-process.
+//! crates.io's grpc-rust `xds-client` in-process; with the reference
+//! client beside them, this is the conformance matrix, and the test leaves
+//! it in `reports-out/matrix/` (as `xds-conformance matrix` does), so CI
+//! runs every real-client scenario once.
 //!
 //! Every scenario must pass, or fail as the scenario records for
 //! that client (`known_failures`, `any_of` divergences), or be not
 //! applicable. External clients' normalised timelines are compared with a
 //! snapshot per client; grpc-rust's timelines are not deterministic (it
-//! orders names by hash and draws backoff jitter from an unseeded RNG), so
-//! only its verdicts are checked.
+//! orders names by hash and draws backoff jitter from an unseeded RNG), and
+//! Envoy's carry what its admin API showed, read by polling every 100 ms
+//! (which poll first sees a change depends on timing), so only their
+//! verdicts are checked (Envoy's wire traffic is checked by the
+//! expectations).
+//!
+//! The clients run side by side and each runs several scenarios at once
+//! (`xds_conformance::schedule`): real clients mostly wait.
 
-use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use rstest::rstest;
-use xds_conformance::differential::run_variants;
+use xds_conformance::matrix::{MatrixClient, run_matrix, write_reports};
 use xds_conformance::runner::RunOutcome;
-use xds_conformance::scenario::{Scenario, load_file};
-use xds_conformance::suite::{client_factory, in_this_checkout};
+use xds_conformance::scenario::Scenario;
+use xds_conformance::schedule::DEFAULT_JOBS;
+use xds_conformance::suite::{
+    Selection, client_description, client_factory, discover, manifest_dir,
+};
 use xds_conformance_reports::Verdict;
 
-/// External clients run on real time: one scenario at a time, so their
-/// timing windows are not squeezed by each other, and installs never race.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: OnceLock<Mutex<()>> = OnceLock::new();
-    LOCK.get_or_init(|| Mutex::new(()))
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-}
+/// Clients whose normalised timelines are compared with snapshots.
+const SNAPSHOTS: &[&str] = &["grpcio", "grpc-js"];
 
-fn run_peer(client: &str, path: PathBuf, snapshot: bool) {
-    let path = in_this_checkout(&path, env!("CARGO_MANIFEST_DIR"));
-    let scenario = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
-    let _one_at_a_time = serial();
-    let factory = client_factory(client).unwrap_or_else(|e| panic!("{client}: {e}"));
-    for (run, outcome) in run_variants(&scenario, factory.as_ref()) {
-        check_peer(client, &run, &outcome, snapshot);
+#[test]
+fn matrix() {
+    let crate_dir = manifest_dir(env!("CARGO_MANIFEST_DIR"));
+    let root = crate_dir
+        .parent()
+        .expect("the harness crate is in the workspace");
+    let files = discover(&[root.join("scenarios")]).expect("scenarios/ is readable");
+    let clients: Vec<MatrixClient> = ["reference", "grpcio", "grpc-js", "envoy", "grpc-rust"]
+        .into_iter()
+        .map(|name| MatrixClient {
+            name: name.to_string(),
+            version: client_description(name),
+            factory: client_factory(name).unwrap_or_else(|e| panic!("{name}: {e}")),
+        })
+        .collect();
+    let run = run_matrix(&files, &Selection::default(), &clients, DEFAULT_JOBS);
+    let report_dir = root.join("reports-out/matrix");
+    std::fs::create_dir_all(&report_dir).expect("reports-out/matrix can be created");
+    write_reports(&run, &report_dir).expect("the matrix can be written");
+
+    let mut failures = Vec::new();
+    for (client, outcomes) in clients.iter().zip(&run.outcomes) {
+        for (scenario, outcome) in outcomes {
+            if let Err(failure) = check_peer(&client.name, scenario, outcome) {
+                failures.push(failure);
+            }
+        }
     }
+    let counts: Vec<String> = run
+        .reports
+        .iter()
+        .map(|r| format!("{}: {}", r.client, r.counts_line()))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of the matrix's cells failed (matrix in {}):\n{}\n\n{}",
+        failures.len(),
+        report_dir.display(),
+        counts.join("\n"),
+        failures.join("\n\n")
+    );
 }
 
-fn check_peer(client: &str, scenario: &Scenario, outcome: &RunOutcome, snapshot: bool) {
+fn check_peer(client: &str, scenario: &Scenario, outcome: &RunOutcome) -> Result<(), String> {
     match &outcome.verdict {
         // A known failure's timeline stops wherever the client first left
         // the scenario, which for a client with its own jitter varies from
         // run to run: the verdict and its recorded reason are what count.
-        Verdict::NotApplicable { .. } | Verdict::KnownFailure { .. } => return,
+        Verdict::NotApplicable { .. } | Verdict::KnownFailure { .. } => return Ok(()),
         Verdict::Pass | Verdict::Divergent { .. } => {}
         Verdict::Fail { message } | Verdict::Error { message } => {
-            panic!(
-                "{} on {client}: {message}\n\ntimeline:\n{}",
+            return Err(format!(
+                "--- {} on {client}: {message}\n\ntimeline:\n{}",
                 scenario.name, outcome.timeline
-            )
+            ));
         }
     }
-    if snapshot && scenario.snapshot && !scenario.no_snapshot_for.contains_key(client) {
+    if SNAPSHOTS.contains(&client)
+        && scenario.snapshot
+        && !scenario.no_snapshot_for.contains_key(client)
+    {
         let name = format!("{client}__{}", scenario.name.replace('/', "__"));
-        insta::with_settings!({
-            description => format!("{} on {client} (normalised: see timeline::render_normalized)", scenario.name),
-            omit_expression => true,
-            prepend_module_to_snapshot => false,
-            snapshot_path => "snapshots/peers",
-        }, {
-            insta::assert_snapshot!(name, &outcome.snapshot);
-        });
+        // One test checks every cell: a mismatch is collected, not the
+        // end of the test (insta still writes its `.snap.new`).
+        catch_unwind(AssertUnwindSafe(|| {
+            insta::with_settings!({
+                description => format!("{} on {client} (normalised: see timeline::render_normalized)", scenario.name),
+                omit_expression => true,
+                prepend_module_to_snapshot => false,
+                snapshot_path => "snapshots/peers",
+            }, {
+                insta::assert_snapshot!(name.as_str(), &outcome.snapshot);
+            });
+        }))
+        .map_err(|_| {
+            format!(
+                "--- {} on {client}: the normalised timeline differs from snapshots/peers/{name}.snap (see above; `cargo insta review`)",
+                scenario.name
+            )
+        })?;
     }
-}
-
-#[rstest]
-fn grpcio(#[files("../scenarios/**/*.yaml")] path: PathBuf) {
-    run_peer("grpcio", path, true);
-}
-
-#[rstest]
-fn grpc_js(#[files("../scenarios/**/*.yaml")] path: PathBuf) {
-    run_peer("grpc-js", path, true);
-}
-
-/// Envoy's timelines carry what its admin API showed, read by polling
-/// every 100 ms: which poll first sees a change depends on timing, so only
-/// its verdicts are checked (its wire traffic is checked by the
-/// expectations).
-#[rstest]
-fn envoy(#[files("../scenarios/**/*.yaml")] path: PathBuf) {
-    run_peer("envoy", path, false);
-}
-
-#[rstest]
-fn grpc_rust(#[files("../scenarios/**/*.yaml")] path: PathBuf) {
-    run_peer("grpc-rust", path, false);
+    Ok(())
 }

@@ -346,7 +346,7 @@ fn forward(out: &Outbox, event: ObservedEvent) {
         } => {
             let mut line = json!({
                 "event": "watcher",
-                "type": resource_type.short_name(),
+                "type": resource_type.type_url(),
                 "name": name,
             });
             let error = |line: &mut Value, e: &XdsError| {

@@ -1,0 +1,112 @@
+//! How many scenario runs go at once.
+//!
+//! A real client's run mostly waits: for a process to start, for a 15 s
+//! timer, for a backoff. Run one at a time, the suite on grpcio or grpc-js
+//! takes minutes of an idle machine; run several at once, it takes the
+//! longest few. Each run has its own fake servers, backends, ports, client
+//! process and tokio runtime, so runs share nothing but the machine.
+//!
+//! Results come back in the order of the input, whatever order the runs
+//! finished in, so reports and matrices read the same at any `jobs`.
+//! Virtual-time runs stay deterministic at any `jobs` (their clock is
+//! their own); real-time runs keep honest windows as long as the machine
+//! is not saturated, which is why `jobs` is a small number: the waits
+//! overlap, the CPU bursts (process start-up) mostly do not.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::differential::run_variants;
+use crate::runner::RunOutcome;
+use crate::scenario::Scenario;
+
+/// A client factory that worker threads can share.
+pub type SharedFactory = dyn Fn() -> Box<dyn xds_client_under_test::ClientUnderTest> + Send + Sync;
+
+/// A scenario's runs, one per protocol variant, as
+/// [`run_variants`] gives them.
+pub type ScenarioRuns = Vec<(Scenario, RunOutcome)>;
+
+/// Runs at once per client when nobody says otherwise: enough for the
+/// waits of a real-time suite to overlap, few enough that two cores keep
+/// up with the start-up of that many client processes.
+pub const DEFAULT_JOBS: usize = 4;
+
+/// Every run of every scenario (one per protocol variant, see
+/// [`run_variants`]) on clients from `factory`, `jobs` scenarios at a time,
+/// in the order of `scenarios`.
+pub fn run_all(scenarios: &[&Scenario], factory: &SharedFactory, jobs: usize) -> Vec<ScenarioRuns> {
+    let jobs = jobs.clamp(1, scenarios.len().max(1));
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<ScenarioRuns>>> =
+        Mutex::new((0..scenarios.len()).map(|_| None).collect());
+    let work = || {
+        loop {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            let Some(scenario) = scenarios.get(index) else {
+                return;
+            };
+            let runs = run_variants(scenario, factory);
+            results.lock().unwrap_or_else(|e| e.into_inner())[index] = Some(runs);
+        }
+    };
+    if jobs == 1 {
+        work();
+    } else {
+        std::thread::scope(|scope| {
+            for _ in 0..jobs {
+                scope.spawn(work);
+            }
+        });
+    }
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::load_str;
+    use xds_client_under_test::{ClientUnderTest, ReferenceClient};
+
+    /// A scenario whose timeline spans a 15 s timer, so runs at once
+    /// would show it if they shared a clock.
+    fn scenario(name: &str) -> Scenario {
+        load_str(
+            &format!("{name}.yaml"),
+            "description: d\nservers: {main: {}}\nsteps:\n  \
+             - watch: {type: CDS, name: c1}\n  \
+             - expect: {watcher: {type: CDS, name: c1, event: does_not_exist}}\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn results_keep_the_order_of_the_scenarios_at_any_jobs() {
+        let scenarios: Vec<Scenario> = (0..7).map(|i| scenario(&format!("s{i}"))).collect();
+        let refs: Vec<&Scenario> = scenarios.iter().collect();
+        let factory = || Box::new(ReferenceClient::new()) as Box<dyn ClientUnderTest>;
+        let serial = run_all(&refs, &factory, 1);
+        let parallel = run_all(&refs, &factory, 3);
+        let names = |runs: &Vec<ScenarioRuns>| -> Vec<String> {
+            runs.iter().flatten().map(|(s, _)| s.name.clone()).collect()
+        };
+        assert_eq!(names(&serial), names(&parallel));
+        assert_eq!(names(&serial)[0], "s0");
+        for ((_, a), (_, b)) in serial.iter().flatten().zip(parallel.iter().flatten()) {
+            assert_eq!(a.verdict, b.verdict);
+            // Virtual time: the same timeline however many run at once.
+            assert_eq!(a.timeline, b.timeline);
+        }
+    }
+
+    #[test]
+    fn no_scenarios_is_no_runs() {
+        let factory = || Box::new(ReferenceClient::new()) as Box<dyn ClientUnderTest>;
+        assert!(run_all(&[], &factory, 4).is_empty());
+    }
+}
