@@ -13,7 +13,7 @@ pub mod grpc_rust;
 mod process;
 mod reference;
 
-pub use envoy::EnvoyClient;
+pub use envoy::{EnvoyClient, EnvoyLogging};
 pub use grpc_rust::GrpcRustClient;
 pub use process::{
     AdapterCapabilities, AdapterHello, AdapterManifest, Driver, PROTOCOL_VERSION, ProcessClient,

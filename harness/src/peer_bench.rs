@@ -10,6 +10,9 @@
 //!   (one endpoint each) and answers EDS like a control plane. Once the
 //!   client's CDS subscription names all N clusters, the server sends one
 //!   CDS response with all N; the run ends at the client's reply to it.
+//!   A client that subscribes to every Cluster (Envoy: a wildcard, see
+//!   [`ClusterSubscription`]) has its initial CDS request answered with no
+//!   clusters and gets the same N once it has ACKed the routes.
 //! - **EDS**: one cluster; once the client asks for its endpoints, the
 //!   server sends one ClusterLoadAssignment with N distinct endpoints
 //!   (10.x.y.z:80, which real-TCP runs rewrite to closed loopback
@@ -23,7 +26,9 @@
 //! after that reply.
 //!
 //! CSDS polling is turned off for these runs (it would ask the client to
-//! dump thousands of resources while it works), the same for every client.
+//! dump thousands of resources while it works), the same for every client;
+//! for Envoy, which has no CSDS, the driver's reading of its admin API
+//! (`/config_dump`, `/stats`) is turned off for the same reason.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,8 +36,9 @@ use std::time::Duration;
 
 use envoy_types::pb::envoy::service::status::v3::ClientStatusResponse;
 use xds_client_under_test::{
-    AdapterManifest, Capabilities, ClientEnvironment, ClientError, ClientUnderTest, ProcessClient,
-    ProcessError, ReferenceClient, RpcOutcome, RpcRequest,
+    AdapterManifest, Capabilities, ClientEnvironment, ClientError, ClientUnderTest, Driver,
+    EnvoyClient, EnvoyLogging, ProcessClient, ProcessError, ReferenceClient, RpcOutcome,
+    RpcRequest,
 };
 use xds_conformance_reports::Verdict;
 use xds_fake_server::event::ServerEvent;
@@ -44,8 +50,9 @@ use crate::scenario::{Scenario, ScenarioError, load_str};
 use crate::suite::{ADAPTERS_DIR, repo_root};
 use crate::timeline::{EventKind, TimelineEvent};
 
-/// The default clients: the reference client as a process, C-core, Node.
-pub const DEFAULT_CLIENTS: &[&str] = &["reference-process", "grpcio", "grpc-js"];
+/// The default clients: the reference client as a process, C-core, Node,
+/// Envoy.
+pub const DEFAULT_CLIENTS: &[&str] = &["reference-process", "grpcio", "grpc-js", "envoy"];
 
 /// The in-process reference client on real TCP (an extra, labelled row).
 pub const IN_PROCESS: &str = "reference (in-process, TCP)";
@@ -59,6 +66,11 @@ pub const MAX_SIZE: usize = 60_000;
 /// The manifests turn on debug tracing for conformance runs, which makes
 /// C-core and grpc-js log every resource and would be measured too.
 pub const QUIET_ENV: &[(&str, &str)] = &[("GRPC_TRACE", ""), ("GRPC_VERBOSITY", "ERROR")];
+
+/// Envoy's logging in the bench: its default level, as a deployment runs
+/// it. Conformance runs add `config:debug` (see [`EnvoyLogging`]), which
+/// logs per response and per cluster and would be measured too.
+pub const QUIET_ENVOY: EnvoyLogging = EnvoyLogging::Info;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
@@ -119,11 +131,22 @@ impl Workload {
         }
     }
 
-    /// The scenario, as YAML text.
-    pub fn scenario_yaml(self, size: usize) -> String {
+    /// The scenario, as YAML text, for a client that subscribes to
+    /// clusters as `subscription` says.
+    pub fn scenario_yaml(self, size: usize, subscription: ClusterSubscription) -> String {
         match self {
-            Workload::Cds => cds_scenario_yaml(size),
+            Workload::Cds => cds_scenario_yaml(size, subscription),
             Workload::Eds => eds_scenario_yaml(size),
+        }
+    }
+
+    /// The scenario this workload plays for clients that subscribe as
+    /// `subscription`: CDS has one per kind of subscription, EDS one for
+    /// all (every client names the endpoints it wants).
+    pub fn variant(self, subscription: ClusterSubscription) -> Option<ClusterSubscription> {
+        match self {
+            Workload::Cds => Some(subscription),
+            Workload::Eds => None,
         }
     }
 
@@ -135,12 +158,76 @@ impl Workload {
         }
     }
 
-    pub fn scenario(self, size: usize) -> Result<Scenario, BenchError> {
-        let name = format!("bench-peers/{}-{size}", self.name().to_lowercase());
-        load_str(&name, &self.scenario_yaml(size)).map_err(|e| BenchError::Scenario {
+    /// The scenario's name, which is also its file name without `.yaml`
+    /// (`--write-scenarios`): `cds-10000`, `cds-wildcard-10000`.
+    pub fn scenario_name(self, size: usize, subscription: ClusterSubscription) -> String {
+        let variant = match self.variant(subscription) {
+            Some(ClusterSubscription::Wildcard) => "-wildcard",
+            Some(ClusterSubscription::Named) | None => "",
+        };
+        format!("{}{variant}-{size}", self.name().to_lowercase())
+    }
+
+    pub fn scenario(
+        self,
+        size: usize,
+        subscription: ClusterSubscription,
+    ) -> Result<Scenario, BenchError> {
+        let name = format!("bench-peers/{}", self.scenario_name(size, subscription));
+        load_str(&name, &self.scenario_yaml(size, subscription)).map_err(|e| BenchError::Scenario {
             workload: self.name(),
             source: Box::new(e),
         })
+    }
+}
+
+/// How a client subscribes to Clusters, which decides how the CDS
+/// workload brings it to want all N of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ClusterSubscription {
+    /// By name, as gRPC channels do: the routes name the N clusters and the
+    /// client's CDS request names them all; that request is what the
+    /// server waits for.
+    Named,
+    /// Every Cluster the server has, by a wildcard subscription, as Envoy
+    /// does: its initial CDS request (`resource_names` empty) is answered
+    /// with no clusters (a control plane with none yet, which lets Envoy
+    /// finish initialising: it requests Listeners only then), and the
+    /// server waits for the ACK of the RouteConfiguration naming the N
+    /// clusters, i.e. for the client to hold the same Listener and routes
+    /// a channel does before its named request.
+    Wildcard,
+}
+
+impl ClusterSubscription {
+    /// Envoy (no named Listener or Cluster subscriptions) subscribes by
+    /// wildcard; gRPC clients by name.
+    pub fn of(caps: &Capabilities) -> ClusterSubscription {
+        if caps.named_lds_cds {
+            ClusterSubscription::Named
+        } else {
+            ClusterSubscription::Wildcard
+        }
+    }
+
+    /// The steps after the dial that end when the client is ready for the
+    /// CDS response with the N clusters.
+    fn cds_ready_steps(self, size: usize) -> String {
+        match self {
+            ClusterSubscription::Named => {
+                let mut yaml = String::from("  - expect:\n      request: { type: CDS, names: [");
+                push_names(&mut yaml, size);
+                yaml.push_str(&format!("] }}\n      within: {SUBSCRIBE_WITHIN}\n"));
+                yaml
+            }
+            ClusterSubscription::Wildcard => format!(
+                "  - expect:\n      request: {{ type: CDS, names: [], kind: initial }}\n      \
+                 within: {SUBSCRIBE_WITHIN}\n  \
+                 - send_response: {{ type: CDS, version: \"0\", resources: [] }}\n  \
+                 - expect:\n      request: {{ type: RDS, names: [routes], kind: ack }}\n      \
+                 within: {SUBSCRIBE_WITHIN}\n"
+            ),
+        }
     }
 }
 
@@ -155,11 +242,19 @@ fn endpoint_address(i: usize) -> String {
 const SUBSCRIBE_WITHIN: &str = "120s";
 const REPLY_WITHIN: &str = "120s";
 
-fn cds_scenario_yaml(size: usize) -> String {
+fn cds_scenario_yaml(size: usize, subscription: ClusterSubscription) -> String {
     let mut yaml = String::from(
         "description: |\n  bench-peers: one CDS response with all the clusters a channel's\n  \
-         RouteConfiguration names; measured from that response to the client's reply.\n\
-         snapshot: false\nservers:\n  primary:\n    resources:\n      \
+         RouteConfiguration names; measured from that response to the client's reply.\n",
+    );
+    if subscription == ClusterSubscription::Wildcard {
+        yaml.push_str(
+            "  For a client subscribing to every Cluster: its initial CDS request is\n  \
+             answered with none, then it gets the N clusters once it has ACKed the routes.\n",
+        );
+    }
+    yaml.push_str(
+        "snapshot: false\nservers:\n  primary:\n    resources:\n      \
          - listener: { name: svc, rds: routes }\n      \
          - route_config:\n          name: routes\n          virtual_hosts:\n            \
          - domains: [\"*\"]\n              routes:\n",
@@ -175,11 +270,8 @@ fn cds_scenario_yaml(size: usize) -> String {
             endpoint_address(i)
         ));
     }
-    yaml.push_str(
-        "steps:\n  - dial: xds:///svc\n  - expect:\n      request: { type: CDS, names: [",
-    );
-    push_names(&mut yaml, size);
-    yaml.push_str(&format!("] }}\n      within: {SUBSCRIBE_WITHIN}\n"));
+    yaml.push_str("steps:\n  - dial: xds:///svc\n");
+    yaml.push_str(&subscription.cds_ready_steps(size));
     yaml.push_str("  - set_resources:\n      resources:\n");
     for i in 0..size {
         yaml.push_str(&format!("        - cluster: {{ name: c{i} }}\n"));
@@ -338,17 +430,39 @@ impl Sample {
     }
 }
 
-/// A client to measure: its label, how to make one, the run mode.
+/// A client to measure: its label, how to make one, the run mode, and
+/// how it subscribes to clusters (which CDS scenario it plays).
 pub struct BenchClient {
     pub label: String,
     pub description: String,
-    pub factory: Box<dyn Fn() -> Box<dyn ClientUnderTest>>,
+    pub factory: Box<dyn Fn() -> Box<dyn ClientUnderTest> + Send + Sync>,
     pub mode: Option<RunMode>,
+    pub subscription: ClusterSubscription,
+}
+
+impl BenchClient {
+    fn new(
+        label: String,
+        description: String,
+        factory: Box<dyn Fn() -> Box<dyn ClientUnderTest> + Send + Sync>,
+        mode: Option<RunMode>,
+    ) -> BenchClient {
+        // Capabilities are known before a client starts.
+        let subscription = ClusterSubscription::of(&factory().capabilities());
+        BenchClient {
+            label,
+            description,
+            factory,
+            mode,
+            subscription,
+        }
+    }
 }
 
 /// Prepares an adapter: installs it if needed (for `reference-process`,
-/// always rebuilds it, so a stale binary is never measured), and gives it
-/// [`QUIET_ENV`] unless `adapter_logging`.
+/// always rebuilds it, so a stale binary is never measured), and, unless
+/// `adapter_logging`, gives gRPC adapters [`QUIET_ENV`] and runs Envoy at
+/// [`QUIET_ENVOY`].
 pub fn adapter_client(name: &str, adapter_logging: bool) -> Result<BenchClient, BenchError> {
     let root = repo_root().ok_or(BenchError::NoRepoRoot)?;
     let dir = root.join(ADAPTERS_DIR).join(name);
@@ -362,23 +476,42 @@ pub fn adapter_client(name: &str, adapter_logging: bool) -> Result<BenchClient, 
         remove_marker(&root.join(marker))?;
     }
     ProcessClient::new(&root, manifest.clone()).ensure_installed()?;
-    if !adapter_logging {
-        for (key, value) in QUIET_ENV {
-            manifest.env.insert(key.to_string(), value.to_string());
-        }
-    }
     let description = manifest.description.clone();
-    Ok(BenchClient {
-        label: name.to_string(),
+    let factory: Box<dyn Fn() -> Box<dyn ClientUnderTest> + Send + Sync> = match manifest.driver {
+        Driver::Adapter => {
+            if !adapter_logging {
+                for (key, value) in QUIET_ENV {
+                    manifest.env.insert(key.to_string(), value.to_string());
+                }
+            }
+            Box::new(move || {
+                Box::new(WithoutCsds(Box::new(ProcessClient::new(
+                    &root,
+                    manifest.clone(),
+                )))) as Box<dyn ClientUnderTest>
+            })
+        }
+        Driver::Envoy => {
+            let logging = if adapter_logging {
+                EnvoyLogging::default()
+            } else {
+                QUIET_ENVOY
+            };
+            Box::new(move || {
+                Box::new(
+                    EnvoyClient::new(&root, manifest.clone())
+                        .without_admin_polling()
+                        .with_logging(logging),
+                ) as Box<dyn ClientUnderTest>
+            })
+        }
+    };
+    Ok(BenchClient::new(
+        name.to_string(),
         description,
-        factory: Box::new(move || {
-            Box::new(WithoutCsds(Box::new(ProcessClient::new(
-                &root,
-                manifest.clone(),
-            )))) as Box<dyn ClientUnderTest>
-        }),
-        mode: None,
-    })
+        factory,
+        None,
+    ))
 }
 
 fn remove_marker(path: &Path) -> Result<(), BenchError> {
@@ -395,14 +528,14 @@ fn remove_marker(path: &Path) -> Result<(), BenchError> {
 /// The reference client in the harness's process and thread, on real TCP:
 /// no RSS of its own, and it shares a core with the fake server.
 pub fn in_process_client() -> BenchClient {
-    BenchClient {
-        label: IN_PROCESS.to_string(),
-        description: "xds-reference-client in the harness's process (shares its thread)".into(),
-        factory: Box::new(|| {
+    BenchClient::new(
+        IN_PROCESS.to_string(),
+        "xds-reference-client in the harness's process (shares its thread)".into(),
+        Box::new(|| {
             Box::new(WithoutCsds(Box::new(ReferenceClient::new()))) as Box<dyn ClientUnderTest>
         }),
-        mode: Some(RunMode::RealTime),
-    }
+        Some(RunMode::RealTime),
+    )
 }
 
 /// Plays one workload once.
@@ -604,30 +737,6 @@ pub fn bench_peers(options: &BenchOptions) -> Result<bool, BenchError> {
              response is inside every measurement, and slow; use cargo run --release"
         );
     }
-    let mut scenarios = Vec::new();
-    for workload in Workload::ALL {
-        let loading = std::time::Instant::now();
-        scenarios.push((workload, workload.scenario(options.size)?));
-        if let Some(dir) = &options.write_scenarios {
-            let path = dir.join(format!(
-                "bench-{}-{}.yaml",
-                workload.name().to_lowercase(),
-                options.size
-            ));
-            std::fs::create_dir_all(dir)
-                .and_then(|()| std::fs::write(&path, workload.scenario_yaml(options.size)))
-                .map_err(|source| BenchError::Write {
-                    path: path.clone(),
-                    source,
-                })?;
-            eprintln!("wrote {}", path.display());
-        }
-        eprintln!(
-            "generated and loaded the {} scenario in {:.1}ms",
-            workload.describe(options.size),
-            ms(loading.elapsed())
-        );
-    }
     let mut clients = Vec::new();
     for name in options.clients.iter().filter(|n| !n.is_empty()) {
         eprintln!("preparing {name} (installing or rebuilding it if needed)...");
@@ -636,13 +745,52 @@ pub fn bench_peers(options: &BenchOptions) -> Result<bool, BenchError> {
     if options.in_process {
         clients.push(in_process_client());
     }
+    // Each workload's scenario once per variant the clients need.
+    let mut scenarios: BTreeMap<(Workload, Option<ClusterSubscription>), Scenario> =
+        BTreeMap::new();
+    for workload in Workload::ALL {
+        for client in &clients {
+            let variant = workload.variant(client.subscription);
+            if scenarios.contains_key(&(workload, variant)) {
+                continue;
+            }
+            let loading = std::time::Instant::now();
+            let scenario = workload.scenario(options.size, client.subscription)?;
+            if let Some(dir) = &options.write_scenarios {
+                let path = dir.join(format!(
+                    "bench-{}.yaml",
+                    workload.scenario_name(options.size, client.subscription)
+                ));
+                std::fs::create_dir_all(dir)
+                    .and_then(|()| {
+                        std::fs::write(
+                            &path,
+                            workload.scenario_yaml(options.size, client.subscription),
+                        )
+                    })
+                    .map_err(|source| BenchError::Write {
+                        path: path.clone(),
+                        source,
+                    })?;
+                eprintln!("wrote {}", path.display());
+            }
+            eprintln!(
+                "generated and loaded the {} scenario ({}) in {:.1}ms",
+                workload.describe(options.size),
+                scenario.name,
+                ms(loading.elapsed())
+            );
+            scenarios.insert((workload, variant), scenario);
+        }
+    }
     let mut samples: BTreeMap<(Workload, usize), Vec<Sample>> = BTreeMap::new();
-    for (workload, scenario) in &scenarios {
+    for workload in Workload::ALL {
         // Clients take turns run by run, so a drift in the machine's state
         // spreads over all of them.
         for run in 1..=runs {
             for (index, client) in clients.iter().enumerate() {
-                let sample = run_once(client, scenario, *workload, options.size);
+                let scenario = &scenarios[&(workload, workload.variant(client.subscription))];
+                let sample = run_once(client, scenario, workload, options.size);
                 eprintln!(
                     "{} {} {}: run {run}/{runs}: {}",
                     workload.name(),
@@ -650,7 +798,7 @@ pub fn bench_peers(options: &BenchOptions) -> Result<bool, BenchError> {
                     client.label,
                     describe_sample(&sample)
                 );
-                samples.entry((*workload, index)).or_default().push(sample);
+                samples.entry((workload, index)).or_default().push(sample);
             }
         }
     }
@@ -673,10 +821,21 @@ pub fn bench_peers(options: &BenchOptions) -> Result<bool, BenchError> {
             .iter()
             .map(|(k, v)| format!("{k}={v:?}"))
             .collect();
-        println!("adapters ran with {} (gRPC's defaults)", quiet.join(" "));
+        println!(
+            "adapters ran with {} (gRPC's defaults); Envoy with {} (its default level)",
+            quiet.join(" "),
+            QUIET_ENVOY.args().join(" ")
+        );
     }
     for client in &clients {
-        println!("  {}: {}", client.label, client.description);
+        let played = match client.subscription {
+            ClusterSubscription::Named => String::new(),
+            ClusterSubscription::Wildcard => format!(
+                " [wildcard CDS: scenario {}]",
+                Workload::Cds.scenario_name(options.size, client.subscription)
+            ),
+        };
+        println!("  {}: {}{played}", client.label, client.description);
     }
     println!();
     print!("{}", render_table(options.size, &rows));
@@ -798,21 +957,143 @@ impl ClientUnderTest for WithoutCsds {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::matcher::Matcher;
+    use crate::matcher::request::RequestMatcher;
+    use crate::runner::not_applicable;
     use crate::scenario::Step;
     use std::time::Duration;
     use xds_fake_server::event::{RecordedRequest, RecordedResponse};
 
+    const SUBSCRIPTIONS: [ClusterSubscription; 2] =
+        [ClusterSubscription::Named, ClusterSubscription::Wildcard];
+
+    fn steps(scenario: &Scenario) -> Vec<&Step> {
+        scenario.steps.iter().map(|s| &s.step).collect()
+    }
+
+    fn request_matcher(step: &Step) -> &RequestMatcher {
+        match step {
+            Step::Expect {
+                matcher: Matcher::Request(m),
+                ..
+            } => m,
+            other => panic!("not a request expectation: {other:?}"),
+        }
+    }
+
     #[test]
     fn generated_scenarios_load() {
         for workload in Workload::ALL {
-            let scenario = workload.scenario(3).unwrap();
-            let steps: Vec<&Step> = scenario.steps.iter().map(|s| &s.step).collect();
+            let scenario = workload.scenario(3, ClusterSubscription::Named).unwrap();
+            let steps = steps(&scenario);
             assert!(matches!(steps[0], Step::Dial { .. }), "{steps:?}");
             assert!(matches!(steps[2], Step::SetResources { .. }), "{steps:?}");
             assert_eq!(steps.len(), 4);
         }
-        let cds = Workload::Cds.scenario(3).unwrap();
+        let cds = Workload::Cds
+            .scenario(3, ClusterSubscription::Named)
+            .unwrap();
         assert_eq!(cds.servers[0].resources.len(), 2 + 3);
+    }
+
+    #[test]
+    fn only_cds_has_a_wildcard_variant() {
+        assert_eq!(
+            Workload::Cds.scenario_name(10, ClusterSubscription::Wildcard),
+            "cds-wildcard-10"
+        );
+        assert_eq!(
+            Workload::Cds.scenario_name(10, ClusterSubscription::Named),
+            "cds-10"
+        );
+        for subscription in SUBSCRIPTIONS {
+            assert_eq!(Workload::Eds.variant(subscription), None);
+            assert_eq!(Workload::Eds.scenario_name(10, subscription), "eds-10");
+            assert_eq!(
+                Workload::Eds.scenario_yaml(10, subscription),
+                Workload::Eds.scenario_yaml(10, ClusterSubscription::Named)
+            );
+        }
+    }
+
+    #[test]
+    fn wildcard_cds_answers_the_initial_request_with_no_clusters_then_sends_all() {
+        let scenario = Workload::Cds
+            .scenario(3, ClusterSubscription::Wildcard)
+            .unwrap();
+        let steps = steps(&scenario);
+        assert_eq!(steps.len(), 6, "{steps:?}");
+        assert!(matches!(steps[0], Step::Dial { .. }), "{steps:?}");
+        let initial = request_matcher(steps[1]);
+        assert_eq!(initial.resource_type, Some(ResourceType::Cluster));
+        assert_eq!(initial.names, Some(vec![]));
+        assert_eq!(initial.kind, Some(RequestKind::Initial));
+        let Step::SendResponse {
+            resource_type,
+            resources,
+            ..
+        } = steps[2]
+        else {
+            panic!("{steps:?}");
+        };
+        assert_eq!(*resource_type, ResourceType::Cluster);
+        assert!(resources.is_empty());
+        let routes_acked = request_matcher(steps[3]);
+        assert_eq!(
+            routes_acked.resource_type,
+            Some(ResourceType::RouteConfiguration)
+        );
+        assert_eq!(routes_acked.names, Some(vec!["routes".to_string()]));
+        assert_eq!(routes_acked.kind, Some(RequestKind::Ack));
+        // The same server state, the same large response and the same end
+        // as for a client subscribing by name.
+        let named = Workload::Cds
+            .scenario(3, ClusterSubscription::Named)
+            .unwrap();
+        let named_steps = self::steps(&named);
+        assert_eq!(scenario.servers[0].resources, named.servers[0].resources);
+        let clusters = |step: &Step| match step {
+            Step::SetResources { resources, .. } => resources.clone(),
+            other => panic!("not set_resources: {other:?}"),
+        };
+        assert_eq!(clusters(steps[4]), clusters(named_steps[2]));
+        assert_eq!(clusters(steps[4]).len(), 3);
+        assert_eq!(format!("{:?}", steps[5]), format!("{:?}", named_steps[3]));
+    }
+
+    #[test]
+    fn each_client_gets_a_cds_scenario_it_can_run() {
+        let grpc = Capabilities {
+            named_lds_cds: true,
+            dial: true,
+            ..Capabilities::default()
+        };
+        // Envoy as the bench runs it: admin API not read.
+        let envoy = Capabilities {
+            named_lds_cds: false,
+            proxy: true,
+            dial: true,
+            ..Capabilities::default()
+        };
+        assert_eq!(ClusterSubscription::of(&grpc), ClusterSubscription::Named);
+        assert_eq!(
+            ClusterSubscription::of(&envoy),
+            ClusterSubscription::Wildcard
+        );
+        let scenario = |s| Workload::Cds.scenario(3, s).unwrap();
+        assert_eq!(
+            not_applicable(&scenario(ClusterSubscription::Named), &grpc),
+            None
+        );
+        assert!(not_applicable(&scenario(ClusterSubscription::Named), &envoy).is_some());
+        assert_eq!(
+            not_applicable(&scenario(ClusterSubscription::Wildcard), &envoy),
+            None
+        );
+        let eds = Workload::Eds
+            .scenario(3, ClusterSubscription::Wildcard)
+            .unwrap();
+        assert_eq!(not_applicable(&eds, &envoy), None);
     }
 
     #[test]

@@ -49,7 +49,35 @@ const LOG_TAIL_LINES: usize = 40;
 pub struct EnvoyClient {
     repo_root: PathBuf,
     manifest: AdapterManifest,
+    logging: EnvoyLogging,
+    /// Whether the admin API is read into observations (see
+    /// [`EnvoyClient::without_admin_polling`]).
+    poll_admin: bool,
     running: Option<Running>,
+}
+
+/// How much Envoy logs (its `-l` and `--component-log-level` options).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EnvoyLogging {
+    /// Info, and debug for the `config` component: conformance runs. The
+    /// config component's debug lines (`gRPC config for <type> rejected`,
+    /// stream closes, initial fetch timeouts) are what explains a failed
+    /// scenario, and the log tail goes into a crash report.
+    #[default]
+    ConfigDebug,
+    /// Info: Envoy's default level, as a deployment runs it. For
+    /// measurements, where logging would be measured too.
+    Info,
+}
+
+impl EnvoyLogging {
+    /// Envoy's command-line options for this level.
+    pub fn args(self) -> &'static [&'static str] {
+        match self {
+            EnvoyLogging::ConfigDebug => &["-l", "info", "--component-log-level", "config:debug"],
+            EnvoyLogging::Info => &["-l", "info"],
+        }
+    }
 }
 
 struct Running {
@@ -96,12 +124,32 @@ impl Running {
 }
 
 impl EnvoyClient {
+    /// Envoy as conformance runs drive it: config debug logging, admin
+    /// API read every [`POLL_EVERY`].
     pub fn new(repo_root: &Path, manifest: AdapterManifest) -> EnvoyClient {
         EnvoyClient {
             repo_root: repo_root.to_path_buf(),
             manifest,
+            logging: EnvoyLogging::default(),
+            poll_admin: true,
             running: None,
         }
+    }
+
+    /// Envoy whose admin API is not read: no [`ObservedEvent::Admin`]
+    /// observations, and `admin` is not among its capabilities (so
+    /// scenarios that need it are n/a). For measurements: reading
+    /// `/config_dump` every [`POLL_EVERY`] costs Envoy real work with
+    /// thousands of resources, which would be measured too. (The admin
+    /// address is still waited for: it says Envoy has started.)
+    pub fn without_admin_polling(mut self) -> EnvoyClient {
+        self.poll_admin = false;
+        self
+    }
+
+    pub fn with_logging(mut self, logging: EnvoyLogging) -> EnvoyClient {
+        self.logging = logging;
+        self
     }
 
     fn running(&self) -> Result<&Running, ClientError> {
@@ -186,7 +234,7 @@ impl ClientUnderTest for EnvoyClient {
             authorities: false,
             named_lds_cds: false,
             proxy: true,
-            admin: true,
+            admin: self.poll_admin,
             ..self.manifest.capabilities.to_capabilities()
         }
     }
@@ -224,7 +272,7 @@ impl ClientUnderTest for EnvoyClient {
             .args(["--concurrency", "1"])
             .arg("--admin-address-path")
             .arg(admin_path.path())
-            .args(["-l", "info", "--component-log-level", "config:debug"])
+            .args(self.logging.args())
             .envs(&self.manifest.env)
             .current_dir(&self.repo_root)
             .stdin(Stdio::null())
@@ -267,11 +315,13 @@ impl ClientUnderTest for EnvoyClient {
                 return Err(e);
             }
         };
-        running.poller = Some(tokio::spawn(poll_admin(
-            address,
-            env.events.clone(),
-            running.exited.clone(),
-        )));
+        if self.poll_admin {
+            running.poller = Some(tokio::spawn(poll_admin(
+                address,
+                env.events.clone(),
+                running.exited.clone(),
+            )));
+        }
         self.running = Some(running);
         Ok(())
     }
@@ -330,5 +380,41 @@ impl ClientUnderTest for EnvoyClient {
         // the reap means it is gone, not a zombie, when shutdown returns.
         drop(running);
         let _ = tokio::time::timeout(REAP_AFTER_KILL, exited.wait_for(Option::is_some)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn manifest() -> AdapterManifest {
+        AdapterManifest::parse(
+            r#"{"name": "envoy", "driver": "envoy", "command": [".peers/envoy/envoy"],
+                "capabilities": {"dial": true, "rpc": true, "watch": false, "csds": false}}"#,
+            Path::new("adapter.json"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn conformance_runs_read_the_admin_api_and_log_config_at_debug() {
+        let client = EnvoyClient::new(Path::new("/repo"), manifest());
+        assert!(client.capabilities().admin);
+        assert_eq!(
+            client.logging.args(),
+            ["-l", "info", "--component-log-level", "config:debug"]
+        );
+    }
+
+    #[test]
+    fn without_admin_polling_admin_is_not_a_capability() {
+        let client = EnvoyClient::new(Path::new("/repo"), manifest())
+            .without_admin_polling()
+            .with_logging(EnvoyLogging::Info);
+        let caps = client.capabilities();
+        assert!(!caps.admin);
+        assert!(caps.proxy && !caps.named_lds_cds);
+        assert_eq!(client.logging.args(), ["-l", "info"]);
     }
 }
