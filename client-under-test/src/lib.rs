@@ -10,6 +10,7 @@
 mod child;
 pub mod envoy;
 pub mod grpc_rust;
+mod guardian;
 mod process;
 mod reference;
 

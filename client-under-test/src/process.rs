@@ -451,6 +451,8 @@ impl ProcessClient {
             // Its own group, so the adapter and everything it started can
             // be killed together.
             .process_group(0);
+        // ...also if the harness itself is killed.
+        crate::guardian::guard(&mut command);
         // The harness's own environment must not leak a profile in.
         match &env.profile {
             Some(profile) => command.env("XDS_CONFORMANCE_PROFILE", profile),

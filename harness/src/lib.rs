@@ -8,6 +8,7 @@
 pub mod addresses;
 pub mod bootstrap;
 pub mod differential;
+pub mod interrupt;
 pub mod matcher;
 pub mod matrix;
 pub mod peer_bench;

@@ -13,7 +13,8 @@ use xds_conformance::scenario::load_file;
 use xds_conformance::suite::{
     Selection, client_description, client_factory, default_matrix_clients, discover, run_files,
 };
-use xds_conformance_reports::Verdict;
+use xds_conformance_reports::{MAX_MESSAGE, Verdict};
+use xds_vocabulary::cut::cut;
 
 #[derive(Parser)]
 #[command(
@@ -24,6 +25,27 @@ use xds_conformance_reports::Verdict;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+/// Time limits over the scenario files' own (see README, "Limits").
+#[derive(clap::Args, Clone, Copy, Debug)]
+struct LimitArgs {
+    /// Every scenario's scenario-time limit (virtual on in-process runs),
+    /// e.g. `30m`; default: the file's, else 10m.
+    #[arg(long, value_name = "DURATION", value_parser = parse_limit)]
+    virtual_limit: Option<Duration>,
+    /// Every run's wall-clock limit, e.g. `10m`; default: the file's,
+    /// else 5m.
+    #[arg(long, value_name = "DURATION", value_parser = parse_limit)]
+    wall_limit: Option<Duration>,
+}
+
+fn parse_limit(text: &str) -> Result<Duration, String> {
+    match xds_conformance::scenario::duration::parse_duration(text) {
+        Ok(d) if d.is_zero() => Err("a limit must be more than 0s".into()),
+        Ok(d) => Ok(d),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 #[derive(Subcommand)]
@@ -37,7 +59,9 @@ enum Command {
         /// Where JUnit XML, the Markdown summary and timelines go.
         #[arg(long, default_value = "reports-out")]
         report_dir: PathBuf,
-        /// The client under test.
+        /// The client under test: reference, grpc-rust, an adapter of
+        /// client-under-test/adapters/ (grpcio, grpc-js, envoy,
+        /// reference-process), or the path of an adapter's folder.
         #[arg(long, default_value = "reference")]
         client: String,
         /// Leave out scenarios with this tag (repeatable), e.g.
@@ -48,6 +72,8 @@ enum Command {
         /// see README, "Running real clients at once").
         #[arg(long, default_value_t = xds_conformance::schedule::DEFAULT_JOBS)]
         jobs: usize,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Run scenarios against several clients: the conformance matrix
     /// (Markdown and HTML), a JUnit report per client, every timeline.
@@ -68,6 +94,8 @@ enum Command {
         /// see README, "Running real clients at once").
         #[arg(long, default_value_t = xds_conformance::schedule::DEFAULT_JOBS)]
         jobs: usize,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Check scenario files; errors name file:line:column.
     Validate {
@@ -105,6 +133,13 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Run { .. } | Command::Matrix { .. })
+        && let Err(e) = xds_conformance::interrupt::install()
+    {
+        eprintln!(
+            "warning: cannot handle SIGINT/SIGTERM ({e}); an interrupt will lose the reports"
+        );
+    }
     match cli.command {
         Command::Run {
             paths,
@@ -113,11 +148,14 @@ fn main() -> ExitCode {
             client,
             skip_tag,
             jobs,
+            limits,
         } => run(
             paths,
             Selection {
                 filter,
                 skip_tags: skip_tag,
+                virtual_limit: limits.virtual_limit,
+                wall_limit: limits.wall_limit,
             },
             report_dir,
             &client,
@@ -130,12 +168,15 @@ fn main() -> ExitCode {
             report_dir,
             skip_tag,
             jobs,
+            limits,
         } => matrix(
             paths,
             clients,
             Selection {
                 filter,
                 skip_tags: skip_tag,
+                virtual_limit: limits.virtual_limit,
+                wall_limit: limits.wall_limit,
             },
             report_dir,
             jobs,
@@ -198,10 +239,16 @@ fn run(
         );
     }
     for r in report.results.iter().filter(|r| r.verdict.is_failure()) {
-        if let xds_conformance_reports::Verdict::Fail { message }
-        | xds_conformance_reports::Verdict::Error { message } = &r.verdict
+        if let Verdict::Fail { message }
+        | Verdict::Error { message }
+        | Verdict::Interrupted { message } = &r.verdict
         {
-            eprintln!("\n--- {} ({})\n{message}", r.name, r.verdict.label());
+            eprintln!(
+                "\n--- {} ({})\n{}",
+                r.name,
+                r.verdict.label(),
+                cut(message, MAX_MESSAGE)
+            );
         }
     }
     match xds_conformance_reports::write_all(&report, &report_dir) {
@@ -216,6 +263,9 @@ fn run(
             eprintln!("cannot write reports to {}: {e}", report_dir.display());
             return ExitCode::from(2);
         }
+    }
+    if let Some(signal) = xds_conformance::interrupt::signal() {
+        return ExitCode::from(xds_conformance::interrupt::exit_code(signal));
     }
     if report.failed() {
         ExitCode::FAILURE
@@ -268,12 +318,16 @@ fn matrix(
         println!("{:<10} {}", report.client, report.counts_line());
         for r in report.results.iter().filter(|r| r.verdict.is_failure()) {
             failed = true;
-            if let Verdict::Fail { message } | Verdict::Error { message } = &r.verdict {
+            if let Verdict::Fail { message }
+            | Verdict::Error { message }
+            | Verdict::Interrupted { message } = &r.verdict
+            {
                 eprintln!(
-                    "\n--- {} on {} ({})\n{message}",
+                    "\n--- {} on {} ({})\n{}",
                     r.name,
                     report.client,
-                    r.verdict.label()
+                    r.verdict.label(),
+                    cut(message, MAX_MESSAGE)
                 );
             }
         }
@@ -282,6 +336,9 @@ fn matrix(
         "matrix written to {}/matrix.html and matrix.md",
         report_dir.display()
     );
+    if let Some(signal) = xds_conformance::interrupt::signal() {
+        return ExitCode::from(xds_conformance::interrupt::exit_code(signal));
+    }
     if failed {
         ExitCode::FAILURE
     } else {

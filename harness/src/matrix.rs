@@ -191,6 +191,7 @@ fn cell(
         Verdict::Fail { message } => (CellStatus::Fail, message.clone()),
         Verdict::NotApplicable { reason } => (CellStatus::NotApplicable, reason.clone()),
         Verdict::Error { message } => (CellStatus::Error, message.clone()),
+        Verdict::Interrupted { message } => (CellStatus::Error, format!("interrupted: {message}")),
         Verdict::Divergent { note } => (CellStatus::Divergent, note.clone()),
         Verdict::KnownFailure { reason, message } => {
             (CellStatus::KnownFailure, format!("{reason}\n\n{message}"))

@@ -17,6 +17,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::differential::run_variants;
+use xds_conformance_reports::Verdict;
+
 use crate::runner::RunOutcome;
 use crate::scenario::Scenario;
 
@@ -46,7 +48,13 @@ pub fn run_all(scenarios: &[&Scenario], factory: &SharedFactory, jobs: usize) ->
             let Some(scenario) = scenarios.get(index) else {
                 return;
             };
-            let runs = run_variants(scenario, factory);
+            // After an interrupt no new run starts; the rest are reported
+            // as not run.
+            let runs = if crate::interrupt::token().is_cancelled() {
+                not_run(scenario)
+            } else {
+                run_variants(scenario, factory)
+            };
             results.lock().unwrap_or_else(|e| e.into_inner())[index] = Some(runs);
         }
     };
@@ -63,7 +71,22 @@ pub fn run_all(scenarios: &[&Scenario], factory: &SharedFactory, jobs: usize) ->
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
         .into_iter()
-        .map(Option::unwrap_or_default)
+        .zip(scenarios)
+        .map(|(runs, scenario)| runs.unwrap_or_else(|| not_run(scenario)))
+        .collect()
+}
+
+/// A scenario's runs that never started because the run was interrupted.
+fn not_run(scenario: &Scenario) -> ScenarioRuns {
+    scenario
+        .variants()
+        .into_iter()
+        .map(|variant| {
+            let outcome = RunOutcome::not_run(Verdict::Interrupted {
+                message: "not run: interrupted before it started".into(),
+            });
+            (variant, outcome)
+        })
         .collect()
 }
 

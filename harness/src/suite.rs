@@ -84,6 +84,34 @@ pub fn available_clients() -> Vec<String> {
     names
 }
 
+/// Clients a scenario file may name (in `known_failures`,
+/// `no_snapshot_for`): the ones this build can drive, and the adapters
+/// the project ships even where their folder is absent (a harness used
+/// outside this repository still reads this repository's scenarios).
+pub fn known_client_names() -> &'static [String] {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let mut names = available_clients();
+        for shipped in ["envoy", "grpc-js", "grpcio", "reference-process"] {
+            if !names.iter().any(|n| n == shipped) {
+                names.push(shipped.to_string());
+            }
+        }
+        names
+    })
+}
+
+/// The word of `candidates` closest to `word`, if one is close enough to
+/// be the word meant (a typo, not another word).
+pub fn closest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::damerau_levenshtein(word, c), c))
+        .filter(|(distance, c)| *distance <= (c.len() / 3).max(1))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, c)| c.as_str())
+}
+
 /// Adapters the matrix leaves out unless asked for by name:
 /// `reference-process` is the reference client again (as a process, for
 /// benchmarks); a column of it would compare the implementation with
@@ -99,7 +127,8 @@ pub fn default_matrix_clients() -> Vec<String> {
         .collect()
 }
 
-/// A factory for the named client. External clients are installed first
+/// A factory for the named client, or for the adapter in the folder
+/// `name` when it is a path (has a `/`). External clients are installed first
 /// (into `.peers/`, by their adapter's install script) if they are not yet.
 pub fn client_factory(name: &str) -> Result<BoxedFactory, String> {
     match name {
@@ -117,7 +146,13 @@ pub fn client_factory(name: &str) -> Result<BoxedFactory, String> {
                 )
             };
             let root = repo_root().ok_or_else(unknown)?;
-            let dir = root.join(ADAPTERS_DIR).join(name);
+            // A path to an adapter folder (one's own adapter, a test
+            // fixture) or the name of one of the repository's.
+            let dir = if name.contains('/') {
+                PathBuf::from(name)
+            } else {
+                root.join(ADAPTERS_DIR).join(name)
+            };
             if !dir.join("adapter.json").is_file() {
                 return Err(unknown());
             }
@@ -183,13 +218,18 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Which scenarios a run takes.
+/// Which scenarios a run takes, and the limits the command line sets
+/// over the files' own.
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
     /// Only scenarios whose name or path contains this.
     pub filter: Option<String>,
     /// Leave out scenarios with any of these tags.
     pub skip_tags: Vec<String>,
+    /// `--virtual-limit`: every scenario's scenario-time limit.
+    pub virtual_limit: Option<Duration>,
+    /// `--wall-limit`: every run's wall-clock limit.
+    pub wall_limit: Option<Duration>,
 }
 
 impl Selection {
@@ -204,6 +244,19 @@ impl Selection {
             return false;
         }
         !scenario.is_some_and(|s| s.tags.iter().any(|t| self.skip_tags.contains(t)))
+    }
+
+    /// `scenario` with the command line's limits over its own. (The
+    /// loader checked the script against the file's limit; a lower one
+    /// given here is then enforced while the run plays.)
+    pub fn with_limits(&self, mut scenario: Scenario) -> Scenario {
+        if let Some(limit) = self.virtual_limit {
+            scenario.limits.virtual_time = limit;
+        }
+        if let Some(limit) = self.wall_limit {
+            scenario.limits.wall_time = limit;
+        }
+        scenario
     }
 }
 
@@ -258,6 +311,7 @@ pub fn load_selected(files: &[PathBuf], selection: &Selection) -> Vec<Loaded> {
         .iter()
         .map(|file| (file.display().to_string(), load_file(file)))
         .filter(|(source, loaded)| selection.selects(loaded.as_ref().ok(), source))
+        .map(|(source, loaded)| (source, loaded.map(|s| selection.with_limits(s))))
         .collect()
 }
 

@@ -101,12 +101,38 @@ pub struct CsdsEntry {
     pub error: Option<String>,
 }
 
+/// How many events one run's timeline holds. A client that floods the
+/// harness (an adapter printing log lines as fast as it can) must not take
+/// its memory and its reports with it: past this the run is stopped (see
+/// [`Timeline::overflowed`]). Far above any real scenario's few hundred.
+pub const MAX_EVENTS: usize = 100_000;
+
+/// How many of those may be client log lines: logs are the one kind a
+/// client can produce without the script asking, so they get their own,
+/// smaller share, and the run goes on without them past it.
+pub const MAX_LOG_EVENTS: usize = 10_000;
+
+/// How much of one client log line the timeline keeps: enough for any
+/// trace line a person reads, not the megabyte a line may be on the wire.
+pub const MAX_LOG_MESSAGE: usize = 2048;
+
 /// A shared, append-only timeline. Cloning shares it.
 #[derive(Clone)]
 pub struct Timeline {
-    inner: Arc<Mutex<Vec<TimelineEvent>>>,
+    inner: Arc<Mutex<Recorded>>,
     start: Instant,
     changed: Arc<Notify>,
+    /// Notified once, when the timeline reached [`MAX_EVENTS`].
+    overflow: Arc<Notify>,
+}
+
+/// The events and what the caps left out.
+#[derive(Default)]
+struct Recorded {
+    events: Vec<TimelineEvent>,
+    log_events: usize,
+    logs_dropped: usize,
+    dropped: usize,
 }
 
 impl Timeline {
@@ -115,6 +141,7 @@ impl Timeline {
             inner: Arc::default(),
             start,
             changed: Arc::new(Notify::new()),
+            overflow: Arc::new(Notify::new()),
         }
     }
 
@@ -127,23 +154,75 @@ impl Timeline {
         self.record_at(Instant::now(), source, kind);
     }
 
-    pub fn record_at(&self, at: Instant, source: impl Into<String>, kind: EventKind) {
+    pub fn record_at(&self, at: Instant, source: impl Into<String>, mut kind: EventKind) {
+        if let EventKind::Client(ObservedEvent::Client(ClientEvent::Log { message, .. })) =
+            &mut kind
+            && message.len() > MAX_LOG_MESSAGE
+        {
+            *message = xds_vocabulary::cut::cut(message, MAX_LOG_MESSAGE).into_owned();
+        }
         let event = TimelineEvent {
             at: at.saturating_duration_since(self.start),
             source: source.into(),
             kind,
         };
-        self.lock().push(event);
+        let is_log = matches!(
+            event.kind,
+            EventKind::Client(ObservedEvent::Client(ClientEvent::Log { .. }))
+        );
+        {
+            let mut recorded = self.lock();
+            if is_log && recorded.log_events >= MAX_LOG_EVENTS {
+                recorded.logs_dropped += 1;
+                return;
+            }
+            if recorded.events.len() >= MAX_EVENTS {
+                recorded.dropped += 1;
+                if recorded.dropped == 1 {
+                    self.overflow.notify_one();
+                }
+                return;
+            }
+            if is_log {
+                recorded.log_events += 1;
+            }
+            recorded.events.push(event);
+        }
         self.changed.notify_one();
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<TimelineEvent>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Recorded> {
         // A panic while holding the lock cannot leave the Vec half-written.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Resolves once the timeline is full ([`MAX_EVENTS`]): the runner
+    /// stops the run then, rather than play on with events missing.
+    pub async fn overflowed(&self) {
+        self.overflow.notified().await
+    }
+
+    /// What the caps left out, as a sentence, if anything.
+    pub fn dropped_note(&self) -> Option<String> {
+        let recorded = self.lock();
+        let mut parts = Vec::new();
+        if recorded.logs_dropped > 0 {
+            parts.push(format!(
+                "{} client log lines past the first {MAX_LOG_EVENTS}",
+                recorded.logs_dropped
+            ));
+        }
+        if recorded.dropped > 0 {
+            parts.push(format!(
+                "{} events past the timeline's limit of {MAX_EVENTS}",
+                recorded.dropped
+            ));
+        }
+        (!parts.is_empty()).then(|| format!("not recorded: {}", parts.join(" and ")))
+    }
+
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().events.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -151,11 +230,11 @@ impl Timeline {
     }
 
     pub fn events(&self) -> Vec<TimelineEvent> {
-        self.lock().clone()
+        self.lock().events.clone()
     }
 
     pub fn get(&self, index: usize) -> Option<TimelineEvent> {
-        self.lock().get(index).cloned()
+        self.lock().events.get(index).cloned()
     }
 
     /// The first event from index `from` on that `accept`s, with its index;
@@ -166,6 +245,7 @@ impl Timeline {
         mut accept: impl FnMut(usize, &TimelineEvent) -> bool,
     ) -> Option<(usize, TimelineEvent)> {
         self.lock()
+            .events
             .iter()
             .enumerate()
             .skip(from)
@@ -1036,6 +1116,63 @@ fn describe_csds(c: &CsdsChange) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn log(message: String) -> EventKind {
+        EventKind::Client(ObservedEvent::Client(ClientEvent::Log {
+            level: LogLevel::Info,
+            message,
+        }))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_log_flood_is_capped_and_said() {
+        let timeline = Timeline::new(Instant::now());
+        for i in 0..MAX_LOG_EVENTS + 5 {
+            timeline.record("client", log(format!("line {i}")));
+        }
+        timeline.record("step", EventKind::Step("watch".into()));
+        // The log share is full, the step is still recorded.
+        assert_eq!(timeline.len(), MAX_LOG_EVENTS + 1);
+        assert_eq!(
+            timeline.dropped_note().as_deref(),
+            Some("not recorded: 5 client log lines past the first 10000")
+        );
+        let long = timeline.clone();
+        long.record("client", log("x".repeat(MAX_LOG_MESSAGE * 3)));
+        assert_eq!(timeline.len(), MAX_LOG_EVENTS + 1, "over the log share");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn long_log_lines_are_cut_with_a_marker() {
+        let timeline = Timeline::new(Instant::now());
+        timeline.record("client", log("y".repeat(MAX_LOG_MESSAGE + 100)));
+        let Some(TimelineEvent {
+            kind: EventKind::Client(ObservedEvent::Client(ClientEvent::Log { message, .. })),
+            ..
+        }) = timeline.get(0)
+        else {
+            panic!("no log event");
+        };
+        assert!(message.ends_with(" [... 100 more bytes]"), "{message}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_timeline_says_so_once() {
+        let timeline = Timeline::new(Instant::now());
+        for _ in 0..MAX_EVENTS + 3 {
+            timeline.record("step", EventKind::Barrier);
+        }
+        assert_eq!(timeline.len(), MAX_EVENTS);
+        // The overflow was signalled before anyone waited: the permit is kept.
+        tokio::time::timeout(Duration::from_secs(1), timeline.overflowed())
+            .await
+            .expect("overflow signalled");
+        assert!(
+            timeline
+                .dropped_note()
+                .is_some_and(|n| n.contains("3 events past the timeline's limit of 100000"))
+        );
+    }
 
     #[test]
     fn nonces_are_relabelled_whole_per_server_and_unknown_ones_kept() {

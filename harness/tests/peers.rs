@@ -83,7 +83,9 @@ fn check_peer(client: &str, scenario: &Scenario, outcome: &RunOutcome) -> Result
         // run to run: the verdict and its recorded reason are what count.
         Verdict::NotApplicable { .. } | Verdict::KnownFailure { .. } => return Ok(()),
         Verdict::Pass | Verdict::Divergent { .. } => {}
-        Verdict::Fail { message } | Verdict::Error { message } => {
+        Verdict::Fail { message }
+        | Verdict::Error { message }
+        | Verdict::Interrupted { message } => {
             return Err(format!(
                 "--- {} on {client}: {message}\n\ntimeline:\n{}",
                 scenario.name, outcome.timeline

@@ -74,6 +74,11 @@ pub enum Verdict {
     Error {
         message: String,
     },
+    /// The run was stopped by SIGINT/SIGTERM before it finished, or never
+    /// started.
+    Interrupted {
+        message: String,
+    },
 }
 
 impl Verdict {
@@ -85,12 +90,16 @@ impl Verdict {
             Verdict::Divergent { .. } => "divergent",
             Verdict::KnownFailure { .. } => "known failure",
             Verdict::Error { .. } => "ERROR",
+            Verdict::Interrupted { .. } => "interrupted",
         }
     }
 
     /// Whether this verdict should fail a CI gate.
     pub fn is_failure(&self) -> bool {
-        matches!(self, Verdict::Fail { .. } | Verdict::Error { .. })
+        matches!(
+            self,
+            Verdict::Fail { .. } | Verdict::Error { .. } | Verdict::Interrupted { .. }
+        )
     }
 }
 
@@ -102,9 +111,10 @@ impl RunReport {
             .count()
     }
 
-    /// `3 pass, 1 divergent, 0 known failure, 2 n/a, 0 FAIL, 0 ERROR`.
+    /// `3 pass, 1 divergent, 0 known failure, 2 n/a, 0 FAIL, 0 ERROR`
+    /// (and `, 4 interrupted` when a run was).
     pub fn counts_line(&self) -> String {
-        format!(
+        let mut line = format!(
             "{} pass, {} divergent, {} known failure, {} n/a, {} FAIL, {} ERROR",
             self.count("pass"),
             self.count("divergent"),
@@ -112,7 +122,12 @@ impl RunReport {
             self.count("n/a"),
             self.count("FAIL"),
             self.count("ERROR")
-        )
+        );
+        let interrupted = self.count("interrupted");
+        if interrupted > 0 {
+            line.push_str(&format!(", {interrupted} interrupted"));
+        }
+        line
     }
 
     pub fn failed(&self) -> bool {
@@ -138,18 +153,25 @@ pub fn junit_xml(run: &RunReport) -> String {
             Verdict::Fail { message } => {
                 let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
                 s.set_message(first_line(message))
-                    .set_description(message.as_str());
+                    .set_description(cut(message, MAX_MESSAGE));
                 s
             }
             Verdict::Error { message } => {
                 let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
                 s.set_message(first_line(message))
-                    .set_description(message.as_str());
+                    .set_description(cut(message, MAX_MESSAGE));
+                s
+            }
+            Verdict::Interrupted { message } => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+                s.set_type("interrupted")
+                    .set_message(first_line(message))
+                    .set_description(cut(message, MAX_MESSAGE));
                 s
             }
             Verdict::NotApplicable { reason } => {
                 let mut s = TestCaseStatus::skipped();
-                s.set_message(reason.as_str());
+                s.set_message(cut(reason, MAX_LINE));
                 s
             }
             // A divergence the scenario allows passes.
@@ -158,7 +180,7 @@ pub fn junit_xml(run: &RunReport) -> String {
             Verdict::KnownFailure { reason, message } => {
                 let mut s = TestCaseStatus::skipped();
                 s.set_message(format!("known failure: {reason}"))
-                    .set_description(message.as_str());
+                    .set_description(cut(message, MAX_MESSAGE));
                 s
             }
         };
@@ -174,7 +196,7 @@ pub fn junit_xml(run: &RunReport) -> String {
             format!("{:.3}", r.virtual_duration.as_secs_f64()),
         ));
         case.add_property(Property::new("source", r.source.as_str()));
-        case.set_system_out(r.timeline.as_str());
+        case.set_system_out(cut_keeping_end(&r.timeline, MAX_JUNIT_TIMELINE));
         suite.add_test_case(case);
     }
     report.add_test_suite(suite);
@@ -183,9 +205,27 @@ pub fn junit_xml(run: &RunReport) -> String {
         .unwrap_or_else(|e| format!("<!-- JUnit serialization failed: {e} -->\n"))
 }
 
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or("")
+/// The first line of a message, cut to [`MAX_LINE`].
+fn first_line(s: &str) -> String {
+    cut(s.lines().next().unwrap_or(""), MAX_LINE).into_owned()
 }
+
+/// What one failure message may take in a report. Messages quote the
+/// client (its stderr, an event) and a scenario file; a few KB explain any
+/// failure, megabytes only bury it.
+pub const MAX_MESSAGE: usize = 64 << 10;
+
+/// One line of a report: a JUnit message attribute, a reason in a table.
+pub const MAX_LINE: usize = 1000;
+
+/// A timeline in JUnit's system-out: CI systems load the whole XML; the
+/// timeline file beside it has more.
+pub const MAX_JUNIT_TIMELINE: usize = 1 << 20;
+
+/// A timeline file: the end is kept (the run stops where it failed).
+pub const MAX_TIMELINE_FILE: usize = 16 << 20;
+
+use xds_vocabulary::cut::{cut, cut_keeping_end};
 
 /// A Markdown summary: totals, then a table of every scenario.
 pub fn markdown(run: &RunReport) -> String {
@@ -193,7 +233,7 @@ pub fn markdown(run: &RunReport) -> String {
     let _ = writeln!(out, "# xds-conformance: {}\n", run.client);
     let _ = writeln!(
         out,
-        "{} scenarios: {} pass, {} divergent, {} known failure, {} fail, {} error, {} not applicable. Wall time {:.3}s.\n",
+        "{} scenarios: {} pass, {} divergent, {} known failure, {} fail, {} error, {} not applicable, {} interrupted. Wall time {:.3}s.\n",
         run.results.len(),
         run.count("pass"),
         run.count("divergent"),
@@ -201,6 +241,7 @@ pub fn markdown(run: &RunReport) -> String {
         run.count("FAIL"),
         run.count("ERROR"),
         run.count("n/a"),
+        run.count("interrupted"),
         run.wall_duration.as_secs_f64()
     );
     out.push_str("| scenario | spec | verdict | virtual | wall | timeline |\n");
@@ -226,7 +267,9 @@ pub fn markdown(run: &RunReport) -> String {
         out.push_str("\n## Not passing\n");
         for r in problems {
             let detail = match &r.verdict {
-                Verdict::Fail { message } | Verdict::Error { message } => message,
+                Verdict::Fail { message }
+                | Verdict::Error { message }
+                | Verdict::Interrupted { message } => message,
                 Verdict::NotApplicable { reason } => reason,
                 Verdict::Divergent { note } => note,
                 Verdict::KnownFailure { reason, message } => &format!("{reason}\n\n{message}"),
@@ -237,7 +280,7 @@ pub fn markdown(run: &RunReport) -> String {
                 "\n### {} ({})\n\n```\n{}\n```",
                 r.name,
                 r.verdict.label(),
-                detail.trim_end()
+                cut(detail.trim_end(), MAX_MESSAGE)
             );
         }
     }
@@ -261,7 +304,10 @@ pub fn write_all(run: &RunReport, dir: &Path) -> io::Result<Vec<PathBuf>> {
     write(dir.join("junit.xml"), &junit_xml(run))?;
     write(dir.join("summary.md"), &markdown(run))?;
     for r in &run.results {
-        write(dir.join(timeline_path(&r.name)), &r.timeline)?;
+        write(
+            dir.join(timeline_path(&r.name)),
+            &cut_keeping_end(&r.timeline, MAX_TIMELINE_FILE),
+        )?;
     }
     Ok(written)
 }
@@ -339,6 +385,42 @@ mod tests {
                 .unwrap()
                 .contains("DiscoveryRequest")
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A client can hand the harness any amount of text (its stderr in a
+    /// crash message, a flood of events on the timeline): reports stay
+    /// bounded and say what was cut.
+    #[test]
+    fn reports_are_bounded_whatever_the_input() {
+        let mut run = sample();
+        let huge = "x".repeat(8 << 20);
+        for r in &mut run.results {
+            r.timeline = format!("{huge}\nlast event\n");
+            if let Verdict::Fail { message } | Verdict::Error { message } = &mut r.verdict {
+                *message = format!("{huge}\nsecond line");
+            }
+        }
+        run.results[0].timeline = format!("{}\nthe end\n", "y".repeat(MAX_TIMELINE_FILE * 2));
+        let junit = junit_xml(&run);
+        let per_case = MAX_JUNIT_TIMELINE + 2 * MAX_MESSAGE + MAX_LINE + 4096;
+        assert!(
+            junit.len() < run.results.len() * per_case,
+            "{}",
+            junit.len()
+        );
+        assert!(junit.contains("more bytes]") && junit.contains("last event"));
+        let md = markdown(&run);
+        assert!(
+            md.len() < run.results.len() * (MAX_MESSAGE + 4096),
+            "{}",
+            md.len()
+        );
+        let dir = std::env::temp_dir().join(format!("xds-reports-cap-{}", std::process::id()));
+        write_all(&run, &dir).unwrap();
+        let timeline = std::fs::read_to_string(dir.join("timelines/a46__pass.txt")).unwrap();
+        assert!(timeline.len() < MAX_TIMELINE_FILE + 100);
+        assert!(timeline.starts_with("[... ") && timeline.ends_with("the end\n"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

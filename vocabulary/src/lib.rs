@@ -2,7 +2,7 @@
 //! bootstrap as data, the xDS resource
 //! types and their type URLs, gRPC status codes and the error watchers
 //! hear, how a request relates to the responses before it, the events a
-//! client reports about itself, the `envoy.service.discovery.v3.Resource`
+//! client reports about itself, how text from outside is cut to size, the `envoy.service.discovery.v3.Resource`
 //! codec, and the byte-stream transports (TCP and the in-memory network
 //! that lets a whole scenario run on virtual time).
 //!
@@ -13,6 +13,7 @@
 pub mod bootstrap;
 pub mod client_event;
 pub mod codec;
+pub mod cut;
 pub mod data_plane;
 pub mod network;
 pub mod protocol;

@@ -280,6 +280,8 @@ impl ClientUnderTest for EnvoyClient {
             .stderr(log_err)
             .process_group(0)
             .kill_on_drop(true);
+        // Envoy dies with the harness, even a SIGKILLed one.
+        crate::guardian::guard(&mut command);
         let mut child = command.spawn().map_err(|e| {
             ClientError::Failed(format!(
                 "cannot start envoy ({}): {e}",

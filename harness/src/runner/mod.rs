@@ -20,6 +20,7 @@ mod csds;
 mod environment;
 mod expect;
 mod steps;
+pub mod stop;
 mod wait;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -61,6 +62,22 @@ pub struct RunOutcome {
     /// The client's peak resident set size, read just before it was shut
     /// down, when the client can report it (one in its own process).
     pub peak_rss_bytes: Option<u64>,
+}
+
+impl RunOutcome {
+    /// A run that did not take place, with why.
+    pub fn not_run(verdict: Verdict) -> RunOutcome {
+        RunOutcome {
+            verdict,
+            events: Vec::new(),
+            timeline: String::new(),
+            snapshot: String::new(),
+            virtual_duration: Duration::ZERO,
+            wall_duration: Duration::ZERO,
+            mode: RunMode::Virtual,
+            peak_rss_bytes: None,
+        }
+    }
 }
 
 /// Makes a fresh client for each run.
@@ -158,6 +175,11 @@ pub fn run_scenario_in(
         }
     };
     let scenario = scenario.clone();
+    let wall = stop::WallClock::start(scenario.limits.wall_time);
+    let tokens = StopTokens {
+        wall: wall.token(),
+        interrupt: crate::interrupt::token().clone(),
+    };
     let Played {
         verdict,
         events,
@@ -166,7 +188,7 @@ pub fn run_scenario_in(
         peak_rss_bytes,
     } = runtime.block_on(async move {
         // The player must be a spawned task for idle detection (see settle).
-        match tokio::spawn(play(scenario, client, idle, mode)).await {
+        match tokio::spawn(play(scenario, client, idle, mode, tokens)).await {
             Ok(result) => result,
             Err(e) => Played {
                 verdict: Verdict::Error {
@@ -181,6 +203,7 @@ pub fn run_scenario_in(
     });
     // Dropping the runtime cancels whatever the client and servers left.
     drop(runtime);
+    drop(wall);
     let normalizer = addresses.normalizer();
     let timeline = normalizer.normalize(&crate::timeline::render_events(&events, 0));
     let snapshot = match mode {
@@ -307,6 +330,16 @@ struct Player {
     proxy: Option<ProxyListeners>,
 }
 
+/// What may stop a run from outside its clock (see [`stop`]).
+struct StopTokens {
+    wall: tokio_util::sync::CancellationToken,
+    interrupt: tokio_util::sync::CancellationToken,
+}
+
+/// How long a client may take to shut down before the run goes on
+/// without it (a process client kills its process group well before).
+const SHUTDOWN_LIMIT: Duration = Duration::from_secs(10);
+
 /// What [`play`] gives back.
 struct Played {
     verdict: Verdict,
@@ -321,6 +354,7 @@ async fn play(
     client: Box<dyn ClientUnderTest>,
     idle: IdleSignal,
     mode: RunMode,
+    tokens: StopTokens,
 ) -> Played {
     let start = Instant::now();
     let timeline = Timeline::new(start);
@@ -359,21 +393,60 @@ async fn play(
         divergences: Vec::new(),
         proxy,
     };
-    let verdict = match player.client.start(env).await {
-        // A set-up the client cannot take (Envoy and a third xDS server):
-        // not applicable, for the reason it gives.
-        Err(ClientError::Unsupported(reason)) => Verdict::NotApplicable {
-            reason: format!("the client cannot start from it: {reason}"),
-        },
-        Err(e) => Verdict::Error {
-            message: format!("the client did not start: {e}"),
-        },
-        Ok(()) => player.play_steps().await,
+    let stopped = stop::stopped(
+        player.scenario.limits,
+        tokens.wall,
+        tokens.interrupt,
+        player.timeline.clone(),
+    );
+    let script = async {
+        match player.client.start(env).await {
+            // A set-up the client cannot take (Envoy and a third xDS
+            // server): not applicable, for the reason it gives.
+            Err(ClientError::Unsupported(reason)) => Verdict::NotApplicable {
+                reason: format!("the client cannot start from it: {reason}"),
+            },
+            Err(e) => Verdict::Error {
+                message: format!("the client did not start: {e}"),
+            },
+            Ok(()) => player.play_steps().await,
+        }
+    };
+    let verdict = tokio::select! {
+        // A stop reason wins a tie: the run is over either way, and the
+        // reason says more than a verdict cut short.
+        biased;
+        verdict = stopped => verdict,
+        verdict = script => verdict,
     };
     let duration = Instant::now() - start;
-    let events = player.timeline.events();
+    let mut events = player.timeline.events();
+    if let Some(note) = player.timeline.dropped_note() {
+        // Appended here: a full timeline would not take it.
+        events.push(TimelineEvent {
+            at: duration,
+            source: "harness".into(),
+            kind: crate::timeline::EventKind::Note(note),
+        });
+    }
     let peak_rss_bytes = player.client.peak_rss_bytes();
-    player.client.shutdown().await;
+    // Interrupted: no graceful shutdown (an adapter may take seconds);
+    // dropping the client below kills its process group at once.
+    let interrupted = matches!(verdict, Verdict::Interrupted { .. });
+    if !interrupted
+        && tokio::time::timeout(SHUTDOWN_LIMIT, player.client.shutdown())
+            .await
+            .is_err()
+    {
+        events.push(TimelineEvent {
+            at: Instant::now() - start,
+            source: "harness".into(),
+            kind: crate::timeline::EventKind::Note(format!(
+                "the client did not shut down within {}s; left behind",
+                SHUTDOWN_LIMIT.as_secs()
+            )),
+        });
+    }
     for server in player.servers.values() {
         server.shutdown();
     }

@@ -15,12 +15,13 @@ use xds_vocabulary::code_name;
 
 use super::Player;
 use crate::proxy::{ProxyListeners, served_to};
-use crate::scenario::{Step, StepDef};
+use crate::scenario::duration::format_duration;
+use crate::scenario::{Step, StepDef, UNTIL_BUDGET};
 use crate::timeline::EventKind;
 
-/// How long an `rpc ... until` step keeps trying, and the pause between
-/// its RPCs (virtual time on in-process runs).
-const UNTIL_BUDGET: Duration = Duration::from_secs(2);
+/// The pause between the RPCs of an `rpc ... until` step (virtual time on
+/// in-process runs); how long it keeps trying is the scenario's
+/// [`UNTIL_BUDGET`].
 const UNTIL_PAUSE: Duration = Duration::from_millis(10);
 
 /// Why a step failed.
@@ -312,14 +313,5 @@ impl Player {
             }
         }
         Ok(())
-    }
-}
-
-fn format_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms.is_multiple_of(1000) {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{:.3}s", d.as_secs_f64())
     }
 }

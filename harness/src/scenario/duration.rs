@@ -65,6 +65,28 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     Ok(Duration::from_millis(ms))
 }
 
+/// In seconds, as timelines show it: `15s`, `0.250s`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{:.3}s", d.as_secs_f64())
+    }
+}
+
+/// In the largest unit that says it exactly, as a person writes a limit:
+/// `10m`, `24h`, `90s`, `250ms`. Parses back to the same value.
+pub fn format_duration_in_units(d: Duration) -> String {
+    let ms = d.as_millis();
+    for (unit, size) in [("h", 3_600_000), ("m", 60_000), ("s", 1_000)] {
+        if ms >= size && ms.is_multiple_of(size) {
+            return format!("{}{unit}", ms / size);
+        }
+    }
+    format!("{ms}ms")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +124,21 @@ mod tests {
             parse_duration("1.0005s").map_err(|e| e.reason),
             Err("finer than a millisecond")
         );
+    }
+
+    #[test]
+    fn limits_are_written_in_their_largest_exact_unit() {
+        for (ms, text) in [
+            (600_000, "10m"),
+            (86_400_000, "24h"),
+            (90_000, "90s"),
+            (250, "250ms"),
+            (0, "0ms"),
+        ] {
+            let d = Duration::from_millis(ms);
+            assert_eq!(format_duration_in_units(d), text);
+            assert_eq!(parse_duration(text), Ok(d));
+        }
     }
 
     #[test]

@@ -51,14 +51,29 @@ pub struct ScenarioFile {
     /// (e.g. a gRFC they do not implement). Such a failure is reported as a
     /// known failure; a pass is an error until the entry is removed.
     #[serde(default)]
-    pub known_failures: IndexMap<String, String>,
+    pub known_failures: Spanned<IndexMap<String, String>>,
     /// Compare the timeline with its stored insta snapshot (default true).
     pub snapshot: Option<bool>,
     /// Real clients whose timeline for this scenario differs from run to
     /// run even normalised, by client name, with the reason: their runs
     /// are checked by the expectations only, not against a snapshot.
     #[serde(default)]
-    pub no_snapshot_for: IndexMap<String, String>,
+    pub no_snapshot_for: Spanned<IndexMap<String, String>>,
+    /// How long a run may take, when the defaults (10m of scenario time,
+    /// 5m of real time per run) are not enough; the command line's
+    /// `--virtual-limit` / `--wall-limit` override both.
+    pub limits: Option<LimitsSpec>,
+}
+
+/// Time limits of one run.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSpec {
+    /// The scenario's own time (virtual on in-process runs): the most its
+    /// waits and windows may add up to, e.g. `30m` (at most `24h`).
+    pub virtual_time: Option<Spanned<String>>,
+    /// Real time for one run, e.g. `10m` (at most `1h`).
+    pub wall_time: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -556,7 +571,7 @@ mod spanned {
     use schemars::JsonSchema;
     use serde::{Deserialize, Deserializer};
 
-    #[derive(Clone, Debug)]
+    #[derive(Clone, Debug, Default)]
     pub struct Spanned<T> {
         pub value: T,
         pub line: u64,

@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use std::path::{Component, Path};
 use std::time::Duration;
 
+use indexmap::IndexMap;
 use serde_saphyr::MessageFormatter as _;
 use xds_fake_server::ServedResource;
 use xds_fake_server::fault::Fault;
@@ -20,7 +21,13 @@ use xds_vocabulary::status::STATUS_CODES;
 use xds_vocabulary::{AdsProtocol, ResourceType};
 
 use super::duration::parse_duration;
-use super::file::{BootstrapSpec, ResourceSpec, ScenarioFile, ServerSpec, Spanned, StepSpec};
+use super::file::{
+    BootstrapSpec, LimitsSpec, ResourceSpec, ScenarioFile, ServerSpec, Spanned, StepSpec,
+};
+use super::limits::{
+    self, Limits, MAX_FILE_BYTES, MAX_STEPS, MAX_VIRTUAL_TIME, MAX_WALL_TIME, check_count,
+    check_duration,
+};
 use super::resources;
 use super::{BootstrapPlan, ClientPlan, Location, Scenario, ServerDef, Step, StepDef, Window};
 use crate::matcher::{Alternative, MATCHER_KEYS, Matcher, MatcherSpec};
@@ -56,7 +63,7 @@ impl ScenarioError {
             file: file.to_string(),
             line,
             column,
-            message,
+            message: xds_vocabulary::cut::cut(&message, MAX_MESSAGE).into_owned(),
             snippet: snippet(text, line, column),
         }
     }
@@ -79,38 +86,74 @@ fn snippet_block(snippet: &str) -> String {
 }
 
 /// Up to two lines of context, the line itself, and a caret under `column`.
+/// Long lines are shown as a window of [`SNIPPET_WIDTH`] characters around
+/// the column (a file on one line must not put megabytes into a message).
 fn snippet(text: &str, line: u64, column: u64) -> String {
-    let lines: Vec<&str> = text.lines().collect();
     let Some(index) = usize::try_from(line).ok().and_then(|l| l.checked_sub(1)) else {
         return String::new();
     };
+    let mut lines = text.lines().skip(index.saturating_sub(2));
+    let context: Vec<&str> = lines.by_ref().take(index.min(2)).collect();
+    if context.len() < index.min(2) {
+        return String::new();
+    }
     // An error at the end of input may sit on the line after the last one.
-    let target = match lines.get(index) {
-        Some(l) => *l,
-        None if index == lines.len() => "",
+    let target = match lines.next() {
+        Some(l) => l,
+        None if text.is_empty() || text.ends_with('\n') => "",
         None => return String::new(),
     };
     let width = line.to_string().len();
     let mut out = String::new();
     let _ = writeln!(out, "{:width$} |", "");
-    for (i, l) in lines
-        .iter()
-        .enumerate()
-        .take(index)
-        .skip(index.saturating_sub(2))
-    {
-        let _ = writeln!(out, "{:>width$} | {l}", i + 1);
+    for (i, l) in context.iter().enumerate() {
+        let number = index - context.len() + i + 1;
+        let (shown, _) = window(l, 0);
+        let _ = writeln!(out, "{number:>width$} | {shown}");
     }
-    let _ = writeln!(out, "{line:>width$} | {target}");
+    let column = usize::try_from(column.saturating_sub(1)).unwrap_or(0);
+    let (shown, caret_at) = window(target, column);
+    let _ = writeln!(out, "{line:>width$} | {shown}");
     // Keep tabs so the caret lines up under tab-indented text.
-    let pad: String = target
+    let pad: String = shown
         .chars()
-        .take(usize::try_from(column.saturating_sub(1)).unwrap_or(0))
+        .take(caret_at)
         .map(|c| if c == '\t' { '\t' } else { ' ' })
         .collect();
     let _ = write!(out, "{:width$} | {pad}^", "");
     out
 }
+
+/// Characters of one source line a snippet shows.
+const SNIPPET_WIDTH: usize = 120;
+
+/// `line` if it is short; else [`SNIPPET_WIDTH`] characters around the
+/// 0-based character `column`, with `...` where it was cut. Also where
+/// the column lands in what is shown.
+fn window(line: &str, column: usize) -> (String, usize) {
+    let total = line.chars().count();
+    if total <= SNIPPET_WIDTH {
+        return (line.to_string(), column);
+    }
+    let start = column
+        .saturating_sub(SNIPPET_WIDTH / 2)
+        .min(total - SNIPPET_WIDTH);
+    let end = start + SNIPPET_WIDTH;
+    let mut shown = String::new();
+    if start > 0 {
+        shown.push_str("...");
+    }
+    shown.extend(line.chars().skip(start).take(SNIPPET_WIDTH));
+    if end < total {
+        let _ = write!(shown, "... [{} more characters]", total - end);
+    }
+    let caret_at = column - start + if start > 0 { 3 } else { 0 };
+    (shown, caret_at)
+}
+
+/// Longest message a loader error carries: a parser may quote the value
+/// it rejects, and a value may be the whole file.
+const MAX_MESSAGE: usize = 1000;
 
 /// A semantic error before it is tied to a file.
 #[derive(Debug)]
@@ -125,6 +168,14 @@ impl Problem {
         Problem {
             line: spanned.line,
             column: spanned.column,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn at_position(line: u64, column: u64, message: impl Into<String>) -> Self {
+        Problem {
+            line,
+            column,
             message: message.into(),
         }
     }
@@ -148,19 +199,37 @@ impl Problem {
 /// Loads and checks a scenario file.
 pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+    let unreadable = |message: String| ScenarioError {
         file: file.clone(),
         line: 0,
         column: 0,
-        message: format!("cannot read the scenario file: {e}"),
+        message,
         snippet: String::new(),
-    })?;
+    };
+    // Asked before reading, so a huge file is never read whole.
+    let size = std::fs::metadata(path)
+        .map_err(|e| unreadable(format!("cannot read the scenario file: {e}")))?
+        .len();
+    if size > MAX_FILE_BYTES {
+        return Err(unreadable(too_large(size)));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| unreadable(format!("cannot read the scenario file: {e}")))?;
     load_str(&file, &text)
 }
 
 /// Loads and checks scenario text; `source_name` is its path (for messages
 /// and the default scenario name).
 pub fn load_str(source_name: &str, text: &str) -> Result<Scenario, ScenarioError> {
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(ScenarioError {
+            file: source_name.to_string(),
+            line: 0,
+            column: 0,
+            message: too_large(text.len() as u64),
+            snippet: String::new(),
+        });
+    }
     let parsed: ScenarioFile = serde_saphyr::from_str(text).map_err(|e| {
         let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
         let message: String = serde_saphyr::UserMessageFormatter
@@ -172,6 +241,13 @@ pub fn load_str(source_name: &str, text: &str) -> Result<Scenario, ScenarioError
     })?;
     check(source_name, parsed)
         .map_err(|p| ScenarioError::new(source_name, text, p.line, p.column, p.message))
+}
+
+fn too_large(size: u64) -> String {
+    format!(
+        "the file is {size} bytes, more than the {MAX_FILE_BYTES} a scenario file may have \
+         (the largest here is 3 KB)"
+    )
 }
 
 /// The path under the last `scenarios` directory, without extension
@@ -243,6 +319,22 @@ fn check(source_name: &str, file: ScenarioFile) -> Result<Scenario, Problem> {
             .and_then(|c| c.profile.as_ref())
             .map(|p| p.value.clone()),
     };
+    if let Some(extra) = file.steps.get(MAX_STEPS) {
+        return Err(Problem::at(
+            extra,
+            format!(
+                "steps: more than {MAX_STEPS} steps in one file (split the scenario, or \
+                 repeat with `count`)"
+            ),
+        ));
+    }
+    let limits = run_limits(file.limits.as_ref())?;
+    for (list, what) in [
+        (&file.known_failures, "known_failures"),
+        (&file.no_snapshot_for, "no_snapshot_for"),
+    ] {
+        known_clients(list, what)?;
+    }
     let mut steps = Vec::with_capacity(file.steps.len());
     let mut watches = Watches::default();
     for spec in &file.steps {
@@ -255,6 +347,8 @@ fn check(source_name: &str, file: ScenarioFile) -> Result<Scenario, Problem> {
             step: checker.step(spec, &mut watches)?,
         });
     }
+    limits::check_timing(&steps, &limits)?;
+    limits::check_reachable(&steps)?;
     Ok(Scenario {
         name: file
             .name
@@ -267,14 +361,78 @@ fn check(source_name: &str, file: ScenarioFile) -> Result<Scenario, Problem> {
         protocols,
         servers,
         backends: file.backends.keys().cloned().collect(),
-        known_failures: file.known_failures.clone().into_iter().collect(),
-        no_snapshot_for: file.no_snapshot_for.clone().into_iter().collect(),
+        known_failures: file.known_failures.value.clone().into_iter().collect(),
+        no_snapshot_for: file.no_snapshot_for.value.clone().into_iter().collect(),
+        limits,
         bootstrap,
         client,
         steps,
         snapshot: file.snapshot.unwrap_or(true),
         source: source_name.to_string(),
     })
+}
+
+/// The file's `limits`, over the defaults.
+fn run_limits(spec: Option<&LimitsSpec>) -> Result<Limits, Problem> {
+    let mut limits = Limits::default();
+    let Some(spec) = spec else {
+        return Ok(limits);
+    };
+    let set = |given: Option<&Spanned<String>>,
+               what: &str,
+               max: Duration,
+               field: &mut Duration|
+     -> Result<(), Problem> {
+        let Some(given) = given else {
+            return Ok(());
+        };
+        let value = duration(given, what)?;
+        if value.is_zero() || value > max {
+            return Err(Problem::at(
+                given,
+                format!(
+                    "{what}: must be more than 0s and at most {}",
+                    super::duration::format_duration_in_units(max)
+                ),
+            ));
+        }
+        *field = value;
+        Ok(())
+    };
+    set(
+        spec.virtual_time.as_ref(),
+        "limits.virtual_time",
+        MAX_VIRTUAL_TIME,
+        &mut limits.virtual_time,
+    )?;
+    set(
+        spec.wall_time.as_ref(),
+        "limits.wall_time",
+        MAX_WALL_TIME,
+        &mut limits.wall_time,
+    )?;
+    Ok(limits)
+}
+
+/// Every key of a per-client map names a client this harness knows, so a
+/// misspelt name does not silently leave a known failure unrecorded.
+fn known_clients(list: &Spanned<IndexMap<String, String>>, what: &str) -> Result<(), Problem> {
+    let known = crate::suite::known_client_names();
+    for name in list.value.keys() {
+        if !known.iter().any(|k| k == name) {
+            let hint = crate::suite::closest(name, known)
+                .map(|k| format!(" (did you mean `{k}`?)"))
+                .unwrap_or_default();
+            return Err(Problem::at(
+                list,
+                format!(
+                    "{what}: unknown client `{name}`{hint}; known clients: {}",
+                    known.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Watches active at the current step (a watch may be started twice).
@@ -321,7 +479,9 @@ fn optional_type_url(t: Option<&Spanned<String>>) -> Result<Option<String>, Prob
 }
 
 pub(crate) fn duration(s: &Spanned<String>, what: &str) -> Result<Duration, Problem> {
-    parse_duration(&s.value).map_err(|e| Problem::at(s, format!("{what}: {e}")))
+    let value = parse_duration(&s.value).map_err(|e| Problem::at(s, format!("{what}: {e}")))?;
+    check_duration(value).map_err(|e| Problem::at(s, format!("{what}: {e}")))?;
+    Ok(value)
 }
 
 pub(crate) fn parse_resource_type(s: &Spanned<String>) -> Result<ResourceType, Problem> {
@@ -637,6 +797,7 @@ impl Checker {
                     ));
                 }
                 let count = r.count.unwrap_or(1);
+                check_count(count, "rpc: count").map_err(|e| Problem::at(spec, e))?;
                 if count == 0 {
                     return Err(Problem::at(spec, "rpc: count must be at least 1"));
                 }
@@ -744,7 +905,12 @@ impl Checker {
             StepSpec::DropResponses(s) => Step::Fault {
                 server: self.target_server(s.server.as_ref(), spec)?,
                 fault: Fault::DropResponses {
-                    count: s.count.unwrap_or(1),
+                    count: {
+                        let count = s.count.unwrap_or(1);
+                        check_count(count, "drop_responses: count")
+                            .map_err(|e| Problem::at(spec, e))?;
+                        count
+                    },
                     type_url: optional_type_url(s.resource_type.as_ref())?,
                 },
             },
@@ -932,7 +1098,7 @@ steps:
   - expect:
       client: {event: retry_scheduled, server: main, delay: 1.1s}
   - expect:
-      dial: {target: "xds:///l1", resolved: true, clusters: {c1: ["127.0.0.1:8080"]}}
+      dial: {resolved: true, clusters: {c1: ["127.0.0.1:8080"]}}
   - cancel_watch: {type: CDS, name: c1}
   - cancel_watch: {type: CDS, name: c1}
   - dial: xds:///l1

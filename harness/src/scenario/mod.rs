@@ -8,6 +8,7 @@
 
 pub mod duration;
 pub mod file;
+pub mod limits;
 pub(crate) mod load;
 pub mod proto_json;
 mod resources;
@@ -30,6 +31,10 @@ use crate::matcher::Matcher;
 pub fn backend_address(index: usize) -> String {
     format!("198.18.{}.{}:8080", index / 250, index % 250 + 1)
 }
+
+/// How long an `rpc ... until` step keeps trying before it takes the
+/// next answer as final (virtual time on in-process runs).
+pub const UNTIL_BUDGET: Duration = Duration::from_secs(2);
 
 /// A source position, for error messages and failure reports.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -75,6 +80,8 @@ pub struct Scenario {
     /// Clients whose timeline is not compared with a snapshot, and why.
     pub no_snapshot_for: BTreeMap<String, String>,
     pub source: String,
+    /// How long a run may take (see [`limits`]).
+    pub limits: limits::Limits,
 }
 
 impl Scenario {

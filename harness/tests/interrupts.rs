@@ -1,0 +1,265 @@
+//! What a CI gate must survive from outside and from the client it runs:
+//! SIGINT/SIGTERM mid-run (reports for what ran, the rest marked
+//! interrupted, no process or temp file left, exit 128 + n), SIGKILL of
+//! the harness (the client and its children die with it), a client that
+//! hangs (the wall-clock limit) and one that floods the harness with log
+//! lines (bounded memory, timeline and reports).
+//!
+//! These run the real `xds-conformance` binary against the hostile
+//! fixture adapters in `tests/hostile/adapters/`. Nothing here sleeps: the
+//! test learns that the run is mid-script from a FIFO the adapter writes
+//! to, and waits for processes to end through pidfds.
+
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+fn crate_dir() -> PathBuf {
+    xds_conformance::suite::manifest_dir(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn adapter(name: &str) -> String {
+    crate_dir()
+        .join("tests/hostile/adapters")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A scratch directory: the run's TMPDIR, its reports, the FIFO.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("xds-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("tmp")).unwrap();
+        Scratch(dir)
+    }
+
+    fn fifo(&self) -> PathBuf {
+        let path = self.0.join("pids.fifo");
+        let c = std::ffi::CString::new(path.display().to_string()).unwrap();
+        // SAFETY: mkfifo reads a NUL-terminated path we own.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        path
+    }
+
+    /// Files the run left in its temp directory.
+    fn temp_files(&self) -> Vec<String> {
+        std::fs::read_dir(self.0.join("tmp"))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `xds-conformance run <paths> --client <adapter dir>` in `scratch`.
+fn harness(scratch: &Scratch, paths: &[PathBuf], client: &str, fifo: Option<&Path>) -> Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_xds-conformance"));
+    command
+        .arg("run")
+        .args(paths)
+        .args(["--client", client, "--jobs", "1", "--report-dir"])
+        .arg(scratch.0.join("reports"))
+        .current_dir(crate_dir().parent().unwrap())
+        .env("TMPDIR", scratch.0.join("tmp"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(fifo) = fifo {
+        command.env("HOSTILE_PIDS", fifo);
+    }
+    command.spawn().expect("start the harness")
+}
+
+/// Blocks until the adapter, mid-script, writes "<pid> <child pid>".
+fn read_pids(fifo: &Path) -> (i32, i32) {
+    let text = std::fs::read_to_string(fifo).expect("read the FIFO");
+    let mut numbers = text.split_whitespace().map(|n| n.parse::<i32>().unwrap());
+    (numbers.next().unwrap(), numbers.next().unwrap())
+}
+
+/// Waits until process `pid` has ended (it may not be our child), at most
+/// `limit`; true if it did. A process already gone counts as ended.
+fn ends_within(pid: i32, limit: Duration) -> bool {
+    // SAFETY: pidfd_open takes a pid and flags; the fd it returns is ours.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    // SAFETY: a fresh fd that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+    let mut poll = libc::pollfd {
+        fd: std::os::fd::AsRawFd::as_raw_fd(&fd),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = i32::try_from(limit.as_millis()).unwrap_or(i32::MAX);
+    // SAFETY: one pollfd we own. Readable once the process has exited.
+    unsafe { libc::poll(&mut poll, 1, ms) == 1 }
+}
+
+fn signal(child: &Child, signal: i32) {
+    // SAFETY: kill only sends a signal to our child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+}
+
+/// Waits for the harness, reading its output as it comes (a full pipe
+/// would block it).
+fn wait_for(child: Child) -> (ExitStatus, String, String) {
+    let output = child.wait_with_output().expect("wait for the harness");
+    (
+        output.status,
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn interrupted_scenarios() -> Vec<PathBuf> {
+    let dir = crate_dir().join("tests/hostile/interrupted");
+    vec![
+        dir.join("a-passes.yaml"),
+        dir.join("b-hangs.yaml"),
+        dir.join("c-never-starts.yaml"),
+    ]
+}
+
+fn interrupt_mid_run(sig: i32) {
+    let scratch = Scratch::new(&format!("interrupt-{sig}"));
+    let fifo = scratch.fifo();
+    let child = harness(
+        &scratch,
+        &interrupted_scenarios(),
+        &adapter("hang-with-child"),
+        Some(&fifo),
+    );
+    let (adapter_pid, grandchild) = read_pids(&fifo);
+    signal(&child, sig);
+    let (status, out, err) = wait_for(child);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.code(), Some(128 + sig), "{status:?}\n{out}\n{err}");
+    assert!(status.signal().is_none());
+    // Every scenario is reported: the finished one, the stopped one, the
+    // one that never started.
+    let junit = std::fs::read_to_string(scratch.0.join("reports/junit.xml")).expect("junit.xml");
+    assert!(junit.contains(r#"name="a-passes""#), "{junit}");
+    assert_eq!(junit.matches(r#"type="interrupted""#).count(), 2, "{junit}");
+    let summary = std::fs::read_to_string(scratch.0.join("reports/summary.md")).unwrap();
+    assert!(
+        summary.contains("1 pass") && summary.contains("2 interrupted"),
+        "{summary}"
+    );
+    assert!(
+        err.contains("stopped by an interrupt while running"),
+        "{out}\n{err}"
+    );
+    // Nothing left behind.
+    for pid in [adapter_pid, grandchild] {
+        assert!(
+            ends_within(pid, Duration::from_secs(10)),
+            "{pid} still runs"
+        );
+    }
+    assert_eq!(scratch.temp_files(), Vec::<String>::new());
+}
+
+#[test]
+fn sigint_mid_run_reports_what_ran_and_leaves_nothing() {
+    interrupt_mid_run(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_mid_run_reports_what_ran_and_leaves_nothing() {
+    interrupt_mid_run(libc::SIGTERM);
+}
+
+#[test]
+fn a_killed_harness_takes_the_client_and_its_children_with_it() {
+    let scratch = Scratch::new("sigkill");
+    let fifo = scratch.fifo();
+    let child = harness(
+        &scratch,
+        &interrupted_scenarios(),
+        &adapter("hang-with-child"),
+        Some(&fifo),
+    );
+    let (adapter_pid, grandchild) = read_pids(&fifo);
+    signal(&child, libc::SIGKILL);
+    let (status, _, _) = wait_for(child);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+    // The adapter ignores SIGTERM and has a child of its own: only the
+    // guardian's SIGKILL to the group ends both.
+    for pid in [adapter_pid, grandchild] {
+        assert!(
+            ends_within(pid, Duration::from_secs(10)),
+            "{pid} outlived the harness"
+        );
+    }
+}
+
+#[test]
+fn a_client_that_hangs_is_stopped_at_the_wall_clock_limit() {
+    let scratch = Scratch::new("wall");
+    let file = scratch.0.join("hang.yaml");
+    std::fs::write(
+        &file,
+        "description: d\nservers: {main: {}}\nsnapshot: false\nlimits: {wall_time: 3s}\nsteps:\n  \
+         - watch: {type: CDS, name: c1}\n  \
+         - expect: {watcher: {type: CDS, name: c1, event: changed}, within: 5m}\n",
+    )
+    .unwrap();
+    let child = harness(&scratch, &[file], &adapter("hang-with-child"), None);
+    let (status, out, err) = wait_for(child);
+    assert_eq!(status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        err.contains("stopped: the run went past its wall-clock limit of 3s"),
+        "{out}\n{err}"
+    );
+    assert_eq!(scratch.temp_files(), Vec::<String>::new());
+}
+
+#[test]
+fn a_client_flooding_the_harness_is_bounded() {
+    let scratch = Scratch::new("flood");
+    let file = scratch.0.join("flood.yaml");
+    std::fs::write(
+        &file,
+        "description: d\nservers: {main: {}}\nsnapshot: false\nsteps:\n  \
+         - watch: {type: CDS, name: c1}\n  \
+         - expect: {watcher: {type: CDS, name: c1, event: changed}, within: 5s}\n",
+    )
+    .unwrap();
+    let child = harness(&scratch, &[file], &adapter("flood"), None);
+    let (status, out, err) = wait_for(child);
+    assert_eq!(status.code(), Some(1), "{out}\n{err}");
+    let reports = scratch.0.join("reports");
+    let size = |path: &str| std::fs::metadata(reports.join(path)).map_or(0, |m| m.len());
+    // The timeline keeps 10 000 log lines of ~1 KB at most; JUnit 1 MiB of it.
+    assert!(
+        size("junit.xml") < 2 << 20,
+        "junit.xml: {}",
+        size("junit.xml")
+    );
+    let timeline = std::fs::read_to_string(reports.join("timelines/flood.txt")).unwrap();
+    assert!(timeline.len() < 16 << 20);
+    assert!(
+        timeline.contains("client log lines past the first 10000"),
+        "{}",
+        &timeline[timeline.len().saturating_sub(2000)..]
+    );
+    // The harness's own peak memory (the largest child we waited for).
+    // SAFETY: getrusage fills the struct we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    let peak_mib = usage.ru_maxrss / 1024;
+    assert!(peak_mib < 400, "peak RSS {peak_mib} MiB");
+}
