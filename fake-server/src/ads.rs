@@ -102,6 +102,13 @@ impl AggregatedDiscoveryService for AdsService {
     }
 }
 
+/// Whether a request stream failed because a message was over the size
+/// limit (tonic's decoder: OUT_OF_RANGE, "decoded message length too
+/// large").
+fn is_oversize(status: &Status) -> bool {
+    status.code() == Code::OutOfRange && status.message().contains("message length too large")
+}
+
 /// Reads one stream's requests until the client ends the stream or the
 /// server closes it (`stopped` resolves when the server drops the stream).
 async fn read_requests<Req>(
@@ -122,6 +129,21 @@ async fn read_requests<Req>(
                 Ok(None) => {
                     inner.update(|state| {
                         state.close_stream(stream_id, Code::Ok, "client half-closed".into(), true)
+                    });
+                    return;
+                }
+                Err(status) if is_oversize(&status) => {
+                    // A request past the server's size limit: the server
+                    // ends the stream, as gRPC servers do, with
+                    // RESOURCE_EXHAUSTED (tonic's decoder says OUT_OF_RANGE,
+                    // which the client would never see anyway).
+                    inner.update(|state| {
+                        state.close_stream(
+                            stream_id,
+                            Code::ResourceExhausted,
+                            format!("request too large: {}", status.message()),
+                            false,
+                        )
                     });
                     return;
                 }

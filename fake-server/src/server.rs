@@ -63,7 +63,8 @@ impl FakeAdsServer {
     }
 
     /// Sets (or replaces) the observer. Events recorded before are not
-    /// replayed to it; [`Self::events`] has them.
+    /// replayed to it; [`Self::events`] has them. Events recorded from now
+    /// on go to the observer only (it owns them; the server keeps none).
     pub fn set_observer(&self, observer: EventObserver) {
         self.inner.set_observer(observer);
     }

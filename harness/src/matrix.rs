@@ -244,7 +244,7 @@ pub fn timeline_doc(events: &[TimelineEvent]) -> TimelineDoc {
                 ServerEvent::RequestReceived { request, .. } => {
                     let kind = match request.kind {
                         RequestKind::Ack => DocKind::Ack,
-                        RequestKind::Nack => DocKind::Nack,
+                        RequestKind::Nack | RequestKind::NackOfUnknownNonce => DocKind::Nack,
                         RequestKind::Initial | RequestKind::UnknownNonce => DocKind::Request,
                     };
                     let label = format!(

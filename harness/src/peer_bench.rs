@@ -385,7 +385,7 @@ pub fn response_to_reply(
                         && request.response_nonce == nonce =>
                 {
                     let kind = match request.kind {
-                        RequestKind::Nack => ReplyKind::Nack {
+                        RequestKind::Nack | RequestKind::NackOfUnknownNonce => ReplyKind::Nack {
                             message: request
                                 .error_detail
                                 .as_ref()

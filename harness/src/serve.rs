@@ -13,16 +13,15 @@ use crate::timeline::{Timeline, render_line};
 /// Serves until Ctrl-C. Server events are printed as timeline lines.
 pub async fn serve_tcp(scenario: &Scenario, bootstrap_out: &Path) -> Result<(), String> {
     let timeline = Timeline::new(tokio::time::Instant::now());
-    // Print every event as it is recorded.
+    // Print every event as it is recorded, and forget it: a server that
+    // runs for hours must not hold every request it got.
     let printer = timeline.clone();
     tokio::spawn(async move {
-        let mut printed = 0;
         loop {
-            for event in printer.events().iter().skip(printed) {
-                if let Some(line) = render_line(event) {
+            for event in printer.take_events() {
+                if let Some(line) = render_line(&event) {
                     println!("{line}");
                 }
-                printed += 1;
             }
             printer.changed().await;
         }

@@ -233,6 +233,12 @@ impl Timeline {
         self.lock().events.clone()
     }
 
+    /// Removes and returns every event recorded so far, for a consumer
+    /// that only streams them (`serve` prints and forgets).
+    pub fn take_events(&self) -> Vec<TimelineEvent> {
+        std::mem::take(&mut self.lock().events)
+    }
+
     pub fn get(&self, index: usize) -> Option<TimelineEvent> {
         self.lock().events.get(index).cloned()
     }
@@ -820,15 +826,20 @@ fn describe_request(stream: u64, r: &RecordedRequest) -> String {
         RequestKind::Initial => "(initial)".to_string(),
         RequestKind::Ack => "(ACK)".to_string(),
         RequestKind::UnknownNonce => "(unknown nonce)".to_string(),
-        RequestKind::Nack => match &r.error_detail {
-            Some((code, message)) => {
-                format!(
-                    "(NACK {}: {message})",
+        RequestKind::Nack | RequestKind::NackOfUnknownNonce => {
+            let of = if r.kind == RequestKind::NackOfUnknownNonce {
+                " of unknown nonce"
+            } else {
+                ""
+            };
+            match &r.error_detail {
+                Some((code, message)) => format!(
+                    "(NACK{of} {}: {message})",
                     code_name(tonic::Code::from_i32(*code))
-                )
+                ),
+                None => format!("(NACK{of})"),
             }
-            None => "(NACK)".to_string(),
-        },
+        }
     };
     let Some(delta) = &r.delta else {
         return format!(

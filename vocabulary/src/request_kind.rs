@@ -14,14 +14,19 @@ pub enum RequestKind {
     Nack,
     /// A nonce this stream never sent for this type.
     UnknownNonce,
+    /// `error_detail` is set, but the nonce is not one this stream sent
+    /// for the type: the client rejects a response it never got on this
+    /// stream (an old stream's, another type's, an invented one).
+    NackOfUnknownNonce,
 }
 
 impl RequestKind {
-    pub const ALL: [RequestKind; 4] = [
+    pub const ALL: [RequestKind; 5] = [
         RequestKind::Initial,
         RequestKind::Ack,
         RequestKind::Nack,
         RequestKind::UnknownNonce,
+        RequestKind::NackOfUnknownNonce,
     ];
 
     /// Classifies a request by its `response_nonce`, whether it carries an
@@ -31,22 +36,25 @@ impl RequestKind {
     pub fn classify(nonce: &str, has_error: bool, sent_nonce: impl Fn(&str) -> bool) -> Self {
         if nonce.is_empty() {
             RequestKind::Initial
-        } else if has_error {
-            RequestKind::Nack
-        } else if !sent_nonce(nonce) {
-            RequestKind::UnknownNonce
         } else {
-            RequestKind::Ack
+            match (has_error, sent_nonce(nonce)) {
+                (true, true) => RequestKind::Nack,
+                (true, false) => RequestKind::NackOfUnknownNonce,
+                (false, true) => RequestKind::Ack,
+                (false, false) => RequestKind::UnknownNonce,
+            }
         }
     }
 
-    /// The name scenarios use: `initial`, `ack`, `nack`, `unknown_nonce`.
+    /// The name scenarios use: `initial`, `ack`, `nack`, `unknown_nonce`,
+    /// `nack_of_unknown_nonce`.
     pub fn name(self) -> &'static str {
         match self {
             RequestKind::Initial => "initial",
             RequestKind::Ack => "ack",
             RequestKind::Nack => "nack",
             RequestKind::UnknownNonce => "unknown_nonce",
+            RequestKind::NackOfUnknownNonce => "nack_of_unknown_nonce",
         }
     }
 }
@@ -61,7 +69,7 @@ mod tests {
     #[case::initial_even_with_error("", true, RequestKind::Initial)]
     #[case::ack("1", false, RequestKind::Ack)]
     #[case::nack("1", true, RequestKind::Nack)]
-    #[case::nack_of_unknown_nonce("7", true, RequestKind::Nack)]
+    #[case::nack_of_unknown_nonce("7", true, RequestKind::NackOfUnknownNonce)]
     #[case::unknown("7", false, RequestKind::UnknownNonce)]
     fn classify(#[case] nonce: &str, #[case] error: bool, #[case] expected: RequestKind) {
         assert_eq!(RequestKind::classify(nonce, error, |n| n == "1"), expected);

@@ -37,6 +37,14 @@ async fn requests_are_classified_per_stream_and_type() {
     let mut stale = request(LDS, &[], None);
     stale.response_nonce = "999".into();
     one.send(stale); // UnknownNonce
+    let mut bogus_nack = request(LDS, &[], None);
+    bogus_nack.response_nonce = "998".into();
+    bogus_nack.error_detail = Some(envoy_types::pb::google::rpc::Status {
+        code: 3,
+        message: "rejecting a response never sent".into(),
+        details: vec![],
+    });
+    one.send(bogus_nack); // NackOfUnknownNonce
     one.request(CDS, &[], None); // Initial for CDS
     let cds = one.next().await;
     let mut cross = request(LDS, &[], None);
@@ -58,6 +66,7 @@ async fn requests_are_classified_per_stream_and_type() {
             (1, RequestKind::Ack),
             (1, RequestKind::Nack),
             (1, RequestKind::UnknownNonce),
+            (1, RequestKind::NackOfUnknownNonce),
             (1, RequestKind::Initial),
             (1, RequestKind::UnknownNonce),
             (2, RequestKind::UnknownNonce),
@@ -94,7 +103,8 @@ async fn a_request_is_recorded_with_everything_a_check_needs() {
             response_nonce: "5".into(),
             error_detail: Some((3, "bad route".into())),
             node: nack.node.clone(),
-            kind: RequestKind::Nack,
+            // Nonce "5" was never sent on this stream.
+            kind: RequestKind::NackOfUnknownNonce,
         })
     );
 }
@@ -193,16 +203,16 @@ async fn a_lost_connection_is_recorded_as_closed_by_the_client() {
 async fn the_observer_sees_every_event_in_order_and_may_call_back() {
     let (server, network) = serving(ServingMode::Auto);
     let seen: Arc<Mutex<Vec<Recorded<ServerEvent>>>> = Arc::default();
-    let lengths: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let streams: Arc<Mutex<Vec<usize>>> = Arc::default();
     {
-        let (seen, lengths, server_handle) = (seen.clone(), lengths.clone(), server.clone());
+        let (seen, streams, server_handle) = (seen.clone(), streams.clone(), server.clone());
         server.set_observer(Arc::new(move |event| {
             seen.lock().expect("lock").push(event.clone());
             // Calling back into the server from the observer must not deadlock.
-            lengths
+            streams
                 .lock()
                 .expect("lock")
-                .push(server_handle.events().len());
+                .push(server_handle.open_streams().len());
         }));
     }
 
@@ -215,11 +225,15 @@ async fn the_observer_sees_every_event_in_order_and_may_call_back() {
     tokio::time::sleep(QUIET).await;
 
     let seen = seen.lock().expect("lock").clone();
-    assert_eq!(seen, server.events());
     assert_eq!(seen.len(), 7, "{seen:#?}");
-    // Each call happened after its own event was recorded.
-    let lengths = lengths.lock().expect("lock").clone();
-    assert!(lengths.iter().enumerate().all(|(i, len)| *len > i));
+    assert!(matches!(
+        seen[0].event,
+        ServerEvent::ResourcesChanged { .. }
+    ));
+    // Handed over, not kept: a long-running server holds none of them.
+    assert!(server.events().is_empty());
+    // The observer ran once per event, calling back every time.
+    assert_eq!(streams.lock().expect("lock").len(), 7);
 }
 
 #[tokio::test(start_paused = true)]
@@ -263,4 +277,39 @@ async fn timestamps_follow_virtual_time() {
         ]
     );
     assert!(server.events().iter().all(|r| r.server == "primary"));
+}
+
+/// A request over the server's 4 MiB limit ends the stream the way a gRPC
+/// server ends it: RESOURCE_EXHAUSTED to the client, recorded as the
+/// server's close with that code (not as the client going away).
+#[tokio::test(start_paused = true)]
+async fn an_oversize_request_is_answered_with_resource_exhausted() {
+    let (server, network) = serving(ServingMode::Auto);
+    let mut stream = AdsStream::open_in_memory(&network).await;
+    // ~5.4 MB of names: over the 4 MiB a gRPC server takes by default.
+    let names: Vec<String> = (0..300_000).map(|i| format!("cluster-{i:08}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    stream.request(CDS, &names, None);
+    let status = tokio::time::timeout(Duration::from_secs(5), stream.responses.message())
+        .await
+        .unwrap_or_else(|_| panic!("no status; server saw {:#?}", events_only(server.events())))
+        .expect_err("the stream ends with a status");
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    let closed = events_only(server.events())
+        .into_iter()
+        .find_map(|e| match e {
+            ServerEvent::StreamClosed {
+                code,
+                message,
+                by_client,
+                ..
+            } => Some((code, message, by_client)),
+            _ => None,
+        })
+        .expect("the close is recorded");
+    assert_eq!(closed.0, Code::ResourceExhausted);
+    assert!(closed.1.starts_with("request too large: "), "{}", closed.1);
+    assert!(!closed.2, "closed by the server");
+    // No request was recorded: it never decoded.
+    assert!(request_kinds(&server).is_empty());
 }
