@@ -16,6 +16,7 @@ pub mod backend;
 pub mod event;
 pub mod fault;
 pub mod resource;
+pub mod tls;
 
 mod ads;
 mod config;

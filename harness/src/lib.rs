@@ -19,3 +19,4 @@ pub mod serve;
 pub mod settle;
 pub mod suite;
 pub mod timeline;
+pub mod tls;

@@ -678,6 +678,21 @@ fn describe_server(event: &ServerEvent) -> String {
         }
         ServerEvent::ConnectionRefused { address } => format!("connection to {address} refused"),
         ServerEvent::ConnectionClosed { connection } => format!("connection {connection} closed"),
+        ServerEvent::TlsEstablished {
+            connection,
+            client_certificate,
+        } => {
+            let client = if *client_certificate {
+                "client certificate verified"
+            } else {
+                "no client certificate"
+            };
+            format!("connection {connection}: TLS established, {client}")
+        }
+        ServerEvent::TlsFailed {
+            connection,
+            failure,
+        } => format!("connection {connection}: TLS handshake failed: {failure}"),
         ServerEvent::StreamOpened {
             stream,
             connection,

@@ -2,7 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use xds_fake_server::event::ServerEvent;
+use xds_fake_server::event::{ServerEvent, TlsFailure};
 use xds_vocabulary::code_name;
 
 use super::{Check, Compile, Description, Translate, eq};
@@ -15,10 +15,19 @@ use crate::timeline::{EventKind, TimelineEvent};
 pub struct ServerEventMatcherSpec {
     pub server: Option<Spanned<String>>,
     /// connection_accepted, connection_refused, connection_closed,
-    /// stream_opened, stream_closed.
+    /// stream_opened, stream_closed, tls_established, tls_failed.
     pub event: Spanned<String>,
+    /// stream_closed: the status code.
     pub code: Option<Spanned<String>>,
+    /// stream_closed: whether the client ended the stream.
     pub by_client: Option<bool>,
+    /// tls_established: whether the client presented a certificate (which
+    /// the server verified).
+    pub client_certificate: Option<bool>,
+    /// tls_failed: why, as the server saw it: `no_client_certificate`,
+    /// `client_certificate_rejected`, `alert_from_client` (the client
+    /// refused the server's certificate) or `other`.
+    pub failure: Option<Spanned<String>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,7 +37,39 @@ pub enum ServerEventKind {
     ConnectionClosed,
     StreamOpened,
     StreamClosed,
+    TlsEstablished,
+    TlsFailed,
 }
+
+/// How a TLS handshake failed, as scenarios name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsFailureKind {
+    NoClientCertificate,
+    ClientCertificateRejected,
+    AlertFromClient,
+    Other,
+}
+
+impl TlsFailureKind {
+    fn of(failure: &TlsFailure) -> Self {
+        match failure {
+            TlsFailure::NoClientCertificate => TlsFailureKind::NoClientCertificate,
+            TlsFailure::ClientCertificateRejected(_) => TlsFailureKind::ClientCertificateRejected,
+            TlsFailure::AlertFromClient(_) => TlsFailureKind::AlertFromClient,
+            TlsFailure::Other(_) => TlsFailureKind::Other,
+        }
+    }
+}
+
+const TLS_FAILURES: &[(&str, TlsFailureKind)] = &[
+    ("no_client_certificate", TlsFailureKind::NoClientCertificate),
+    (
+        "client_certificate_rejected",
+        TlsFailureKind::ClientCertificateRejected,
+    ),
+    ("alert_from_client", TlsFailureKind::AlertFromClient),
+    ("other", TlsFailureKind::Other),
+];
 
 /// The events' names in scenario files.
 const SERVER_EVENTS: &[(&str, ServerEventKind)] = &[
@@ -37,6 +78,8 @@ const SERVER_EVENTS: &[(&str, ServerEventKind)] = &[
     ("connection_closed", ServerEventKind::ConnectionClosed),
     ("stream_opened", ServerEventKind::StreamOpened),
     ("stream_closed", ServerEventKind::StreamClosed),
+    ("tls_established", ServerEventKind::TlsEstablished),
+    ("tls_failed", ServerEventKind::TlsFailed),
 ];
 
 #[derive(Clone, Debug, PartialEq)]
@@ -46,17 +89,62 @@ pub struct ServerEventMatcher {
     /// For stream_closed.
     pub code: Option<tonic::Code>,
     pub by_client: Option<bool>,
+    /// For tls_established.
+    pub client_certificate: Option<bool>,
+    /// For tls_failed.
+    pub failure: Option<TlsFailureKind>,
 }
 
 impl Compile for ServerEventMatcherSpec {
     type Matcher = ServerEventMatcher;
 
     fn compile(&self, scenario: &Checker) -> Result<ServerEventMatcher, Problem> {
+        let event = keyword(&self.event, "server event", SERVER_EVENTS)?;
+        // A field of another kind of event could never match: say so
+        // rather than wait for a scenario that cannot pass.
+        let only_for = |given: bool, kind: ServerEventKind, field: &str, name: &str| {
+            if given && event != kind {
+                Err(Problem::at(
+                    &self.event,
+                    format!("server_event: `{field}` is only for event {name}"),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        only_for(
+            self.code.is_some(),
+            ServerEventKind::StreamClosed,
+            "code",
+            "stream_closed",
+        )?;
+        only_for(
+            self.by_client.is_some(),
+            ServerEventKind::StreamClosed,
+            "by_client",
+            "stream_closed",
+        )?;
+        only_for(
+            self.client_certificate.is_some(),
+            ServerEventKind::TlsEstablished,
+            "client_certificate",
+            "tls_established",
+        )?;
+        only_for(
+            self.failure.is_some(),
+            ServerEventKind::TlsFailed,
+            "failure",
+            "tls_failed",
+        )?;
         Ok(ServerEventMatcher {
             server: scenario.filter_server(self.server.as_ref())?,
-            event: keyword(&self.event, "server event", SERVER_EVENTS)?,
+            event,
             code: opt(self.code.as_ref(), code)?,
             by_client: self.by_client,
+            client_certificate: self.client_certificate,
+            failure: opt(self.failure.as_ref(), |f| {
+                keyword(f, "TLS failure", TLS_FAILURES)
+            })?,
         })
     }
 }
@@ -80,6 +168,15 @@ impl Check for ServerEventMatcher {
                     code, by_client, ..
                 },
             ) => self.code.is_none_or(|c| c == *code) && eq(&self.by_client, by_client),
+            (
+                ServerEventKind::TlsEstablished,
+                ServerEvent::TlsEstablished {
+                    client_certificate, ..
+                },
+            ) => eq(&self.client_certificate, client_certificate),
+            (ServerEventKind::TlsFailed, ServerEvent::TlsFailed { failure, .. }) => self
+                .failure
+                .is_none_or(|kind| kind == TlsFailureKind::of(failure)),
             _ => false,
         }
     }
@@ -90,6 +187,8 @@ impl Check for ServerEventMatcher {
             .field("event", format!("{:?}", self.event))
             .given("code", self.code.map(code_name))
             .given("by_client", self.by_client)
+            .given("client_certificate", self.client_certificate)
+            .given("failure", self.failure.map(|f| format!("{f:?}")))
             .into()
     }
 }
@@ -120,6 +219,8 @@ mod tests {
             event: ServerEventKind::StreamClosed,
             code: Some(tonic::Code::Unavailable),
             by_client: Some(false),
+            client_certificate: None,
+            failure: None,
         };
         assert!(m.matches(&closed(false), &as_written));
         assert!(!m.matches(&closed(true), &as_written));

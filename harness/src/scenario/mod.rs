@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use xds_fake_server::ServedResource;
+use xds_vocabulary::certificates::Signer;
 use xds_vocabulary::{AdsProtocol, ResourceType};
 
 use crate::matcher::Matcher;
@@ -117,6 +118,27 @@ pub struct ServerDef {
     /// The protocol the client speaks to this server in every run; `None`:
     /// the run's.
     pub protocol: Option<AdsProtocol>,
+    /// TLS on the channel to it (gRFC A65); `None`: plaintext.
+    pub tls: Option<TlsPlan>,
+}
+
+/// Both sides of a server's TLS channel (see `file::TlsSpec`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TlsPlan {
+    /// Who signed the server's certificate.
+    pub server_certificate: Signer,
+    /// Who signed the certificate in the client's bootstrap; `None`: it
+    /// has none.
+    pub client_certificate: Option<Signer>,
+    pub client_auth: ClientAuthPlan,
+}
+
+/// What a TLS server asks of clients.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientAuthPlan {
+    None,
+    Optional,
+    Required,
 }
 
 #[derive(Clone, Debug)]
