@@ -597,6 +597,24 @@ impl AsyncWrite for CuttableIo {
             None => Poll::Ready(Ok(())),
         }
     }
+
+    // Passed on whole, as a socket takes them: a TLS stack's last write
+    // before it gives up (its alert) is one vectored write, of which the
+    // default would pass on only the first buffer.
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.live(cx) {
+            Some(io) => Pin::new(io).poll_write_vectored(cx, bufs),
+            None => Poll::Ready(Err(cut_error())),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.as_ref().is_some_and(|io| io.is_write_vectored())
+    }
 }
 
 /// Builds the crate's client as the adapter does, for `transport`.

@@ -113,6 +113,9 @@ pub enum TlsFailure {
     /// The client ended the handshake with this alert, e.g. `UnknownCA` or
     /// `BadCertificate` when it does not trust the server's certificate.
     AlertFromClient(String),
+    /// The client closed the connection in the middle of the handshake,
+    /// without an alert (how some TLS stacks refuse a certificate).
+    ClosedByClient,
     /// Anything else (bytes that are not TLS, a connection lost in the
     /// middle), as rustls or the transport put it.
     Other(String),
@@ -126,6 +129,9 @@ impl std::fmt::Display for TlsFailure {
                 write!(f, "the client certificate was rejected ({reason})")
             }
             TlsFailure::AlertFromClient(alert) => write!(f, "the client sent alert {alert}"),
+            TlsFailure::ClosedByClient => {
+                f.write_str("the client closed the connection without an alert")
+            }
             TlsFailure::Other(what) => f.write_str(what),
         }
     }

@@ -208,6 +208,8 @@ fn failure(error: &io::Error) -> TlsFailure {
             TlsFailure::AlertFromClient(format!("{alert:?}"))
         }
         Some(other) => TlsFailure::Other(other.to_string()),
+        // tokio-rustls's end of input before the handshake was done.
+        None if error.kind() == io::ErrorKind::UnexpectedEof => TlsFailure::ClosedByClient,
         None => TlsFailure::Other(error.to_string()),
     }
 }

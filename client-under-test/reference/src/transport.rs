@@ -46,6 +46,10 @@ pub enum ConnectionState {
     Failed(String),
     /// The connection ended.
     Closed,
+    /// The connection broke: reading from it failed, with this reason
+    /// (over TLS, e.g. the server's alert refusing the client's
+    /// certificate).
+    Broken(String),
 }
 
 /// One tonic channel to one xDS server, plus the state of its connection.
@@ -142,6 +146,21 @@ impl ConnectionWatch {
             self.state.send_replace(state);
         }
     }
+
+    /// The connection is gone; a broken one keeps its reason (the call it
+    /// carried may report its end only after the connection is dropped).
+    fn close(&self) {
+        if self.generation.load(Ordering::SeqCst) == self.mine {
+            self.state.send_if_modified(|state| {
+                if matches!(state, ConnectionState::Broken(_)) {
+                    false
+                } else {
+                    *state = ConnectionState::Closed;
+                    true
+                }
+            });
+        }
+    }
 }
 
 /// A connection that reports when the server is first heard from, and when
@@ -168,8 +187,10 @@ impl AsyncRead for WatchedIo {
                     self.heard_server = true;
                     self.watch.set(ConnectionState::Ready);
                 }
-            } else if outcome.is_err() || had_room {
-                // An error, or end of stream.
+            } else if let Err(e) = outcome {
+                self.watch.set(ConnectionState::Broken(e.to_string()));
+            } else if had_room {
+                // End of stream.
                 self.watch.set(ConnectionState::Closed);
             }
         }
@@ -197,6 +218,6 @@ impl AsyncWrite for WatchedIo {
 
 impl Drop for WatchedIo {
     fn drop(&mut self) {
-        self.watch.set(ConnectionState::Closed);
+        self.watch.close();
     }
 }

@@ -333,3 +333,18 @@ fn settings_that_are_not_pem_are_refused() {
     );
     assert!(server.set_tls(None).is_ok());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_hangs_up_mid_handshake_sends_no_alert() {
+    let pki = Pki::new();
+    let (server, network) = tls_serving(&pki.server_settings(Signer::TrustedCa, ClientAuth::None));
+    let (tx, mut failures) = tokio::sync::mpsc::unbounded_channel();
+    server.set_observer(std::sync::Arc::new(move |recorded| {
+        if let ServerEvent::TlsFailed { failure, .. } = &recorded.event {
+            let _ = tx.send(failure.clone());
+        }
+    }));
+    drop(network.connect(ADDRESS).await.expect("connect"));
+    let failure = tokio::time::timeout(QUIET, failures.recv()).await;
+    assert_eq!(failure, Ok(Some(TlsFailure::ClosedByClient)));
+}

@@ -26,7 +26,8 @@ pub struct ServerEventMatcherSpec {
     pub client_certificate: Option<bool>,
     /// tls_failed: why, as the server saw it: `no_client_certificate`,
     /// `client_certificate_rejected`, `alert_from_client` (the client
-    /// refused the server's certificate) or `other`.
+    /// refused the server's certificate with an alert), `closed_by_client`
+    /// (it closed the connection mid-handshake without one) or `other`.
     pub failure: Option<Spanned<String>>,
 }
 
@@ -47,6 +48,7 @@ pub enum TlsFailureKind {
     NoClientCertificate,
     ClientCertificateRejected,
     AlertFromClient,
+    ClosedByClient,
     Other,
 }
 
@@ -56,6 +58,7 @@ impl TlsFailureKind {
             TlsFailure::NoClientCertificate => TlsFailureKind::NoClientCertificate,
             TlsFailure::ClientCertificateRejected(_) => TlsFailureKind::ClientCertificateRejected,
             TlsFailure::AlertFromClient(_) => TlsFailureKind::AlertFromClient,
+            TlsFailure::ClosedByClient => TlsFailureKind::ClosedByClient,
             TlsFailure::Other(_) => TlsFailureKind::Other,
         }
     }
@@ -68,6 +71,7 @@ const TLS_FAILURES: &[(&str, TlsFailureKind)] = &[
         TlsFailureKind::ClientCertificateRejected,
     ),
     ("alert_from_client", TlsFailureKind::AlertFromClient),
+    ("closed_by_client", TlsFailureKind::ClosedByClient),
     ("other", TlsFailureKind::Other),
 ];
 
