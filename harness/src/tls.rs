@@ -12,7 +12,10 @@ use xds_fake_server::tls::{ClientAuth, TlsSettings};
 use xds_vocabulary::certificates::{CertificateError, Identity, Signer, TestPki};
 use xds_vocabulary::{ChannelCredentials, IdentityFiles, TlsCredentials};
 
-use crate::scenario::{ClientAuthPlan, Scenario, ServerDef, TlsPlan};
+use crate::scenario::{ClientAuthPlan, Scenario, ServerCertificatePlan, ServerDef, TlsPlan};
+
+/// The only name a `wrong_host` server certificate is valid for.
+const WRONG_HOST: &str = "elsewhere.invalid";
 
 /// Making a run's TLS material failed.
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +88,8 @@ impl RunCertificates {
 
     /// The fake server settings for `server`; `None`: it serves
     /// plaintext. Its certificate is valid for its name (its in-memory
-    /// host), `localhost` and `127.0.0.1` (where it listens over TCP).
+    /// host), `localhost` and `127.0.0.1` (where it listens over TCP); a
+    /// `wrong_host` one only for a name no client dials.
     pub fn server_settings(
         &self,
         server: &ServerDef,
@@ -93,12 +97,17 @@ impl RunCertificates {
         let Some(plan) = server.tls else {
             return Ok(None);
         };
-        let names = [
+        let dialled = vec![
             server.name.clone(),
             "localhost".to_string(),
             "127.0.0.1".to_string(),
         ];
-        let identity = self.pki.server_identity(&names, plan.server_certificate)?;
+        let (names, signer) = match plan.server_certificate {
+            ServerCertificatePlan::Trusted => (dialled, Signer::TrustedCa),
+            ServerCertificatePlan::Untrusted => (dialled, Signer::UntrustedCa),
+            ServerCertificatePlan::WrongHost => (vec![WRONG_HOST.to_string()], Signer::TrustedCa),
+        };
+        let identity = self.pki.server_identity(&names, signer)?;
         let roots_pem = self.pki.ca_pem().to_string();
         let client_auth = match plan.client_auth {
             ClientAuthPlan::None => ClientAuth::None,

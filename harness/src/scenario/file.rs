@@ -20,7 +20,8 @@ pub struct ScenarioFile {
     pub name: Option<String>,
     /// What this scenario proves, and why the expected behaviour is right.
     pub description: String,
-    /// The specs it tests: A27, A46, A47, A53, A57, A71, A88, delta.
+    /// The specs it tests: A27, A36, A46, A47, A53, A57, A65, A71, A88,
+    /// delta.
     #[serde(default)]
     pub spec: Vec<Spanned<String>>,
     /// Free-form tags for selecting scenarios, e.g. `slow-on-real-time`
@@ -99,7 +100,9 @@ pub struct ServerSpec {
 pub struct TlsSpec {
     /// `trusted` (default): signed by the CA of the client's
     /// `ca_certificate_file`. `untrusted`: signed by a CA the client does
-    /// not know, so the client must refuse the server.
+    /// not know, so the client must refuse the server. `wrong_host`:
+    /// signed by the client's CA but valid only for another host name, so
+    /// the client must refuse it too.
     pub server_certificate: Option<Spanned<String>>,
     /// The certificate the client's bootstrap gives it to present
     /// (`certificate_file`, `private_key_file`): `none` (default),

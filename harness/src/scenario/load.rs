@@ -25,8 +25,8 @@ use super::file::{
 };
 use super::resources;
 use super::{
-    BootstrapPlan, ClientAuthPlan, ClientPlan, Location, Scenario, ServerDef, Step, StepDef,
-    TlsPlan, Window,
+    BootstrapPlan, ClientAuthPlan, ClientPlan, Location, Scenario, ServerCertificatePlan,
+    ServerDef, Step, StepDef, TlsPlan, Window,
 };
 use crate::matcher::{Alternative, MATCHER_KEYS, Matcher, MatcherSpec};
 use xds_vocabulary::certificates::Signer;
@@ -298,9 +298,10 @@ struct Watches(HashMap<(ResourceType, String), usize>);
 
 const SERVER_MODES: &[(&str, bool)] = &[("auto", false), ("scripted", true)];
 
-const SERVER_CERTIFICATES: &[(&str, Signer)] = &[
-    ("trusted", Signer::TrustedCa),
-    ("untrusted", Signer::UntrustedCa),
+const SERVER_CERTIFICATES: &[(&str, ServerCertificatePlan)] = &[
+    ("trusted", ServerCertificatePlan::Trusted),
+    ("untrusted", ServerCertificatePlan::Untrusted),
+    ("wrong_host", ServerCertificatePlan::WrongHost),
 ];
 
 const CLIENT_CERTIFICATES: &[(&str, Option<Signer>)] = &[
@@ -324,7 +325,7 @@ fn tls_plan(spec: &TlsSpec) -> Result<TlsPlan, Problem> {
         server_certificate: opt(spec.server_certificate.as_ref(), |c| {
             keyword(c, "server certificate", SERVER_CERTIFICATES)
         })?
-        .unwrap_or(Signer::TrustedCa),
+        .unwrap_or(ServerCertificatePlan::Trusted),
         client_certificate,
         client_auth: opt(spec.client_auth.as_ref(), |a| {
             keyword(a, "client_auth", CLIENT_AUTH)
@@ -1417,7 +1418,8 @@ steps: []
         let s = load(
             "description: d\nservers:\n  plain: {}\n  tls: {tls: {}}\n  \
              mtls: {tls: {client_certificate: trusted}}\n  \
-             picky: {tls: {server_certificate: untrusted, client_certificate: untrusted, client_auth: optional}}\n\
+             picky: {tls: {server_certificate: untrusted, client_certificate: untrusted, client_auth: optional}}\n  \
+             misnamed: {tls: {server_certificate: wrong_host}}\n\
              steps: []\n",
         );
         let plans: Vec<Option<TlsPlan>> = s.servers.iter().map(|d| d.tls).collect();
@@ -1426,20 +1428,25 @@ steps: []
             [
                 None,
                 Some(TlsPlan {
-                    server_certificate: Signer::TrustedCa,
+                    server_certificate: ServerCertificatePlan::Trusted,
                     client_certificate: None,
                     client_auth: ClientAuthPlan::None,
                 }),
                 // A client certificate makes the server require one.
                 Some(TlsPlan {
-                    server_certificate: Signer::TrustedCa,
+                    server_certificate: ServerCertificatePlan::Trusted,
                     client_certificate: Some(Signer::TrustedCa),
                     client_auth: ClientAuthPlan::Required,
                 }),
                 Some(TlsPlan {
-                    server_certificate: Signer::UntrustedCa,
+                    server_certificate: ServerCertificatePlan::Untrusted,
                     client_certificate: Some(Signer::UntrustedCa),
                     client_auth: ClientAuthPlan::Optional,
+                }),
+                Some(TlsPlan {
+                    server_certificate: ServerCertificatePlan::WrongHost,
+                    client_certificate: None,
+                    client_auth: ClientAuthPlan::None,
                 }),
             ]
         );

@@ -125,12 +125,24 @@ pub struct ServerDef {
 /// Both sides of a server's TLS channel (see `file::TlsSpec`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TlsPlan {
-    /// Who signed the server's certificate.
-    pub server_certificate: Signer,
+    /// The server's certificate.
+    pub server_certificate: ServerCertificatePlan,
     /// Who signed the certificate in the client's bootstrap; `None`: it
     /// has none.
     pub client_certificate: Option<Signer>,
     pub client_auth: ClientAuthPlan,
+}
+
+/// A TLS server's certificate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerCertificatePlan {
+    /// Signed by the CA the client trusts, valid for the host it dials.
+    Trusted,
+    /// Signed by a CA the client does not know.
+    Untrusted,
+    /// Signed by the CA the client trusts, but valid only for another
+    /// host: the client must check the name, not only the chain.
+    WrongHost,
 }
 
 /// What a TLS server asks of clients.
