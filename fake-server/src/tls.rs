@@ -150,7 +150,18 @@ where
                     }
                 }
                 Some(Ok(io)) => {
-                    tokio::spawn(handshake(io, acceptor.clone(), inner.clone(), done.clone()));
+                    let Some(shutdown) = inner.upgrade().map(|i| i.shutdown_signal()) else {
+                        return;
+                    };
+                    let handshake = handshake(io, acceptor.clone(), inner.clone(), done.clone());
+                    // A handshake that never ends (held connections) ends
+                    // with the server.
+                    tokio::spawn(async move {
+                        tokio::select! {
+                            _ = shutdown => {}
+                            _ = handshake => {}
+                        }
+                    });
                 }
             }
         }

@@ -212,6 +212,11 @@ fn defect(name: &str) -> Defects {
     "a65/channel-server-certificate-for-another-host-fails-rpcs",
     ":22:5:"
 )]
+#[case::a65_stalled_handshake(
+    "no_connect_timeout",
+    "a65/stalled-handshake-times-out-the-connection-attempt",
+    ":21:5:"
+)]
 #[case::a65_mtls_identity("tls_no_identity", "a65/channel-mtls", ":19:5:")]
 #[case::a65_watch_mtls_identity("tls_no_identity", "a65/watch-over-mtls", ":15:5:")]
 #[case::a65_handshake_failure_is_a_connectivity_failure(
