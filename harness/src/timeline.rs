@@ -1222,6 +1222,51 @@ mod tests {
     }
 
     #[test]
+    fn tls_handshakes_say_how_they_ended() {
+        use xds_fake_server::event::TlsFailure;
+        let lines = [
+            (
+                ServerEvent::TlsEstablished {
+                    connection: 1,
+                    client_certificate: true,
+                },
+                "connection 1: TLS established, client certificate verified",
+            ),
+            (
+                ServerEvent::TlsEstablished {
+                    connection: 2,
+                    client_certificate: false,
+                },
+                "connection 2: TLS established, no client certificate",
+            ),
+            (
+                ServerEvent::TlsFailed {
+                    connection: 3,
+                    failure: TlsFailure::AlertFromClient("UnknownCA".into()),
+                },
+                "connection 3: TLS handshake failed: the client sent alert UnknownCA",
+            ),
+            (
+                ServerEvent::TlsFailed {
+                    connection: 4,
+                    failure: TlsFailure::ClosedByClient,
+                },
+                "connection 4: TLS handshake failed: the client closed the connection without an alert",
+            ),
+            (
+                ServerEvent::TlsFailed {
+                    connection: 5,
+                    failure: TlsFailure::NoClientCertificate,
+                },
+                "connection 5: TLS handshake failed: the client sent no certificate",
+            ),
+        ];
+        for (event, text) in lines {
+            assert_eq!(describe_server(&event), text);
+        }
+    }
+
+    #[test]
     fn settling_rpcs_and_their_serves_are_left_out_of_normalised_renderings() {
         let event = |source: &str, kind: EventKind| TimelineEvent {
             at: Duration::ZERO,

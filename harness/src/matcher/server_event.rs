@@ -238,4 +238,52 @@ mod tests {
             "server event server=primary event=StreamClosed code=UNAVAILABLE by_client=false"
         );
     }
+
+    #[test]
+    fn checks_how_a_tls_handshake_ended() {
+        let event = |event: ServerEvent| TimelineEvent {
+            at: Duration::ZERO,
+            source: "primary".into(),
+            kind: EventKind::Server(Box::new(event)),
+        };
+        let failed = |failure| {
+            event(ServerEvent::TlsFailed {
+                connection: 1,
+                failure,
+            })
+        };
+        let refused = ServerEventMatcher {
+            server: None,
+            event: ServerEventKind::TlsFailed,
+            code: None,
+            by_client: None,
+            client_certificate: None,
+            failure: Some(TlsFailureKind::NoClientCertificate),
+        };
+        assert!(refused.matches(&failed(TlsFailure::NoClientCertificate), &as_written));
+        assert!(!refused.matches(&failed(TlsFailure::ClosedByClient), &as_written));
+        let any_failure = ServerEventMatcher {
+            failure: None,
+            ..refused.clone()
+        };
+        assert!(any_failure.matches(&failed(TlsFailure::Other("eof".into())), &as_written));
+        let mtls = ServerEventMatcher {
+            event: ServerEventKind::TlsEstablished,
+            client_certificate: Some(true),
+            failure: None,
+            ..refused
+        };
+        let established = |client_certificate| {
+            event(ServerEvent::TlsEstablished {
+                connection: 1,
+                client_certificate,
+            })
+        };
+        assert!(mtls.matches(&established(true), &as_written));
+        assert!(!mtls.matches(&established(false), &as_written));
+        assert_eq!(
+            mtls.describe(),
+            "server event event=TlsEstablished client_certificate=true"
+        );
+    }
 }

@@ -1474,6 +1474,17 @@ steps: []
             load_error("description: d\nservers:\n  a: {tls: {client_cert: trusted}}\nsteps: []\n");
         assert_eq!(e.line, 3, "{e}");
         assert!(e.message.contains("client_cert"), "{e}");
+        // A field of another event could never match.
+        let e = load_error(
+            "description: d\nservers: {a: {}}\nsteps:\n  - expect:\n      \
+             server_event: { event: stream_closed, failure: alert_from_client }\n",
+        );
+        assert_eq!(e.line, 5, "{e}");
+        assert!(
+            e.message
+                .contains("server_event: `failure` is only for event tls_failed"),
+            "{e}"
+        );
         // The certificate files exist only per run: no verbatim bootstrap.
         let e = load_error(
             "description: d\nservers:\n  a: {}\n  b:\n    tls: {}\n\
