@@ -9,7 +9,10 @@
 //! - the bootstrap: parsed with the reference client's parser; the crate
 //!   gets the first `xds_servers` entry (it has no A71 fallback) and the
 //!   node (id, cluster, locality, metadata). It has no place for server
-//!   features or channel credentials (only plaintext is used here).
+//!   features. Channel credentials: `insecure`, or gRFC A65's `tls`, which
+//!   becomes what the crate's own `TonicTransportBuilder` takes for TLS
+//!   (`with_tls_config_factory`: a tonic `ClientTlsConfig` made on every
+//!   connection attempt, here from the bootstrap's certificate files).
 //! - resource types ([`Resource`] impls) for the four types. They only
 //!   protobuf-decode the entry and take its name; `validate` accepts
 //!   everything, because the crate does no validation and anything more
@@ -61,14 +64,14 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tonic::transport::{Endpoint, Uri};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity, Uri};
 use xds_client::message::MetadataValue;
 use xds_client::resource::TypeUrl;
 use xds_client::{
     ClientConfig, Locality, Node, ProstCodec, Resource, ResourceEvent, ResourceWatcher,
     ServerConfig, TokioRuntime, TonicTransport, TransportBuilder, XdsClient,
 };
-use xds_reference_client::bootstrap::NodeConfig;
+use xds_reference_client::bootstrap::{ChannelCreds, NodeConfig, TlsCreds};
 use xds_reference_client::resource::decode_entry;
 use xds_reference_client::{Bootstrap, XdsServerConfig};
 use xds_vocabulary::transport::{BoxIo, TcpTransport, XdsTransportFactory};
@@ -387,12 +390,22 @@ impl Cutoff {
 pub struct HarnessTransportBuilder {
     factory: Arc<dyn XdsTransportFactory>,
     cut: watch::Receiver<bool>,
+    /// TLS to the server (gRFC A65 `tls` channel credentials); `None`:
+    /// plaintext.
+    tls: Option<TlsCreds>,
 }
 
 impl HarnessTransportBuilder {
     pub fn new(factory: Arc<dyn XdsTransportFactory>) -> (Self, Cutoff) {
         let (tx, rx) = watch::channel(false);
-        (Self { factory, cut: rx }, Cutoff(tx))
+        (
+            Self {
+                factory,
+                cut: rx,
+                tls: None,
+            },
+            Cutoff(tx),
+        )
     }
 
     /// For `transport`: the in-memory network, or TCP to `server_uri`.
@@ -402,6 +415,15 @@ impl HarnessTransportBuilder {
             Transport::Tcp => Arc::new(TcpTransport),
         };
         Self::new(factory)
+    }
+
+    /// Secures the channel as `creds` say.
+    pub fn with_channel_creds(mut self, creds: &ChannelCreds) -> Self {
+        self.tls = match creds {
+            ChannelCreds::Insecure => None,
+            ChannelCreds::Tls(tls) => Some(tls.clone()),
+        };
+        self
     }
 
     fn is_cut(&self) -> bool {
@@ -424,13 +446,24 @@ impl TransportBuilder for HarnessTransportBuilder {
             return Err(xds_client::Error::Connection("client shut down".into()));
         }
         let target = server.uri().to_string();
-        // The URI only sets :authority; the connector decides where bytes go.
-        let endpoint = Endpoint::from_shared(format!("http://{}", authority_of(server.uri())))
+        // The URI only sets :authority (and, over TLS, the name the
+        // server's certificate must match); the connector decides where
+        // bytes go. tonic handshakes for an `https` URI.
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let endpoint = Endpoint::from_shared(format!("{scheme}://{}", authority_of(server.uri())))
             .map_err(|e| xds_client::Error::Connection(e.to_string()))?
             .connect_timeout(CONNECT_TIMEOUT)
             .http2_keep_alive_interval(KEEP_ALIVE_INTERVAL)
             .keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
             .keep_alive_while_idle(true);
+        // As the crate's own builder does with a TLS config factory: made
+        // on every attempt, so the files are read afresh each time.
+        let endpoint = match &self.tls {
+            Some(tls) => endpoint
+                .tls_config(tonic_tls_config(tls)?)
+                .map_err(|e| xds_client::Error::TlsConfig(Box::new(e)))?,
+            None => endpoint,
+        };
         let factory = self.factory.clone();
         let cut = self.cut.clone();
         let connector = tower::service_fn(move |_uri: Uri| {
@@ -448,6 +481,25 @@ impl TransportBuilder for HarnessTransportBuilder {
             .map_err(|e| xds_client::Error::Connection(error_chain(&e)))?;
         Ok(TonicTransport::from_channel(channel))
     }
+}
+
+/// tonic's client TLS settings for A65 `tls` credentials: the roots, and
+/// the identity for mTLS.
+fn tonic_tls_config(tls: &TlsCreds) -> xds_client::Result<ClientTlsConfig> {
+    let read = |path: &std::path::Path| {
+        std::fs::read(path).map_err(|e| {
+            xds_client::Error::TlsConfig(format!("cannot read {}: {e}", path.display()).into())
+        })
+    };
+    let ca = tls.ca_certificate_file.as_deref().ok_or_else(|| {
+        // A65 would take the system's roots; this build of tonic has none.
+        xds_client::Error::TlsConfig("no ca_certificate_file (no system roots here)".into())
+    })?;
+    let mut config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(read(ca)?));
+    if let Some((certificate, key)) = &tls.identity {
+        config = config.identity(Identity::from_pem(read(certificate)?, read(key)?));
+    }
+    Ok(config)
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {
@@ -545,11 +597,30 @@ impl AsyncWrite for CuttableIo {
             None => Poll::Ready(Ok(())),
         }
     }
+
+    // Passed on whole, as a socket takes them: a TLS stack's last write
+    // before it gives up (its alert) is one vectored write, of which the
+    // default would pass on only the first buffer.
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.live(cx) {
+            Some(io) => Pin::new(io).poll_write_vectored(cx, bufs),
+            None => Poll::Ready(Err(cut_error())),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.as_ref().is_some_and(|io| io.is_write_vectored())
+    }
 }
 
 /// Builds the crate's client as the adapter does, for `transport`.
 pub fn build_client(config: &CrateConfig, transport: &Transport) -> (XdsClient, Cutoff) {
     let (builder, cutoff) = HarnessTransportBuilder::for_transport(transport);
+    let builder = builder.with_channel_creds(&config.server.channel_creds);
     let client =
         XdsClient::builder(config.client_config(), builder, ProstCodec, TokioRuntime).build();
     (client, cutoff)
@@ -582,6 +653,7 @@ impl ClientUnderTest for GrpcRustClient {
             named_lds_cds: true,
             proxy: false,
             admin: false,
+            xds_tls: true,
             profiles: Vec::new(),
         }
     }

@@ -78,6 +78,9 @@ pub struct Capabilities {
     /// Reports what its admin API shows (Envoy's `/config_dump`, `/stats`)
     /// as [`ObservedEvent::Admin`].
     pub admin: bool,
+    /// TLS and mTLS on the xDS channel from the bootstrap's
+    /// `channel_creds` (gRFC A65's `tls` type, certificate files).
+    pub xds_tls: bool,
     /// Named behaviour profiles it accepts.
     pub profiles: Vec<String>,
 }

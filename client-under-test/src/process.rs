@@ -115,6 +115,9 @@ pub struct AdapterCapabilities {
     /// A proxy: it serves targets on listeners, so RPCs go to a listener's
     /// address with the target as authority (ADAPTER_PROTOCOL.md, `rpc`).
     pub proxy: bool,
+    /// gRFC A65: `tls` channel credentials in the bootstrap (TLS and mTLS
+    /// to the xDS servers).
+    pub tls: bool,
     pub profiles: Vec<String>,
 }
 
@@ -146,6 +149,7 @@ impl AdapterCapabilities {
             named_lds_cds: true,
             proxy: self.proxy,
             admin: false,
+            xds_tls: self.tls,
             profiles,
         }
     }

@@ -147,6 +147,7 @@ impl ClientUnderTest for ReferenceClient {
             named_lds_cds: true,
             proxy: false,
             admin: false,
+            xds_tls: true,
             profiles: PROFILES.iter().map(|p| p.to_string()).collect(),
         }
     }

@@ -25,10 +25,12 @@ use xds_client_under_test::{
     ClientEnvironment, ClientError, ClientUnderTest, GrpcRustClient, ObservedEvent, RpcRequest,
     Transport, WatcherNotification,
 };
-use xds_fake_server::event::{RecordedRequest, RecordedResponse, ServerEvent};
+use xds_fake_server::event::{RecordedRequest, RecordedResponse, ServerEvent, TlsFailure};
 use xds_fake_server::fault::Fault;
 use xds_fake_server::resource::ServedResource;
+use xds_fake_server::tls::{ClientAuth, TlsSettings};
 use xds_fake_server::{FakeAdsServer, ScriptedResponse, ServerConfig, ServingMode};
+use xds_vocabulary::certificates::{Signer, TestPki};
 use xds_vocabulary::network::MemoryNetwork;
 use xds_vocabulary::{ClientBootstrap, RequestKind, ResourceType};
 
@@ -77,11 +79,18 @@ fn transport(network: &MemoryNetwork) -> Transport {
 }
 
 async fn setup(mode: ServingMode, server_features: &[&str]) -> Setup {
+    setup_with(mode, None, bootstrap(server_features)).await
+}
+
+/// A server that serves TLS as `tls` says, and a client started from
+/// `bootstrap_json`.
+async fn setup_with(mode: ServingMode, tls: Option<&TlsSettings>, bootstrap_json: String) -> Setup {
     let network = MemoryNetwork::new();
     let server = FakeAdsServer::new(ServerConfig {
         name: "primary".into(),
         mode,
     });
+    server.set_tls(tls).expect("valid TLS settings");
     server
         .serve_in_memory(&network, ADDRESS)
         .expect("serve in memory");
@@ -90,7 +99,7 @@ async fn setup(mode: ServingMode, server_features: &[&str]) -> Setup {
     let mut client = GrpcRustClient::new();
     client
         .start(ClientEnvironment {
-            bootstrap: ClientBootstrap::GrpcJson(bootstrap(server_features)),
+            bootstrap: ClientBootstrap::GrpcJson(bootstrap_json),
             transport: transport(&network),
             rng_seed: 1,
             profile: None,
@@ -1013,4 +1022,124 @@ async fn works_over_tcp() {
     }
     client.shutdown().await;
     server.shutdown();
+}
+
+// ---------------------------------------------------------------------------
+// TLS (gRFC A65): the adapter turns the bootstrap's `tls` channel_creds into
+// the crate's own TLS path (tonic's ClientTlsConfig, made per attempt).
+
+/// A TLS server whose certificate `server` signed, asking for a client
+/// certificate when `client` is given (signed by `client`), and a client
+/// with A65 `tls` credentials for it. The directory holds the files.
+async fn setup_tls(server: Signer, client: Option<Signer>) -> (Setup, tempfile::TempDir) {
+    let pki = TestPki::generate().expect("certificates");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let write = |name: &str, contents: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, contents).expect("write");
+        path.display().to_string()
+    };
+    let mut config = serde_json::json!({"ca_certificate_file": write("ca.pem", pki.ca_pem())});
+    let client_auth = match client {
+        None => ClientAuth::None,
+        Some(signer) => {
+            let identity = pki.client_identity(signer).expect("client certificate");
+            config["certificate_file"] = write("client.pem", &identity.certificate_pem).into();
+            config["private_key_file"] = write("client.key", &identity.private_key_pem).into();
+            ClientAuth::Required {
+                roots_pem: pki.ca_pem().to_string(),
+            }
+        }
+    };
+    let settings = TlsSettings {
+        identity: pki
+            .server_identity(&["primary".to_string()], server)
+            .expect("server certificate"),
+        client_auth,
+    };
+    let mut json: serde_json::Value = serde_json::from_str(&bootstrap(&[])).expect("JSON");
+    json["xds_servers"][0]["channel_creds"] =
+        serde_json::json!([{"type": "tls", "config": config}]);
+    let s = setup_with(ServingMode::Auto, Some(&settings), json.to_string()).await;
+    (s, dir)
+}
+
+impl Setup {
+    fn tls_events(&self) -> Vec<(Duration, ServerEvent)> {
+        self.server_events()
+            .into_iter()
+            .filter(|(_, e)| {
+                matches!(
+                    e,
+                    ServerEvent::TlsEstablished { .. } | ServerEvent::TlsFailed { .. }
+                )
+            })
+            .collect()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn mtls_to_the_server() {
+    let (mut s, _dir) = setup_tls(Signer::TrustedCa, Some(Signer::TrustedCa)).await;
+    s.server.set_resources(vec![cluster("c1", "e1")], None);
+    s.client.watch(ResourceType::Cluster, "c1").await.unwrap();
+    settle().await;
+    assert_eq!(
+        s.tls_events(),
+        vec![(
+            Duration::ZERO,
+            ServerEvent::TlsEstablished {
+                connection: 1,
+                client_certificate: true,
+            }
+        )]
+    );
+    let events = s.notifications_of("c1");
+    assert!(
+        events.len() == 1 && changed("EDS service=e1")(&events[0].1),
+        "{events:#?}"
+    );
+    s.client.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn tls_failures_are_silent() {
+    // The server's certificate is from a CA the client does not trust.
+    let (mut s, _dir) = setup_tls(Signer::UntrustedCa, None).await;
+    s.client.watch(ResourceType::Cluster, "c1").await.unwrap();
+    run_for(Duration::from_secs(5)).await;
+    // The crate refuses the server (tonic's rustls, with an alert), and
+    // retries with its backoff (1 s, 2 s, ... +-20 %).
+    let failures = s.tls_events();
+    assert!(failures.len() >= 3, "{failures:#?}");
+    for (_, event) in &failures {
+        assert!(
+            matches!(event, ServerEvent::TlsFailed { failure: TlsFailure::AlertFromClient(alert), .. } if alert == "UnknownCA"),
+            "{event:?}"
+        );
+    }
+    // C-core (A57): a connectivity failure is reported to the watchers, as
+    // UNAVAILABLE. This client reports nothing, as for any failed
+    // connection attempt (see unreachable_server_is_silent_and_the_timer_fires_on_connect).
+    assert!(s.notifications().is_empty(), "{:#?}", s.notifications());
+    s.client.shutdown().await;
+
+    // The server refuses the client's certificate: with TLS 1.3 tonic's
+    // handshake is done before that, so each attempt builds a channel, and
+    // tonic connects a second time at once when the first connection dies
+    // under the stream. Still nothing for the watchers.
+    let (mut s, _dir) = setup_tls(Signer::TrustedCa, Some(Signer::UntrustedCa)).await;
+    s.client.watch(ResourceType::Cluster, "c1").await.unwrap();
+    run_for(Duration::from_secs(5)).await;
+    let failures = s.tls_events();
+    assert!(failures.len() >= 3, "{failures:#?}");
+    assert!(failures.iter().all(|(_, e)| matches!(
+        e,
+        ServerEvent::TlsFailed {
+            failure: TlsFailure::ClientCertificateRejected(_),
+            ..
+        }
+    )));
+    assert!(s.notifications().is_empty(), "{:#?}", s.notifications());
+    s.client.shutdown().await;
 }

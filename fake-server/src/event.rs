@@ -42,6 +42,19 @@ pub enum ServerEvent {
     ConnectionRefused { address: String },
     /// The server side of a connection went away.
     ConnectionClosed { connection: u64 },
+    /// A TLS server finished the handshake on a connection;
+    /// `client_certificate`: the client presented a certificate, which
+    /// the server verified.
+    TlsEstablished {
+        connection: u64,
+        client_certificate: bool,
+    },
+    /// A TLS server's handshake on a connection failed (the connection is
+    /// closed next).
+    TlsFailed {
+        connection: u64,
+        failure: TlsFailure,
+    },
     /// An ADS stream of `protocol` was opened, on `connection` when the
     /// transport tells which one.
     StreamOpened {
@@ -87,6 +100,41 @@ pub enum ServerEvent {
         updated: Vec<String>,
         removed: Vec<String>,
     },
+}
+
+/// Why a TLS handshake failed, as the server saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TlsFailure {
+    /// The server requires a client certificate and the client sent none.
+    NoClientCertificate,
+    /// The client's certificate did not verify (rustls's reason, e.g.
+    /// `UnknownIssuer`).
+    ClientCertificateRejected(String),
+    /// The client ended the handshake with this alert, e.g. `UnknownCA` or
+    /// `BadCertificate` when it does not trust the server's certificate.
+    AlertFromClient(String),
+    /// The client closed the connection in the middle of the handshake,
+    /// without an alert (how some TLS stacks refuse a certificate).
+    ClosedByClient,
+    /// Anything else (bytes that are not TLS, a connection lost in the
+    /// middle), as rustls or the transport put it.
+    Other(String),
+}
+
+impl std::fmt::Display for TlsFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TlsFailure::NoClientCertificate => f.write_str("the client sent no certificate"),
+            TlsFailure::ClientCertificateRejected(reason) => {
+                write!(f, "the client certificate was rejected ({reason})")
+            }
+            TlsFailure::AlertFromClient(alert) => write!(f, "the client sent alert {alert}"),
+            TlsFailure::ClosedByClient => {
+                f.write_str("the client closed the connection without an alert")
+            }
+            TlsFailure::Other(what) => f.write_str(what),
+        }
+    }
 }
 
 /// The parts of a request a conformance check looks at, in terms both

@@ -4,8 +4,9 @@
 //! their resource stores, lets them answer like a normal control plane
 //! ([`ServingMode::Auto`]) or sends responses by hand
 //! ([`ServingMode::Scripted`]), applies [`fault::Fault`]s, and reads back what
-//! each server saw and did ([`event::ServerEvent`]). The same service runs on
-//! real TCP and on an in-memory transport
+//! each server saw and did ([`event::ServerEvent`]). The same service runs,
+//! in plaintext or over TLS ([`tls`]), on real TCP and on an in-memory
+//! transport
 //! ([`xds_vocabulary::network::MemoryNetwork`]), so
 //! in-process clients run on tokio's paused virtual time deterministically.
 //!
@@ -16,6 +17,7 @@ pub mod backend;
 pub mod event;
 pub mod fault;
 pub mod resource;
+pub mod tls;
 
 mod ads;
 mod config;

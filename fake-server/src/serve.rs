@@ -21,23 +21,42 @@ use tonic::transport::Server;
 use tonic::transport::server::{Connected, TcpIncoming};
 
 use crate::ads::AdsService;
-use crate::connection::ServerConnection;
+use crate::connection::{ConnectionInfo, ServerConnection};
 use crate::shared::Inner;
+use crate::tls;
 use xds_vocabulary::network::MemoryAcceptor;
 
 /// Runs a tonic server with this fake server's ADS service on `incoming`
 /// until the fake server shuts down (then it drains its connections).
+/// A TLS server (see [`FakeAdsServer::set_tls`](crate::FakeAdsServer::set_tls))
+/// serves the connections whose handshake succeeded.
 pub(crate) fn spawn_server<I, IO>(runtime: &Handle, inner: &Arc<Inner>, incoming: I)
 where
     I: Stream<Item = io::Result<IO>> + Send + 'static,
-    IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+    IO: AsyncRead + AsyncWrite + Connected<ConnectInfo = ConnectionInfo> + Unpin + Send + 'static,
 {
-    let service = AggregatedDiscoveryServiceServer::new(AdsService::new(inner.clone()));
     runtime.spawn(send_delayed_responses(
         Arc::downgrade(inner),
         inner.delay_wakeup.clone(),
         inner.shutdown_signal(),
     ));
+    match inner.read(|state| state.tls.clone()) {
+        None => spawn_tonic(runtime, inner, incoming),
+        Some(acceptor) => {
+            // Handshakes spawn tasks: on the server's runtime.
+            let _runtime = runtime.enter();
+            spawn_tonic(runtime, inner, tls::handshakes(incoming, acceptor, inner));
+        }
+    }
+}
+
+/// Runs tonic's server with the ADS service on `incoming`.
+fn spawn_tonic<I, IO>(runtime: &Handle, inner: &Arc<Inner>, incoming: I)
+where
+    I: Stream<Item = io::Result<IO>> + Send + 'static,
+    IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+{
+    let service = AggregatedDiscoveryServiceServer::new(AdsService::new(inner.clone()));
     let shutdown = inner.shutdown_signal();
     let age = inner.read(|state| state.max_connection_age);
     runtime.spawn(async move {

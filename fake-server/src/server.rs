@@ -23,6 +23,7 @@ use crate::resource::ServedResource;
 use crate::serve::{MemoryListener, TcpAccept, TcpGate, spawn_server};
 use crate::shared::Inner;
 use crate::state::MemoryBinding;
+use crate::tls::{TlsSettings, TlsSetupError};
 
 /// Serving on a transport failed.
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +72,14 @@ impl FakeAdsServer {
 
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// Serves TLS (`Some`) or plaintext (`None`) on listeners started
+    /// after this call.
+    pub fn set_tls(&self, settings: Option<&TlsSettings>) -> Result<(), TlsSetupError> {
+        let acceptor = settings.map(crate::tls::acceptor).transpose()?;
+        self.inner.update(|state| state.tls = acceptor);
+        Ok(())
     }
 
     /// Sets MAX_CONNECTION_AGE for listeners started after this call.

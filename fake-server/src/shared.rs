@@ -185,7 +185,7 @@ impl Inner {
     }
 
     /// Resolves once the server is shut down.
-    pub fn shutdown_signal(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub fn shutdown_signal(&self) -> impl Future<Output = ()> + Send + 'static + use<> {
         let mut shutdown = self.shutdown.subscribe();
         async move {
             // An error means the sender is gone, which also means shut down.

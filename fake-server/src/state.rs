@@ -40,6 +40,9 @@ pub(crate) struct State {
     pub drops: Option<(u32, Option<String>)>,
     /// Read when the server starts serving (tonic sets it per listener).
     pub max_connection_age: Option<MaxConnectionAge>,
+    /// Read when the server starts serving: every connection of a
+    /// listener started with it goes through this TLS handshake first.
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
     pub shut_down: bool,
     pub memory_bindings: Vec<MemoryBinding>,
     last_connection: u64,
@@ -104,6 +107,7 @@ impl State {
             delay_changed: false,
             drops: None,
             max_connection_age: None,
+            tls: None,
             shut_down: false,
             memory_bindings: Vec::new(),
             last_connection: 0,

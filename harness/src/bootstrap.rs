@@ -1,14 +1,23 @@
 //! A scenario's bootstrap plan, with its servers' addresses filled in, as
 //! the structured bootstrap every client renders in its own format.
 
+use std::collections::BTreeMap;
+
 use xds_vocabulary::{
-    AuthorityConfig, BootstrapConfig, ClientBootstrap, NodeConfig, XdsServerConfig,
+    AuthorityConfig, BootstrapConfig, ChannelCredentials, ClientBootstrap, NodeConfig,
+    XdsServerConfig,
 };
 
 use crate::scenario::{BootstrapPlan, Scenario};
 
-/// The bootstrap `scenario` plans, with `uri(server name)` for each server.
-pub fn client_bootstrap(scenario: &Scenario, uri: &dyn Fn(&str) -> String) -> ClientBootstrap {
+/// The bootstrap `scenario` plans, with `uri(server name)` for each server
+/// and its channel credentials from `creds` (by server name; plaintext for
+/// a server it does not name).
+pub fn client_bootstrap(
+    scenario: &Scenario,
+    uri: &dyn Fn(&str) -> String,
+    creds: &BTreeMap<String, ChannelCredentials>,
+) -> ClientBootstrap {
     let server = |name: &str| XdsServerConfig {
         uri: uri(name),
         features: scenario
@@ -18,6 +27,7 @@ pub fn client_bootstrap(scenario: &Scenario, uri: &dyn Fn(&str) -> String) -> Cl
             .flat_map(|s| s.server_features.clone())
             .collect(),
         protocol: scenario.protocol_of(name),
+        channel_creds: creds.get(name).cloned().unwrap_or_default(),
     };
     match &scenario.bootstrap {
         BootstrapPlan::Json(text) => {

@@ -20,3 +20,4 @@ pub mod serve;
 pub mod settle;
 pub mod suite;
 pub mod timeline;
+pub mod tls;

@@ -9,6 +9,7 @@ use crate::bootstrap::client_bootstrap;
 use crate::runner::fake_server;
 use crate::scenario::Scenario;
 use crate::timeline::{Timeline, render_line};
+use crate::tls::{RunCertificates, channel_creds_of};
 
 /// Serves until Ctrl-C. Server events are printed as timeline lines.
 pub async fn serve_tcp(scenario: &Scenario, bootstrap_out: &Path) -> Result<(), String> {
@@ -28,8 +29,21 @@ pub async fn serve_tcp(scenario: &Scenario, bootstrap_out: &Path) -> Result<(), 
     });
     let mut addresses = BTreeMap::new();
     let mut servers = Vec::new();
+    // Kept until the servers stop: the bootstrap names its files.
+    let certificates = RunCertificates::for_scenario(scenario).map_err(|e| e.to_string())?;
+    if let Some(certificates) = &certificates {
+        println!("TLS certificates in {}", certificates.dir().display());
+    }
     for def in &scenario.servers {
         let server = fake_server(def, &timeline);
+        if let Some(certificates) = &certificates {
+            let settings = certificates
+                .server_settings(def)
+                .map_err(|e| e.to_string())?;
+            server
+                .set_tls(settings.as_ref())
+                .map_err(|e| format!("cannot serve TLS on {}: {e}", def.name))?;
+        }
         let addr: SocketAddr = server
             .serve_tcp(SocketAddr::from(([127, 0, 0, 1], 0)))
             .await
@@ -41,9 +55,11 @@ pub async fn serve_tcp(scenario: &Scenario, bootstrap_out: &Path) -> Result<(), 
         addresses.insert(def.name.clone(), addr.to_string());
         servers.push(server);
     }
-    let json = client_bootstrap(scenario, &|name| {
-        addresses.get(name).cloned().unwrap_or_default()
-    })
+    let json = client_bootstrap(
+        scenario,
+        &|name| addresses.get(name).cloned().unwrap_or_default(),
+        &channel_creds_of(scenario, certificates.as_ref()),
+    )
     .grpc_json();
     if let Some(dir) = bootstrap_out.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;

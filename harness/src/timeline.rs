@@ -764,6 +764,21 @@ fn describe_server(event: &ServerEvent) -> String {
         }
         ServerEvent::ConnectionRefused { address } => format!("connection to {address} refused"),
         ServerEvent::ConnectionClosed { connection } => format!("connection {connection} closed"),
+        ServerEvent::TlsEstablished {
+            connection,
+            client_certificate,
+        } => {
+            let client = if *client_certificate {
+                "client certificate verified"
+            } else {
+                "no client certificate"
+            };
+            format!("connection {connection}: TLS established, {client}")
+        }
+        ServerEvent::TlsFailed {
+            connection,
+            failure,
+        } => format!("connection {connection}: TLS handshake failed: {failure}"),
         ServerEvent::StreamOpened {
             stream,
             connection,
@@ -1352,6 +1367,51 @@ mod tests {
         let render = |events: &[TimelineEvent]| render_normalized(events, &|t| t.to_string());
         assert_eq!(render(&one), render(&other));
         assert!(render(&one).contains("connection 1 closed"));
+    }
+
+    #[test]
+    fn tls_handshakes_say_how_they_ended() {
+        use xds_fake_server::event::TlsFailure;
+        let lines = [
+            (
+                ServerEvent::TlsEstablished {
+                    connection: 1,
+                    client_certificate: true,
+                },
+                "connection 1: TLS established, client certificate verified",
+            ),
+            (
+                ServerEvent::TlsEstablished {
+                    connection: 2,
+                    client_certificate: false,
+                },
+                "connection 2: TLS established, no client certificate",
+            ),
+            (
+                ServerEvent::TlsFailed {
+                    connection: 3,
+                    failure: TlsFailure::AlertFromClient("UnknownCA".into()),
+                },
+                "connection 3: TLS handshake failed: the client sent alert UnknownCA",
+            ),
+            (
+                ServerEvent::TlsFailed {
+                    connection: 4,
+                    failure: TlsFailure::ClosedByClient,
+                },
+                "connection 4: TLS handshake failed: the client closed the connection without an alert",
+            ),
+            (
+                ServerEvent::TlsFailed {
+                    connection: 5,
+                    failure: TlsFailure::NoClientCertificate,
+                },
+                "connection 5: TLS handshake failed: the client sent no certificate",
+            ),
+        ];
+        for (event, text) in lines {
+            assert_eq!(describe_server(&event), text);
+        }
     }
 
     #[test]

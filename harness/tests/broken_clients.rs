@@ -33,6 +33,8 @@ fn defect(name: &str) -> Defects {
         "delta_nack_advances_versions" => d.delta_nack_advances_versions = true,
         "delta_nonce_on_every_request" => d.delta_nonce_on_every_request = true,
         "wildcard_as_a_name" => d.wildcard_as_a_name = true,
+        "tls_accepts_any_server" => d.tls_accepts_any_server = true,
+        "tls_no_identity" => d.tls_no_identity = true,
         other => panic!("unknown defect {other}"),
     }
     d
@@ -195,6 +197,38 @@ fn defect(name: &str) -> Defects {
     ":18:5:"
 )]
 #[case::wildcard("wildcard_as_a_name", "delta/wildcard-sync-of-a-whole-type", ":20:5:")]
+#[case::a65_untrusted_server(
+    "tls_accepts_any_server",
+    "a65/untrusted-server-certificate-is-a-connectivity-failure",
+    ":20:5:"
+)]
+#[case::a65_fallback_from_an_untrusted_server(
+    "tls_accepts_any_server",
+    "a65/channel-fallback-from-an-untrusted-server",
+    ":29:5:"
+)]
+#[case::a65_server_name(
+    "tls_accepts_any_server",
+    "a65/channel-server-certificate-for-another-host-fails-rpcs",
+    ":22:5:"
+)]
+#[case::a65_stalled_handshake(
+    "no_connect_timeout",
+    "a65/stalled-handshake-times-out-the-connection-attempt",
+    ":21:5:"
+)]
+#[case::a65_mtls_identity("tls_no_identity", "a65/channel-mtls", ":19:5:")]
+#[case::a65_watch_mtls_identity("tls_no_identity", "a65/watch-over-mtls", ":15:5:")]
+#[case::a65_handshake_failure_is_a_connectivity_failure(
+    "silent_stream_failures",
+    "a65/untrusted-server-certificate-is-a-connectivity-failure",
+    ":22:5:"
+)]
+#[case::a65_refused_client_certificate_is_a_connectivity_failure(
+    "silent_stream_failures",
+    "a65/client-certificate-rejected-is-a-connectivity-failure",
+    ":23:5:"
+)]
 fn a_broken_rule_fails_its_scenario(
     #[case] defect_name: &str,
     #[case] scenario: &str,

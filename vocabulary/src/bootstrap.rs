@@ -6,6 +6,7 @@
 //! the harness's business.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
@@ -20,6 +21,65 @@ pub struct XdsServerConfig {
     /// bootstrap entry carries): e.g. `ignore_resource_deletion`.
     pub features: Vec<String>,
     pub protocol: AdsProtocol,
+    /// How the channel to it is secured.
+    pub channel_creds: ChannelCredentials,
+}
+
+/// The channel credentials of a server entry (gRPC's `channel_creds`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ChannelCredentials {
+    /// Plaintext (`{"type": "insecure"}`).
+    #[default]
+    Insecure,
+    /// TLS, and mTLS with an identity (gRFC A65's `tls` type).
+    Tls(TlsCredentials),
+}
+
+/// gRFC A65's `tls` channel credentials: certificate files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsCredentials {
+    /// PEM roots the server's certificate must chain to
+    /// (`ca_certificate_file`).
+    pub ca_certificate_file: PathBuf,
+    /// The client's own certificate and key, for mTLS; `None`: TLS with
+    /// server authentication only.
+    pub identity: Option<IdentityFiles>,
+}
+
+/// A certificate chain and its private key, as PEM files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdentityFiles {
+    pub certificate_file: PathBuf,
+    pub private_key_file: PathBuf,
+}
+
+impl ChannelCredentials {
+    /// The `channel_creds` list of a gRPC bootstrap entry. Paths are
+    /// written as given (the harness gives absolute ones: a client process
+    /// runs in a directory of its own choosing).
+    pub fn grpc_json(&self) -> Value {
+        match self {
+            ChannelCredentials::Insecure => json!([{"type": "insecure"}]),
+            ChannelCredentials::Tls(tls) => {
+                let mut config = serde_json::Map::new();
+                config.insert(
+                    "ca_certificate_file".into(),
+                    Value::String(tls.ca_certificate_file.display().to_string()),
+                );
+                if let Some(identity) = &tls.identity {
+                    config.insert(
+                        "certificate_file".into(),
+                        Value::String(identity.certificate_file.display().to_string()),
+                    );
+                    config.insert(
+                        "private_key_file".into(),
+                        Value::String(identity.private_key_file.display().to_string()),
+                    );
+                }
+                json!([{"type": "tls", "config": config}])
+            }
+        }
+    }
 }
 
 /// The node the client identifies itself as.
@@ -84,7 +144,7 @@ impl BootstrapConfig {
                 .collect();
             let mut entry = json!({
                 "server_uri": s.uri,
-                "channel_creds": [{"type": "insecure"}],
+                "channel_creds": s.channel_creds.grpc_json(),
                 "server_features": features,
             });
             // SotW is the default; only delta servers say so, with Envoy's
@@ -144,11 +204,19 @@ mod tests {
                     uri: "127.0.0.1:1".into(),
                     features: vec!["ignore_resource_deletion".into()],
                     protocol: AdsProtocol::Sotw,
+                    channel_creds: ChannelCredentials::Insecure,
                 },
                 XdsServerConfig {
                     uri: "127.0.0.1:2".into(),
                     features: vec![],
                     protocol: AdsProtocol::Delta,
+                    channel_creds: ChannelCredentials::Tls(TlsCredentials {
+                        ca_certificate_file: "/run/ca.pem".into(),
+                        identity: Some(IdentityFiles {
+                            certificate_file: "/run/client.pem".into(),
+                            private_key_file: "/run/client.key".into(),
+                        }),
+                    }),
                 },
             ],
             node: NodeConfig {
@@ -177,6 +245,19 @@ mod tests {
             json!(["xds_v3", "ignore_resource_deletion"])
         );
         assert!(doc["xds_servers"][0].get("api_type").is_none());
+        assert_eq!(
+            doc["xds_servers"][0]["channel_creds"],
+            json!([{"type": "insecure"}])
+        );
+        // gRFC A65's form, which C-core reads.
+        assert_eq!(
+            doc["xds_servers"][1]["channel_creds"],
+            json!([{"type": "tls", "config": {
+                "ca_certificate_file": "/run/ca.pem",
+                "certificate_file": "/run/client.pem",
+                "private_key_file": "/run/client.key",
+            }}])
+        );
         assert_eq!(doc["xds_servers"][1]["api_type"], "DELTA_GRPC");
         assert_eq!(doc["node"]["locality"]["sub_zone"], "s");
         assert_eq!(doc["server_listener_resource_name_template"], "l/%s");

@@ -1,5 +1,6 @@
 //! The vocabulary every part of xds-conformance shares: a client's
-//! bootstrap as data, the xDS resource
+//! bootstrap as data (and the certificates its TLS credentials name), the
+//! xDS resource
 //! types and their type URLs, gRPC status codes and the error watchers
 //! hear, how a request relates to the responses before it, the events a
 //! client reports about itself, how text from outside is cut to size, the `envoy.service.discovery.v3.Resource`
@@ -11,6 +12,7 @@
 //! Whatever two of them need to agree on lives here, once.
 
 pub mod bootstrap;
+pub mod certificates;
 pub mod client_event;
 pub mod codec;
 pub mod cut;
@@ -23,7 +25,8 @@ pub mod status;
 pub mod transport;
 
 pub use bootstrap::{
-    AuthorityConfig, BootstrapConfig, ClientBootstrap, NodeConfig, XdsServerConfig,
+    AuthorityConfig, BootstrapConfig, ChannelCredentials, ClientBootstrap, IdentityFiles,
+    NodeConfig, TlsCredentials, XdsServerConfig,
 };
 pub use client_event::{ClientEvent, LogLevel};
 pub use protocol::AdsProtocol;

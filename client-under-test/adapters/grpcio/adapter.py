@@ -54,6 +54,7 @@ CAPABILITIES = {
     "fallback": True,  # gRFC A71: on by default in 1.85
     "delta": False,
     "serve": True,  # gRFC A36, through grpc.server(xds=True)
+    "tls": True,  # gRFC A65: C-core reads the bootstrap's `tls` channel_creds
     "profiles": PROFILES,
 }
 

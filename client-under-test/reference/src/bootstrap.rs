@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
 
 use envoy_types::pb::envoy::config::core::v3 as core;
 use serde_json::{Map, Value};
@@ -33,8 +35,8 @@ pub struct Bootstrap {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct XdsServerConfig {
     pub server_uri: String,
-    /// The first channel credentials type we support (only `insecure`).
-    pub channel_creds: String,
+    /// The first `channel_creds` entry of a type we support.
+    pub channel_creds: ChannelCreds,
     pub server_features: Vec<String>,
     /// The ADS variant to speak to it: `"api_type": "DELTA_GRPC"` for
     /// incremental xDS, `"GRPC"` (the default) for state of the world.
@@ -42,6 +44,34 @@ pub struct XdsServerConfig {
     /// enum, so the same choice maps onto an Envoy bootstrap unchanged.
     pub protocol: AdsProtocol,
 }
+
+/// Channel credentials: how the channel to an xDS server is secured.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ChannelCreds {
+    /// `{"type": "insecure"}`: plaintext.
+    Insecure,
+    /// `{"type": "tls", "config": {...}}` (gRFC A65).
+    Tls(TlsCreds),
+}
+
+/// gRFC A65's `tls` channel credentials. The files are read on every
+/// connection attempt, so a rotated certificate is used from the next
+/// connection on (what `refresh_interval` is for in C-core's file watcher).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TlsCreds {
+    /// Roots the server's certificate must chain to; `None`: the system's
+    /// roots, which the reference client does not have (a connection
+    /// attempt then fails; see `transport::tls`).
+    pub ca_certificate_file: Option<PathBuf>,
+    /// `certificate_file` and `private_key_file`: the identity presented
+    /// for mTLS; `None`: TLS with server authentication only.
+    pub identity: Option<(PathBuf, PathBuf)>,
+    /// `refresh_interval` (default 10 minutes); validated, not needed.
+    pub refresh_interval: Duration,
+}
+
+/// A65's default `refresh_interval`.
+pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(600);
 
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct AuthorityConfig {
@@ -263,39 +293,7 @@ fn parse_servers(value: &Value, field: &str, errors: &mut Errors) -> Vec<XdsServ
                 String::new()
             }
         };
-        let channel_creds = match s.get("channel_creds") {
-            None => {
-                errors.push((format!("{field}.channel_creds"), "field not present".into()));
-                String::new()
-            }
-            Some(Value::Array(creds)) => {
-                let mut chosen = None;
-                for (j, c) in creds.iter().enumerate() {
-                    match c.get("type").and_then(Value::as_str) {
-                        Some(t) => {
-                            if chosen.is_none() && t == "insecure" {
-                                chosen = Some(t.to_string());
-                            }
-                        }
-                        None => errors.push((
-                            format!("{field}.channel_creds[{j}].type"),
-                            "field not present".into(),
-                        )),
-                    }
-                }
-                chosen.unwrap_or_else(|| {
-                    errors.push((
-                        format!("{field}.channel_creds"),
-                        "no known creds type found".into(),
-                    ));
-                    String::new()
-                })
-            }
-            Some(_) => {
-                errors.push((format!("{field}.channel_creds"), "is not an array".into()));
-                String::new()
-            }
-        };
+        let channel_creds = parse_channel_creds(s.get("channel_creds"), &field, errors);
         let mut server_features = Vec::new();
         match s.get("server_features") {
             None => {}
@@ -333,6 +331,123 @@ fn parse_servers(value: &Value, field: &str, errors: &mut Errors) -> Vec<XdsServ
         });
     }
     servers
+}
+
+/// `channel_creds`, as C-core reads it: the first entry of a supported
+/// type is used, and every supported entry's `config` is validated.
+/// Entries of other types are skipped (gRFC A27). `None` only with errors.
+fn parse_channel_creds(value: Option<&Value>, field: &str, errors: &mut Errors) -> ChannelCreds {
+    let field = format!("{field}.channel_creds");
+    let creds = match value {
+        None => {
+            errors.push((field, "field not present".into()));
+            return ChannelCreds::Insecure;
+        }
+        Some(Value::Array(creds)) => creds,
+        Some(_) => {
+            errors.push((field, "is not an array".into()));
+            return ChannelCreds::Insecure;
+        }
+    };
+    let mut chosen = None;
+    for (j, c) in creds.iter().enumerate() {
+        let entry = format!("{field}[{j}]");
+        let Some(t) = c.get("type").and_then(Value::as_str) else {
+            errors.push((format!("{entry}.type"), "field not present".into()));
+            continue;
+        };
+        let config = match c.get("config") {
+            None => None,
+            Some(Value::Object(config)) => Some(config),
+            Some(_) => {
+                errors.push((format!("{entry}.config"), "is not an object".into()));
+                continue;
+            }
+        };
+        let parsed = match t {
+            "insecure" => ChannelCreds::Insecure,
+            "tls" => {
+                ChannelCreds::Tls(parse_tls_config(config, &format!("{entry}.config"), errors))
+            }
+            _ => continue,
+        };
+        chosen.get_or_insert(parsed);
+    }
+    chosen.unwrap_or_else(|| {
+        errors.push((field, "no known creds type found".into()));
+        ChannelCreds::Insecure
+    })
+}
+
+/// A65's `tls` config. Every field is optional; the certificate and the
+/// key go together.
+fn parse_tls_config(
+    config: Option<&Map<String, Value>>,
+    field: &str,
+    errors: &mut Errors,
+) -> TlsCreds {
+    let empty = Map::new();
+    let config = config.unwrap_or(&empty);
+    let path = |key: &str, errors: &mut Errors| match config.get(key) {
+        None => None,
+        Some(Value::String(s)) => Some(PathBuf::from(s)),
+        Some(_) => {
+            errors.push((format!("{field}.{key}"), "is not a string".into()));
+            None
+        }
+    };
+    let ca_certificate_file = path("ca_certificate_file", errors);
+    let certificate_file = path("certificate_file", errors);
+    let private_key_file = path("private_key_file", errors);
+    if config.contains_key("certificate_file") != config.contains_key("private_key_file") {
+        errors.push((
+            field.to_string(),
+            "fields \"certificate_file\" and \"private_key_file\" must be both set or both unset"
+                .into(),
+        ));
+    }
+    let refresh_interval = match config.get("refresh_interval") {
+        None => DEFAULT_REFRESH_INTERVAL,
+        Some(Value::String(s)) => json_duration(s).unwrap_or_else(|| {
+            errors.push((
+                format!("{field}.refresh_interval"),
+                "is not a JSON duration (e.g. \"600s\")".into(),
+            ));
+            DEFAULT_REFRESH_INTERVAL
+        }),
+        Some(_) => {
+            errors.push((
+                format!("{field}.refresh_interval"),
+                "is not a string".into(),
+            ));
+            DEFAULT_REFRESH_INTERVAL
+        }
+    };
+    TlsCreds {
+        ca_certificate_file,
+        identity: certificate_file.zip(private_key_file),
+        refresh_interval,
+    }
+}
+
+/// A `google.protobuf.Duration` in proto3 JSON: seconds with up to nine
+/// fractional digits and an `s` suffix (`"600s"`, `"1.5s"`).
+fn json_duration(text: &str) -> Option<Duration> {
+    let number = text.strip_suffix('s')?;
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() || fraction.len() > 9 || !whole.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let seconds: u64 = whole.parse().ok()?;
+    let nanos: u32 = if fraction.is_empty() {
+        0
+    } else {
+        format!("{fraction:0<9}").parse().ok()?
+    };
+    Some(Duration::new(seconds, nanos))
 }
 
 fn parse_node(value: &Value, errors: &mut Errors) -> Option<NodeConfig> {
@@ -406,7 +521,7 @@ mod tests {
         let b = Bootstrap::from_json(MINIMAL).unwrap();
         assert_eq!(b.xds_servers.len(), 1);
         assert_eq!(b.xds_servers[0].server_uri, "127.0.0.1:5000");
-        assert_eq!(b.xds_servers[0].channel_creds, "insecure");
+        assert_eq!(b.xds_servers[0].channel_creds, ChannelCreds::Insecure);
         assert_eq!(b.node_id(), "n1");
         assert_eq!(b.client_default_listener_resource_name_template, "%s");
         assert_eq!(b.server_listener_resource_name_template, None);
@@ -437,9 +552,65 @@ mod tests {
     }
 
     #[test]
+    fn tls_creds_in_a65_form() {
+        let tls = MINIMAL.replace(
+            r#"[{"type":"insecure"}]"#,
+            r#"[{"type":"google_default"},{"type":"tls","config":{"ca_certificate_file":"/c/ca.pem","certificate_file":"/c/client.pem","private_key_file":"/c/client.key","refresh_interval":"1.5s"}},{"type":"insecure"}]"#,
+        );
+        let b = Bootstrap::from_json(&tls).unwrap();
+        // The first supported type wins; google_default is skipped (A27).
+        assert_eq!(
+            b.xds_servers[0].channel_creds,
+            ChannelCreds::Tls(TlsCreds {
+                ca_certificate_file: Some("/c/ca.pem".into()),
+                identity: Some(("/c/client.pem".into(), "/c/client.key".into())),
+                refresh_interval: Duration::from_millis(1500),
+            })
+        );
+        // No config at all: TLS with the system's roots and no identity.
+        let bare = MINIMAL.replace(r#"[{"type":"insecure"}]"#, r#"[{"type":"tls"}]"#);
+        assert_eq!(
+            Bootstrap::from_json(&bare).unwrap().xds_servers[0].channel_creds,
+            ChannelCreds::Tls(TlsCreds {
+                ca_certificate_file: None,
+                identity: None,
+                refresh_interval: DEFAULT_REFRESH_INTERVAL,
+            })
+        );
+    }
+
+    #[test]
+    fn tls_config_errors_name_their_field() {
+        let bad = MINIMAL.replace(
+            r#"[{"type":"insecure"}]"#,
+            r#"[{"type":"insecure"},{"type":"tls","config":{"certificate_file":"/c/client.pem","ca_certificate_file":7,"refresh_interval":"10m"}},{"type":"tls","config":[]}]"#,
+        );
+        let err = Bootstrap::from_json(&bad).unwrap_err().to_string();
+        // Every supported entry is validated, not just the one used.
+        for expected in [
+            r#"field:xds_servers[0].channel_creds[1].config error:fields "certificate_file" and "private_key_file" must be both set or both unset"#,
+            "field:xds_servers[0].channel_creds[1].config.ca_certificate_file error:is not a string",
+            "field:xds_servers[0].channel_creds[1].config.refresh_interval error:is not a JSON duration",
+            "field:xds_servers[0].channel_creds[2].config error:is not an object",
+        ] {
+            assert!(err.contains(expected), "{expected}\nnot in\n{err}");
+        }
+    }
+
+    #[test]
+    fn json_durations() {
+        assert_eq!(json_duration("600s"), Some(Duration::from_secs(600)));
+        assert_eq!(json_duration("0.25s"), Some(Duration::from_millis(250)));
+        assert_eq!(json_duration("1.000000001s"), Some(Duration::new(1, 1)));
+        for bad in ["10", "10m", "s", ".5s", "1.0000000001s", "-1s", "1e3s"] {
+            assert_eq!(json_duration(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
     fn collects_every_error() {
         let err = Bootstrap::from_json(
-            r#"{"xds_servers":[{"channel_creds":[{"type":"tls"}]},{"server_uri":"a","channel_creds":[{"type":"insecure"}],"server_features":[1]}],"node":[]}"#,
+            r#"{"xds_servers":[{"channel_creds":[{"type":"google_default"}]},{"server_uri":"a","channel_creds":[{"type":"insecure"}],"server_features":[1]}],"node":[]}"#,
         )
         .unwrap_err();
         let text = err.to_string();

@@ -95,6 +95,12 @@ pub struct Defects {
     pub delta_nonce_on_every_request: bool,
     /// Take a wildcard watch (`*`) for a watch of a resource named `*`.
     pub wildcard_as_a_name: bool,
+    /// TLS: accept any server certificate (A65: it must chain to
+    /// `ca_certificate_file` and be valid for the server's host).
+    pub tls_accepts_any_server: bool,
+    /// TLS: never present the configured client certificate (A65: with
+    /// `certificate_file` and `private_key_file` the client does mTLS).
+    pub tls_no_identity: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -1,12 +1,18 @@
 //! How the client reaches an xDS server: a factory of byte streams (the
-//! vocabulary's TCP, or its in-memory network under test) under one tonic
+//! vocabulary's TCP, or its in-memory network under test), wrapped in TLS
+//! when the server's channel credentials say so ([`tls`]), under one tonic
 //! channel per server.
 //!
 //! The channel's connector watches its connection, because gRFC A57 starts
 //! the does-not-exist timer only once a subscription was sent on a
 //! *connected* stream. An HTTP/2 client may send before the server said a
 //! word, so "connected" here means what C-core's READY means: the server's
-//! first bytes (its SETTINGS preface) have arrived.
+//! first bytes (its SETTINGS preface) have arrived; over TLS, its first
+//! bytes after the handshake (with TLS 1.3 a client finishes its handshake
+//! before the server has checked the client's certificate, so the
+//! handshake alone does not make a connection READY).
+
+pub mod tls;
 
 use std::io;
 use std::pin::Pin;
@@ -19,7 +25,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::watch;
 use tonic::transport::{Channel, Endpoint};
 
-use crate::bootstrap::XdsServerConfig;
+use crate::bootstrap::{ChannelCreds, XdsServerConfig};
+use tls::TlsDefects;
 
 pub use xds_vocabulary::transport::{
     BoxIo, ConnectFuture, DataPlaneConnector, Io, TcpTransport, XdsTransportFactory,
@@ -30,7 +37,8 @@ pub use xds_vocabulary::transport::{
 pub enum ConnectionState {
     Idle,
     Connecting,
-    /// Bytes can flow but the server has not spoken yet.
+    /// Bytes can flow (over TLS: the handshake is done) but the server has
+    /// not spoken yet.
     Handshaking,
     /// The server's preface arrived: streams on it are "connected" (A57).
     Ready,
@@ -38,6 +46,10 @@ pub enum ConnectionState {
     Failed(String),
     /// The connection ended.
     Closed,
+    /// The connection broke: reading from it failed, with this reason
+    /// (over TLS, e.g. the server's alert refusing the client's
+    /// certificate).
+    Broken(String),
 }
 
 /// One tonic channel to one xDS server, plus the state of its connection.
@@ -47,7 +59,11 @@ pub(crate) struct XdsTransport {
 }
 
 impl XdsTransport {
-    pub fn new(factory: Arc<dyn XdsTransportFactory>, server: &XdsServerConfig) -> XdsTransport {
+    pub fn new(
+        factory: Arc<dyn XdsTransportFactory>,
+        server: &XdsServerConfig,
+        tls_defects: TlsDefects,
+    ) -> XdsTransport {
         let (state_tx, state_rx) = watch::channel(ConnectionState::Idle);
         let state_tx = Arc::new(state_tx);
         let generation = Arc::new(AtomicU64::new(0));
@@ -70,7 +86,20 @@ impl XdsTransport {
                     mine,
                 };
                 watch.set(ConnectionState::Connecting);
-                match factory.connect(&server.server_uri).await {
+                let connected = match factory.connect(&server.server_uri).await {
+                    Ok(io) => match &server.channel_creds {
+                        ChannelCreds::Insecure => Ok(io),
+                        // A failed handshake fails the attempt like a
+                        // refused connection.
+                        ChannelCreds::Tls(creds) => {
+                            tls::connect(io, &server.server_uri, creds, tls_defects)
+                                .await
+                                .map_err(io::Error::other)
+                        }
+                    },
+                    Err(e) => Err(e),
+                };
+                match connected {
                     Ok(io) => {
                         watch.set(ConnectionState::Handshaking);
                         Ok(TokioIo::new(WatchedIo {
@@ -117,6 +146,21 @@ impl ConnectionWatch {
             self.state.send_replace(state);
         }
     }
+
+    /// The connection is gone; a broken one keeps its reason (the call it
+    /// carried may report its end only after the connection is dropped).
+    fn close(&self) {
+        if self.generation.load(Ordering::SeqCst) == self.mine {
+            self.state.send_if_modified(|state| {
+                if matches!(state, ConnectionState::Broken(_)) {
+                    false
+                } else {
+                    *state = ConnectionState::Closed;
+                    true
+                }
+            });
+        }
+    }
 }
 
 /// A connection that reports when the server is first heard from, and when
@@ -143,8 +187,10 @@ impl AsyncRead for WatchedIo {
                     self.heard_server = true;
                     self.watch.set(ConnectionState::Ready);
                 }
-            } else if outcome.is_err() || had_room {
-                // An error, or end of stream.
+            } else if let Err(e) = outcome {
+                self.watch.set(ConnectionState::Broken(e.to_string()));
+            } else if had_room {
+                // End of stream.
                 self.watch.set(ConnectionState::Closed);
             }
         }
@@ -172,6 +218,6 @@ impl AsyncWrite for WatchedIo {
 
 impl Drop for WatchedIo {
     fn drop(&mut self) {
-        self.watch.set(ConnectionState::Closed);
+        self.watch.close();
     }
 }

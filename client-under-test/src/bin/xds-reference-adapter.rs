@@ -148,6 +148,7 @@ async fn run() -> Result<(), AdapterError> {
                 "fallback": capabilities.fallback,
                 "delta": capabilities.delta,
                 "serve": capabilities.serve,
+                "tls": capabilities.xds_tls,
                 "client_events": false,
                 "profiles": capabilities.profiles,
             },

@@ -1,10 +1,15 @@
 //! Envoy's bootstrap, rendered from the structured one (JSON, which Envoy
 //! reads as YAML): ADS over the servers in priority order, each a STATIC
-//! HTTP/2 cluster; LDS and CDS over ADS; the admin API on a free port of
-//! Envoy's choosing (the driver reads it from `--admin-address-path`).
+//! HTTP/2 cluster (over TLS when its channel credentials say so); LDS and
+//! CDS over ADS; the admin API on a free port of Envoy's choosing (the
+//! driver reads it from `--admin-address-path`).
+
+use std::net::IpAddr;
 
 use serde_json::{Value, json};
-use xds_vocabulary::{AdsProtocol, BootstrapConfig, ClientBootstrap};
+use xds_vocabulary::{
+    AdsProtocol, BootstrapConfig, ChannelCredentials, ClientBootstrap, TlsCredentials,
+};
 
 /// The runtime flag without which Envoy refuses a second `grpc_services`
 /// entry (`must have no more than 1 gRPC services specified`).
@@ -68,7 +73,7 @@ fn render_config(config: &BootstrapConfig) -> Result<Value, RenderError> {
             .ok_or_else(|| RenderError::Uri(server.uri.clone()))?;
         let name = xds_cluster_name(index);
         services.push(json!({"envoy_grpc": {"cluster_name": name}}));
-        clusters.push(json!({
+        let mut cluster = json!({
             "name": name,
             "type": "STATIC",
             "connect_timeout": "1s",
@@ -79,7 +84,11 @@ fn render_config(config: &BootstrapConfig) -> Result<Value, RenderError> {
                     "socket_address": {"address": host, "port_value": port}
                 }}}]}],
             },
-        }));
+        });
+        if let ChannelCredentials::Tls(tls) = &server.channel_creds {
+            cluster["transport_socket"] = tls_transport_socket(tls, host);
+        }
+        clusters.push(cluster);
     }
     let (region, zone, sub_zone) = &config.node.locality;
     let api_type = match primary.protocol {
@@ -116,6 +125,40 @@ fn render_config(config: &BootstrapConfig) -> Result<Value, RenderError> {
     Ok(doc)
 }
 
+/// gRFC A65's `tls` credentials as Envoy's upstream TLS: the roots, the
+/// identity for mTLS, ALPN h2. Envoy checks only the chain unless told
+/// which names to expect, so the server's certificate must also name the
+/// host dialled, as gRPC clients check; SNI only for a host name (an
+/// address is no server name).
+fn tls_transport_socket(tls: &TlsCredentials, host: &str) -> Value {
+    let path = |p: &std::path::Path| json!({"filename": p.display().to_string()});
+    let is_ip = host.parse::<IpAddr>().is_ok();
+    let san_type = if is_ip { "IP_ADDRESS" } else { "DNS" };
+    let mut common = json!({
+        "alpn_protocols": ["h2"],
+        "validation_context": {
+            "trusted_ca": path(&tls.ca_certificate_file),
+            "match_typed_subject_alt_names": [
+                {"san_type": san_type, "matcher": {"exact": host}}
+            ],
+        },
+    });
+    if let Some(identity) = &tls.identity {
+        common["tls_certificates"] = json!([{
+            "certificate_chain": path(&identity.certificate_file),
+            "private_key": path(&identity.private_key_file),
+        }]);
+    }
+    let mut context = json!({
+        "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+        "common_tls_context": common,
+    });
+    if !is_ip {
+        context["sni"] = Value::String(host.to_string());
+    }
+    json!({"name": "envoy.transport_sockets.tls", "typed_config": context})
+}
+
 /// An upstream that speaks HTTP/2 (gRPC); Envoy's default is HTTP/1.1.
 pub fn http2_options() -> Value {
     json!({
@@ -137,6 +180,7 @@ mod tests {
             uri: uri.into(),
             features: vec![],
             protocol,
+            channel_creds: ChannelCredentials::Insecure,
         }
     }
 
@@ -171,6 +215,47 @@ mod tests {
         );
         assert_eq!(doc["node"]["id"], "node-1");
         assert!(doc.get("layered_runtime").is_none());
+    }
+
+    #[test]
+    fn tls_credentials_become_an_upstream_tls_context() {
+        let mut tls = server("127.0.0.1:4000", AdsProtocol::Sotw);
+        tls.channel_creds = ChannelCredentials::Tls(TlsCredentials {
+            ca_certificate_file: "/run/ca.pem".into(),
+            identity: Some(xds_vocabulary::IdentityFiles {
+                certificate_file: "/run/client.pem".into(),
+                private_key_file: "/run/client.key".into(),
+            }),
+        });
+        let doc = render_config(&config(vec![tls])).unwrap();
+        let socket = &doc["static_resources"]["clusters"][0]["transport_socket"];
+        assert_eq!(socket["name"], "envoy.transport_sockets.tls");
+        let context = &socket["typed_config"];
+        assert!(context.get("sni").is_none(), "no SNI for an address");
+        let common = &context["common_tls_context"];
+        assert_eq!(common["alpn_protocols"], json!(["h2"]));
+        assert_eq!(
+            common["validation_context"],
+            json!({
+                "trusted_ca": {"filename": "/run/ca.pem"},
+                "match_typed_subject_alt_names": [
+                    {"san_type": "IP_ADDRESS", "matcher": {"exact": "127.0.0.1"}}
+                ],
+            })
+        );
+        assert_eq!(
+            common["tls_certificates"],
+            json!([{
+                "certificate_chain": {"filename": "/run/client.pem"},
+                "private_key": {"filename": "/run/client.key"},
+            }])
+        );
+        let plain = render_config(&config(vec![server("127.0.0.1:1", AdsProtocol::Sotw)])).unwrap();
+        assert!(
+            plain["static_resources"]["clusters"][0]
+                .get("transport_socket")
+                .is_none()
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Fake ADS servers driven by a real tonic ADS client: over the in-memory
-//! network on paused virtual time, and once over real TCP.
+//! network on paused virtual time, and over real TCP; plaintext and TLS.
 
 mod auto_mode;
 mod delta;
@@ -8,3 +8,4 @@ mod recording;
 mod scripted_mode;
 mod support;
 mod tcp;
+mod tls;

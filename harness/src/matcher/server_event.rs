@@ -2,7 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use xds_fake_server::event::ServerEvent;
+use xds_fake_server::event::{ServerEvent, TlsFailure};
 use xds_vocabulary::code_name;
 
 use super::{Check, Compile, Description, Translate, eq};
@@ -15,10 +15,20 @@ use crate::timeline::{EventKind, TimelineEvent};
 pub struct ServerEventMatcherSpec {
     pub server: Option<Spanned<String>>,
     /// connection_accepted, connection_refused, connection_closed,
-    /// stream_opened, stream_closed.
+    /// stream_opened, stream_closed, tls_established, tls_failed.
     pub event: Spanned<String>,
+    /// stream_closed: the status code.
     pub code: Option<Spanned<String>>,
+    /// stream_closed: whether the client ended the stream.
     pub by_client: Option<bool>,
+    /// tls_established: whether the client presented a certificate (which
+    /// the server verified).
+    pub client_certificate: Option<bool>,
+    /// tls_failed: why, as the server saw it: `no_client_certificate`,
+    /// `client_certificate_rejected`, `alert_from_client` (the client
+    /// refused the server's certificate with an alert), `closed_by_client`
+    /// (it closed the connection mid-handshake without one) or `other`.
+    pub failure: Option<Spanned<String>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,7 +38,42 @@ pub enum ServerEventKind {
     ConnectionClosed,
     StreamOpened,
     StreamClosed,
+    TlsEstablished,
+    TlsFailed,
 }
+
+/// How a TLS handshake failed, as scenarios name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsFailureKind {
+    NoClientCertificate,
+    ClientCertificateRejected,
+    AlertFromClient,
+    ClosedByClient,
+    Other,
+}
+
+impl TlsFailureKind {
+    fn of(failure: &TlsFailure) -> Self {
+        match failure {
+            TlsFailure::NoClientCertificate => TlsFailureKind::NoClientCertificate,
+            TlsFailure::ClientCertificateRejected(_) => TlsFailureKind::ClientCertificateRejected,
+            TlsFailure::AlertFromClient(_) => TlsFailureKind::AlertFromClient,
+            TlsFailure::ClosedByClient => TlsFailureKind::ClosedByClient,
+            TlsFailure::Other(_) => TlsFailureKind::Other,
+        }
+    }
+}
+
+const TLS_FAILURES: &[(&str, TlsFailureKind)] = &[
+    ("no_client_certificate", TlsFailureKind::NoClientCertificate),
+    (
+        "client_certificate_rejected",
+        TlsFailureKind::ClientCertificateRejected,
+    ),
+    ("alert_from_client", TlsFailureKind::AlertFromClient),
+    ("closed_by_client", TlsFailureKind::ClosedByClient),
+    ("other", TlsFailureKind::Other),
+];
 
 /// The events' names in scenario files.
 const SERVER_EVENTS: &[(&str, ServerEventKind)] = &[
@@ -37,6 +82,8 @@ const SERVER_EVENTS: &[(&str, ServerEventKind)] = &[
     ("connection_closed", ServerEventKind::ConnectionClosed),
     ("stream_opened", ServerEventKind::StreamOpened),
     ("stream_closed", ServerEventKind::StreamClosed),
+    ("tls_established", ServerEventKind::TlsEstablished),
+    ("tls_failed", ServerEventKind::TlsFailed),
 ];
 
 #[derive(Clone, Debug, PartialEq)]
@@ -46,17 +93,62 @@ pub struct ServerEventMatcher {
     /// For stream_closed.
     pub code: Option<tonic::Code>,
     pub by_client: Option<bool>,
+    /// For tls_established.
+    pub client_certificate: Option<bool>,
+    /// For tls_failed.
+    pub failure: Option<TlsFailureKind>,
 }
 
 impl Compile for ServerEventMatcherSpec {
     type Matcher = ServerEventMatcher;
 
     fn compile(&self, scenario: &Checker) -> Result<ServerEventMatcher, Problem> {
+        let event = keyword(&self.event, "server event", SERVER_EVENTS)?;
+        // A field of another kind of event could never match: say so
+        // rather than wait for a scenario that cannot pass.
+        let only_for = |given: bool, kind: ServerEventKind, field: &str, name: &str| {
+            if given && event != kind {
+                Err(Problem::at(
+                    &self.event,
+                    format!("server_event: `{field}` is only for event {name}"),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        only_for(
+            self.code.is_some(),
+            ServerEventKind::StreamClosed,
+            "code",
+            "stream_closed",
+        )?;
+        only_for(
+            self.by_client.is_some(),
+            ServerEventKind::StreamClosed,
+            "by_client",
+            "stream_closed",
+        )?;
+        only_for(
+            self.client_certificate.is_some(),
+            ServerEventKind::TlsEstablished,
+            "client_certificate",
+            "tls_established",
+        )?;
+        only_for(
+            self.failure.is_some(),
+            ServerEventKind::TlsFailed,
+            "failure",
+            "tls_failed",
+        )?;
         Ok(ServerEventMatcher {
             server: scenario.filter_server(self.server.as_ref())?,
-            event: keyword(&self.event, "server event", SERVER_EVENTS)?,
+            event,
             code: opt(self.code.as_ref(), code)?,
             by_client: self.by_client,
+            client_certificate: self.client_certificate,
+            failure: opt(self.failure.as_ref(), |f| {
+                keyword(f, "TLS failure", TLS_FAILURES)
+            })?,
         })
     }
 }
@@ -80,6 +172,15 @@ impl Check for ServerEventMatcher {
                     code, by_client, ..
                 },
             ) => self.code.is_none_or(|c| c == *code) && eq(&self.by_client, by_client),
+            (
+                ServerEventKind::TlsEstablished,
+                ServerEvent::TlsEstablished {
+                    client_certificate, ..
+                },
+            ) => eq(&self.client_certificate, client_certificate),
+            (ServerEventKind::TlsFailed, ServerEvent::TlsFailed { failure, .. }) => self
+                .failure
+                .is_none_or(|kind| kind == TlsFailureKind::of(failure)),
             _ => false,
         }
     }
@@ -90,6 +191,8 @@ impl Check for ServerEventMatcher {
             .field("event", format!("{:?}", self.event))
             .given("code", self.code.map(code_name))
             .given("by_client", self.by_client)
+            .given("client_certificate", self.client_certificate)
+            .given("failure", self.failure.map(|f| format!("{f:?}")))
             .into()
     }
 }
@@ -120,6 +223,8 @@ mod tests {
             event: ServerEventKind::StreamClosed,
             code: Some(tonic::Code::Unavailable),
             by_client: Some(false),
+            client_certificate: None,
+            failure: None,
         };
         assert!(m.matches(&closed(false), &as_written));
         assert!(!m.matches(&closed(true), &as_written));
@@ -131,6 +236,54 @@ mod tests {
         assert_eq!(
             m.describe(),
             "server event server=primary event=StreamClosed code=UNAVAILABLE by_client=false"
+        );
+    }
+
+    #[test]
+    fn checks_how_a_tls_handshake_ended() {
+        let event = |event: ServerEvent| TimelineEvent {
+            at: Duration::ZERO,
+            source: "primary".into(),
+            kind: EventKind::Server(Box::new(event)),
+        };
+        let failed = |failure| {
+            event(ServerEvent::TlsFailed {
+                connection: 1,
+                failure,
+            })
+        };
+        let refused = ServerEventMatcher {
+            server: None,
+            event: ServerEventKind::TlsFailed,
+            code: None,
+            by_client: None,
+            client_certificate: None,
+            failure: Some(TlsFailureKind::NoClientCertificate),
+        };
+        assert!(refused.matches(&failed(TlsFailure::NoClientCertificate), &as_written));
+        assert!(!refused.matches(&failed(TlsFailure::ClosedByClient), &as_written));
+        let any_failure = ServerEventMatcher {
+            failure: None,
+            ..refused.clone()
+        };
+        assert!(any_failure.matches(&failed(TlsFailure::Other("eof".into())), &as_written));
+        let mtls = ServerEventMatcher {
+            event: ServerEventKind::TlsEstablished,
+            client_certificate: Some(true),
+            failure: None,
+            ..refused
+        };
+        let established = |client_certificate| {
+            event(ServerEvent::TlsEstablished {
+                connection: 1,
+                client_certificate,
+            })
+        };
+        assert!(mtls.matches(&established(true), &as_written));
+        assert!(!mtls.matches(&established(false), &as_written));
+        assert_eq!(
+            mtls.describe(),
+            "server event event=TlsEstablished client_certificate=true"
         );
     }
 }

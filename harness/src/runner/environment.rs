@@ -21,6 +21,7 @@ use crate::bootstrap::client_bootstrap;
 use crate::proxy::{ProxyListeners, served_to};
 use crate::scenario::{Scenario, ServerDef, Step, backend_address};
 use crate::timeline::{EventKind, Timeline};
+use crate::tls::{RunCertificates, channel_creds_of};
 
 /// CSDS timestamps count from here, so they are the same on every run.
 pub const CLOCK_EPOCH_UNIX_SECONDS: u64 = 1_767_225_600; // 2026-01-01T00:00:00Z
@@ -63,6 +64,9 @@ pub(super) struct Environment {
     pub(super) proxy: Option<ProxyListeners>,
     /// What the client is started with.
     pub(super) client: ClientEnvironment,
+    /// The run's certificates (TLS scenarios): their files must last as
+    /// long as the client may read them, and go with the run.
+    pub(super) certificates: Option<RunCertificates>,
 }
 
 /// Why the environment could not be set up.
@@ -87,8 +91,29 @@ pub(super) async fn set_up(
     let mut uris = BTreeMap::new();
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let mut servers = BTreeMap::new();
+    let certificates = match RunCertificates::for_scenario(scenario) {
+        Ok(certificates) => certificates,
+        Err(e) => {
+            return Err(SetUpError {
+                message: format!("cannot make the run's certificates: {e}"),
+                addresses,
+            });
+        }
+    };
     for def in &scenario.servers {
         let server = fake_server(def, timeline);
+        if let Some(certificates) = &certificates {
+            let tls = certificates
+                .server_settings(def)
+                .map_err(|e| e.to_string())
+                .and_then(|settings| server.set_tls(settings.as_ref()).map_err(|e| e.to_string()));
+            if let Err(message) = tls {
+                return Err(SetUpError {
+                    message: format!("cannot serve TLS on server {}: {message}", def.name),
+                    addresses,
+                });
+            }
+        }
         let uri = match mode {
             RunMode::Virtual => match server.serve_in_memory(&network, &server_uri(&def.name)) {
                 Ok(()) => server_uri(&def.name),
@@ -183,9 +208,11 @@ pub(super) async fn set_up(
         RunMode::RealTime => Transport::Tcp,
     };
     let client = ClientEnvironment {
-        bootstrap: client_bootstrap(scenario, &|name| {
-            uris.get(name).cloned().unwrap_or_default()
-        }),
+        bootstrap: client_bootstrap(
+            scenario,
+            &|name| uris.get(name).cloned().unwrap_or_default(),
+            &channel_creds_of(scenario, certificates.as_ref()),
+        ),
         transport,
         rng_seed: scenario.client.seed,
         profile: scenario.client.profile.clone(),
@@ -198,6 +225,7 @@ pub(super) async fn set_up(
         addresses,
         proxy,
         client,
+        certificates,
     })
 }
 

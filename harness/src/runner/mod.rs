@@ -279,6 +279,10 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
                 .all(|s| s.server_features.is_empty()),
         "gRPC bootstrap server_features",
     );
+    need(
+        caps.xds_tls || scenario.servers.iter().all(|s| s.tls.is_none()),
+        "TLS on the xDS channel (gRFC A65 `tls` channel_creds)",
+    );
     for step in &scenario.steps {
         match &step.step {
             Step::Watch { .. } | Step::CancelWatch { .. } => {
@@ -364,6 +368,7 @@ async fn play(
         addresses,
         proxy,
         client: env,
+        certificates,
     } = match environment::set_up(&scenario, &timeline, mode, client.capabilities().proxy).await {
         Ok(environment) => environment,
         Err(SetUpError { message, addresses }) => {
@@ -453,6 +458,8 @@ async fn play(
     for backend in &backends {
         backend.shutdown();
     }
+    // Only now that the client is gone: it may read them until then.
+    drop(certificates);
     Played {
         verdict,
         events,

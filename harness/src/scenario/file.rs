@@ -20,7 +20,8 @@ pub struct ScenarioFile {
     pub name: Option<String>,
     /// What this scenario proves, and why the expected behaviour is right.
     pub description: String,
-    /// The specs it tests: A27, A46, A47, A53, A57, A71, A88, delta.
+    /// The specs it tests: A27, A36, A46, A47, A53, A57, A65, A71, A88,
+    /// delta.
     #[serde(default)]
     pub spec: Vec<Spanned<String>>,
     /// Free-form tags for selecting scenarios, e.g. `slow-on-real-time`
@@ -98,6 +99,36 @@ pub struct ServerSpec {
     /// `max_connection_age_grace` later (default 1s).
     pub max_connection_age: Option<Spanned<String>>,
     pub max_connection_age_grace: Option<Spanned<String>>,
+    /// TLS on the channel to this server (gRFC A65). The server serves TLS
+    /// with certificates made for the run (valid for the server's name,
+    /// `localhost` and `127.0.0.1`), and the generated bootstrap gives the
+    /// client `channel_creds` of type `tls` naming the run's CA (and its
+    /// own certificate for mTLS). `tls: {}`: a server certificate the
+    /// client trusts, no client certificate. Needs a generated bootstrap.
+    pub tls: Option<Spanned<TlsSpec>>,
+}
+
+/// Both sides of a TLS channel: what the server presents and asks for,
+/// and what the client's bootstrap gives it.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSpec {
+    /// `trusted` (default): signed by the CA of the client's
+    /// `ca_certificate_file`. `untrusted`: signed by a CA the client does
+    /// not know, so the client must refuse the server. `wrong_host`:
+    /// signed by the client's CA but valid only for another host name, so
+    /// the client must refuse it too.
+    pub server_certificate: Option<Spanned<String>>,
+    /// The certificate the client's bootstrap gives it to present
+    /// (`certificate_file`, `private_key_file`): `none` (default),
+    /// `trusted` (signed by the CA the server verifies clients with) or
+    /// `untrusted` (signed by another CA, so the server must refuse it).
+    pub client_certificate: Option<Spanned<String>>,
+    /// Whether the server asks clients for a certificate: `none`,
+    /// `optional` (verified when presented) or `required` (mTLS: a client
+    /// without a certificate the server trusts is refused). Default:
+    /// `required` when the client has a certificate, else `none`.
+    pub client_auth: Option<Spanned<String>>,
 }
 
 /// A data-plane backend (no settings yet).

@@ -22,15 +22,19 @@ use xds_vocabulary::{AdsProtocol, ResourceType};
 
 use super::duration::parse_duration;
 use super::file::{
-    BootstrapSpec, LimitsSpec, ResourceSpec, ScenarioFile, ServerSpec, Spanned, StepSpec,
+    BootstrapSpec, LimitsSpec, ResourceSpec, ScenarioFile, ServerSpec, Spanned, StepSpec, TlsSpec,
 };
 use super::limits::{
     self, Limits, MAX_FILE_BYTES, MAX_STEPS, MAX_VIRTUAL_TIME, MAX_WALL_TIME, check_count,
     check_duration,
 };
 use super::resources;
-use super::{BootstrapPlan, ClientPlan, Location, Scenario, ServerDef, Step, StepDef, Window};
+use super::{
+    BootstrapPlan, ClientAuthPlan, ClientPlan, Location, Scenario, ServerCertificatePlan,
+    ServerDef, Step, StepDef, TlsPlan, Window,
+};
 use crate::matcher::{Alternative, MATCHER_KEYS, Matcher, MatcherSpec};
+use xds_vocabulary::certificates::Signer;
 
 /// A scenario file that cannot be run: where, and what is wrong.
 ///
@@ -311,6 +315,15 @@ fn check(source_name: &str, file: ScenarioFile) -> Result<Scenario, Problem> {
         protocols.push(AdsProtocol::Sotw);
     }
     let bootstrap = checker.bootstrap(file.bootstrap.as_ref())?;
+    if let BootstrapPlan::Json(_) = bootstrap
+        && let Some(tls) = file.servers.value.values().find_map(|s| s.tls.as_ref())
+    {
+        return Err(Problem::at(
+            tls,
+            "tls: the run's certificate files go into the generated bootstrap; \
+             a verbatim bootstrap.json cannot name them",
+        ));
+    }
     let client = ClientPlan {
         seed: file.client.as_ref().and_then(|c| c.seed).unwrap_or(1),
         profile: file
@@ -440,6 +453,46 @@ fn known_clients(list: &Spanned<IndexMap<String, String>>, what: &str) -> Result
 struct Watches(HashMap<(ResourceType, String), usize>);
 
 const SERVER_MODES: &[(&str, bool)] = &[("auto", false), ("scripted", true)];
+
+const SERVER_CERTIFICATES: &[(&str, ServerCertificatePlan)] = &[
+    ("trusted", ServerCertificatePlan::Trusted),
+    ("untrusted", ServerCertificatePlan::Untrusted),
+    ("wrong_host", ServerCertificatePlan::WrongHost),
+];
+
+const CLIENT_CERTIFICATES: &[(&str, Option<Signer>)] = &[
+    ("none", None),
+    ("trusted", Some(Signer::TrustedCa)),
+    ("untrusted", Some(Signer::UntrustedCa)),
+];
+
+const CLIENT_AUTH: &[(&str, ClientAuthPlan)] = &[
+    ("none", ClientAuthPlan::None),
+    ("optional", ClientAuthPlan::Optional),
+    ("required", ClientAuthPlan::Required),
+];
+
+fn tls_plan(spec: &TlsSpec) -> Result<TlsPlan, Problem> {
+    let client_certificate = opt(spec.client_certificate.as_ref(), |c| {
+        keyword(c, "client certificate", CLIENT_CERTIFICATES)
+    })?
+    .flatten();
+    Ok(TlsPlan {
+        server_certificate: opt(spec.server_certificate.as_ref(), |c| {
+            keyword(c, "server certificate", SERVER_CERTIFICATES)
+        })?
+        .unwrap_or(ServerCertificatePlan::Trusted),
+        client_certificate,
+        client_auth: opt(spec.client_auth.as_ref(), |a| {
+            keyword(a, "client_auth", CLIENT_AUTH)
+        })?
+        .unwrap_or(if client_certificate.is_some() {
+            ClientAuthPlan::Required
+        } else {
+            ClientAuthPlan::None
+        }),
+    })
+}
 
 /// One of a fixed set of words; the error lists them all.
 pub(crate) fn keyword<T: Copy>(
@@ -613,6 +666,7 @@ impl Checker {
             server_features: spec.server_features.clone(),
             resources: resource_list(&spec.resources, false, &self.backends)?,
             protocol: opt(spec.protocol.as_ref(), protocol)?,
+            tls: opt(spec.tls.as_ref(), |t| tls_plan(&t.value))?,
             max_connection_age: match &spec.max_connection_age {
                 None => None,
                 Some(age) => Some(xds_fake_server::MaxConnectionAge {
@@ -1521,6 +1575,87 @@ steps: []
             (vec!["a".to_string()], Some("xdstp://a.example/%s".into()))
         );
         assert_eq!(authorities["b.example"], (vec![], None));
+    }
+
+    #[test]
+    fn tls_settings_load_with_their_defaults() {
+        let s = load(
+            "description: d\nservers:\n  plain: {}\n  tls: {tls: {}}\n  \
+             mtls: {tls: {client_certificate: trusted}}\n  \
+             picky: {tls: {server_certificate: untrusted, client_certificate: untrusted, client_auth: optional}}\n  \
+             misnamed: {tls: {server_certificate: wrong_host}}\n\
+             steps: []\n",
+        );
+        let plans: Vec<Option<TlsPlan>> = s.servers.iter().map(|d| d.tls).collect();
+        assert_eq!(
+            plans,
+            [
+                None,
+                Some(TlsPlan {
+                    server_certificate: ServerCertificatePlan::Trusted,
+                    client_certificate: None,
+                    client_auth: ClientAuthPlan::None,
+                }),
+                // A client certificate makes the server require one.
+                Some(TlsPlan {
+                    server_certificate: ServerCertificatePlan::Trusted,
+                    client_certificate: Some(Signer::TrustedCa),
+                    client_auth: ClientAuthPlan::Required,
+                }),
+                Some(TlsPlan {
+                    server_certificate: ServerCertificatePlan::Untrusted,
+                    client_certificate: Some(Signer::UntrustedCa),
+                    client_auth: ClientAuthPlan::Optional,
+                }),
+                Some(TlsPlan {
+                    server_certificate: ServerCertificatePlan::WrongHost,
+                    client_certificate: None,
+                    client_auth: ClientAuthPlan::None,
+                }),
+            ]
+        );
+    }
+
+    #[test]
+    fn tls_errors_name_the_place() {
+        let e =
+            load_error("description: d\nservers:\n  a: {tls: {client_auth: always}}\nsteps: []\n");
+        assert_eq!((e.line, e.column), (3, 26), "{e}");
+        assert!(
+            e.message
+                .contains("unknown client_auth `always`: expected one of none, optional, required"),
+            "{e}"
+        );
+        let e = load_error(
+            "description: d\nservers:\n  a: {tls: {server_certificate: self-signed}}\nsteps: []\n",
+        );
+        assert_eq!((e.line, e.column), (3, 33), "{e}");
+        assert!(
+            e.message.contains("expected one of trusted, untrusted"),
+            "{e}"
+        );
+        let e =
+            load_error("description: d\nservers:\n  a: {tls: {client_cert: trusted}}\nsteps: []\n");
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("client_cert"), "{e}");
+        // A field of another event could never match.
+        let e = load_error(
+            "description: d\nservers: {a: {}}\nsteps:\n  - expect:\n      \
+             server_event: { event: stream_closed, failure: alert_from_client }\n",
+        );
+        assert_eq!(e.line, 5, "{e}");
+        assert!(
+            e.message
+                .contains("server_event: `failure` is only for event tls_failed"),
+            "{e}"
+        );
+        // The certificate files exist only per run: no verbatim bootstrap.
+        let e = load_error(
+            "description: d\nservers:\n  a: {}\n  b:\n    tls: {}\n\
+             bootstrap:\n  json: '{\"xds_servers\": []}'\nsteps: []\n",
+        );
+        assert_eq!((e.line, e.column), (5, 10), "{e}");
+        assert!(e.message.contains("a verbatim bootstrap.json"), "{e}");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use xds_fake_server::ServedResource;
+use xds_vocabulary::certificates::Signer;
 use xds_vocabulary::{AdsProtocol, ResourceType};
 
 use crate::matcher::Matcher;
@@ -124,6 +125,39 @@ pub struct ServerDef {
     /// The protocol the client speaks to this server in every run; `None`:
     /// the run's.
     pub protocol: Option<AdsProtocol>,
+    /// TLS on the channel to it (gRFC A65); `None`: plaintext.
+    pub tls: Option<TlsPlan>,
+}
+
+/// Both sides of a server's TLS channel (see `file::TlsSpec`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TlsPlan {
+    /// The server's certificate.
+    pub server_certificate: ServerCertificatePlan,
+    /// Who signed the certificate in the client's bootstrap; `None`: it
+    /// has none.
+    pub client_certificate: Option<Signer>,
+    pub client_auth: ClientAuthPlan,
+}
+
+/// A TLS server's certificate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerCertificatePlan {
+    /// Signed by the CA the client trusts, valid for the host it dials.
+    Trusted,
+    /// Signed by a CA the client does not know.
+    Untrusted,
+    /// Signed by the CA the client trusts, but valid only for another
+    /// host: the client must check the name, not only the chain.
+    WrongHost,
+}
+
+/// What a TLS server asks of clients.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientAuthPlan {
+    None,
+    Optional,
+    Required,
 }
 
 #[derive(Clone, Debug)]

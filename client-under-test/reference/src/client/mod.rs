@@ -20,6 +20,7 @@ use crate::bootstrap::Bootstrap;
 use crate::observer::ClientObserver;
 use crate::profile::ClientProfile;
 use crate::resource::ResourceType;
+use crate::transport::tls::TlsDefects;
 use crate::transport::{TcpTransport, XdsTransportFactory};
 use crate::watcher::ResourceWatcher;
 use ads::channel::TonicChannels;
@@ -78,7 +79,12 @@ impl XdsClient {
     /// Starts the client's worker on the current tokio runtime. The worker
     /// stops when the last handle is dropped.
     pub fn start(config: XdsClientConfig) -> XdsClient {
-        let channels = Arc::new(TonicChannels(config.transport.clone()));
+        let defects = config.profile.defects;
+        let tls = TlsDefects {
+            accepts_any_server: defects.tls_accepts_any_server,
+            no_identity: defects.tls_no_identity,
+        };
+        let channels = Arc::new(TonicChannels(config.transport.clone(), tls));
         Self::start_with_channels(config, channels)
     }
 

@@ -150,7 +150,7 @@ async fn pump<M>(
             }
             result = &mut started => match result {
                 Ok(response) => break response.into_inner(),
-                Err(status) => { send(CallEvent::Finished(transport_status(status))); return; }
+                Err(status) => { send(CallEvent::Finished(transport_status(status, &connection))); return; }
             },
         }
     };
@@ -164,20 +164,34 @@ async fn pump<M>(
             message = responses.message() => match message {
                 Ok(Some(response)) => send(CallEvent::Response(wrap(response))),
                 Ok(None) => { send(CallEvent::Finished(tonic::Status::new(tonic::Code::Ok, "stream closed by server"))); return; }
-                Err(status) => { send(CallEvent::Finished(transport_status(status))); return; }
+                Err(status) => { send(CallEvent::Finished(transport_status(status, &connection))); return; }
             },
         }
     }
 }
 
 /// gRPC reports a lost transport as UNAVAILABLE; tonic reports the h2 or
-/// hyper error behind it as UNKNOWN. Only errors with a transport source
-/// are mapped: an UNKNOWN a server sent in trailers stays UNKNOWN.
-fn transport_status(status: tonic::Status) -> tonic::Status {
+/// hyper error behind it as UNKNOWN, or as CANCELLED when the connection
+/// went before the call had its response headers (hyper cancels the
+/// calls it was carrying). Only errors with a transport source are
+/// mapped: an UNKNOWN or CANCELLED a server sent in trailers stays as it
+/// is (and this client never cancels a call through hyper: it drops the
+/// call's task). When the connection broke with a reason (a TLS alert),
+/// the reason is added: hyper's own message does not carry it.
+fn transport_status(
+    status: tonic::Status,
+    connection: &watch::Receiver<ConnectionState>,
+) -> tonic::Status {
     use std::error::Error as _;
-    if status.code() == tonic::Code::Unknown && status.source().is_some() {
-        tonic::Status::unavailable(status.message().to_string())
-    } else {
-        status
+    let transport = status.source().is_some()
+        && matches!(status.code(), tonic::Code::Unknown | tonic::Code::Cancelled);
+    if !transport {
+        return status;
+    }
+    match &*connection.borrow() {
+        ConnectionState::Broken(reason) => {
+            tonic::Status::unavailable(format!("{}: {reason}", status.message()))
+        }
+        _ => tonic::Status::unavailable(status.message().to_string()),
     }
 }

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use super::call::{self, CallId, CallMessage};
 use super::wire::Request;
 use crate::bootstrap::XdsServerConfig;
+use crate::transport::tls::TlsDefects;
 use crate::transport::{XdsTransport, XdsTransportFactory};
 
 /// Starts ADS calls to one server.
@@ -34,12 +35,12 @@ pub(crate) trait AdsChannelFactory: Send + Sync + 'static {
 }
 
 /// Tonic channels over a byte-stream transport (TCP, or the harness's
-/// in-memory network).
-pub(crate) struct TonicChannels(pub Arc<dyn XdsTransportFactory>);
+/// in-memory network), with the TLS shortcuts of a broken build.
+pub(crate) struct TonicChannels(pub Arc<dyn XdsTransportFactory>, pub TlsDefects);
 
 impl AdsChannelFactory for TonicChannels {
     fn open(&self, server: &XdsServerConfig) -> Box<dyn AdsChannel> {
-        Box::new(XdsTransport::new(self.0.clone(), server))
+        Box::new(XdsTransport::new(self.0.clone(), server, self.1))
     }
 }
 
