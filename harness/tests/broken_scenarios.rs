@@ -7,11 +7,10 @@ use std::path::{Path, PathBuf};
 
 use xds_conformance::scenario::load_file;
 
-struct Expectation {
-    line: u64,
-    column: u64,
-    fragment: String,
-}
+#[path = "support/located.rs"]
+mod located;
+
+use located::Located as Expectation;
 
 fn expectation(path: &Path, text: &str) -> Result<Expectation, String> {
     let first = text.lines().next().unwrap_or_default();
@@ -21,24 +20,7 @@ fn expectation(path: &Path, text: &str) -> Result<Expectation, String> {
             path.display()
         )
     })?;
-    let mut parts = spec.splitn(3, ':');
-    let mut number = |what| {
-        parts
-            .next()
-            .and_then(|n| n.trim().parse::<u64>().ok())
-            .ok_or_else(|| format!("{}: bad {what} in `{first}`", path.display()))
-    };
-    let line = number("line")?;
-    let column = number("column")?;
-    let fragment = parts.next().unwrap_or_default().trim().to_string();
-    if fragment.is_empty() {
-        return Err(format!("{}: empty message fragment", path.display()));
-    }
-    Ok(Expectation {
-        line,
-        column,
-        fragment,
-    })
+    located::parse(path, first, spec)
 }
 
 fn broken_files() -> Vec<PathBuf> {

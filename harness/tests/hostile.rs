@@ -26,6 +26,9 @@ use xds_conformance::timeline::MAX_EVENTS;
 /// message, a window of the offending line and two lines of context.
 const MAX_RENDERED_ERROR: usize = 2000;
 
+#[path = "support/located.rs"]
+mod located;
+
 enum Expectation {
     LoadError {
         line: u64,
@@ -43,20 +46,11 @@ fn expectation(path: &Path) -> Result<Expectation, String> {
     let text = String::from_utf8_lossy(&bytes);
     let first = text.lines().next().unwrap_or_default();
     if let Some(spec) = first.strip_prefix("# expect: ") {
-        let mut parts = spec.splitn(3, ':');
-        let mut number = |what| {
-            parts
-                .next()
-                .and_then(|n| n.trim().parse::<u64>().ok())
-                .ok_or_else(|| format!("{}: bad {what} in `{first}`", path.display()))
-        };
-        let line = number("line")?;
-        let column = number("column")?;
-        let fragment = parts.next().unwrap_or_default().trim().to_string();
+        let located = located::parse(path, first, spec)?;
         return Ok(Expectation::LoadError {
-            line,
-            column,
-            fragment,
+            line: located.line,
+            column: located.column,
+            fragment: located.fragment,
         });
     }
     if let Some(spec) = first.strip_prefix("# outcome: ") {

@@ -132,8 +132,11 @@ fn interrupted_scenarios() -> Vec<PathBuf> {
     ]
 }
 
-fn interrupt_mid_run(sig: i32) {
-    let scratch = Scratch::new(&format!("interrupt-{sig}"));
+/// The harness running `interrupted_scenarios` on the hanging adapter,
+/// stopped in the middle of `b-hangs`: the scratch, the harness, the
+/// adapter's pid and its child's.
+fn mid_run(name: &str) -> (Scratch, Child, i32, i32) {
+    let scratch = Scratch::new(name);
     let fifo = scratch.fifo();
     let child = harness(
         &scratch,
@@ -142,6 +145,11 @@ fn interrupt_mid_run(sig: i32) {
         Some(&fifo),
     );
     let (adapter_pid, grandchild) = read_pids(&fifo);
+    (scratch, child, adapter_pid, grandchild)
+}
+
+fn interrupt_mid_run(sig: i32) {
+    let (scratch, child, adapter_pid, grandchild) = mid_run(&format!("interrupt-{sig}"));
     signal(&child, sig);
     let (status, out, err) = wait_for(child);
     use std::os::unix::process::ExitStatusExt;
@@ -183,15 +191,7 @@ fn sigterm_mid_run_reports_what_ran_and_leaves_nothing() {
 
 #[test]
 fn a_killed_harness_takes_the_client_and_its_children_with_it() {
-    let scratch = Scratch::new("sigkill");
-    let fifo = scratch.fifo();
-    let child = harness(
-        &scratch,
-        &interrupted_scenarios(),
-        &adapter("hang-with-child"),
-        Some(&fifo),
-    );
-    let (adapter_pid, grandchild) = read_pids(&fifo);
+    let (_scratch, child, adapter_pid, grandchild) = mid_run("sigkill");
     signal(&child, libc::SIGKILL);
     let (status, _, _) = wait_for(child);
     use std::os::unix::process::ExitStatusExt;
