@@ -20,7 +20,10 @@ use xds_vocabulary::cut::cut;
 #[command(
     name = "xds-conformance",
     version,
-    about = "Conformance harness for xDS clients"
+    about = "Conformance harness for xDS clients",
+    after_help = "Exit codes of run and matrix: 0 all passed (n/a, known failures and allowed \
+                  divergences included); 1 a scenario failed; 2 the input is broken (a file that \
+                  does not load, nothing selected, a bad argument); 128+n interrupted by signal n."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -228,16 +231,11 @@ fn run(
             return ExitCode::from(2);
         }
     };
-    let report = run_files(&files, &selection, client, &factory, jobs);
-    for r in &report.results {
-        println!(
-            "{:<13} {:<60} {:>9.3}s virtual {:>8.1}ms wall",
-            r.verdict.label(),
-            r.name,
-            r.virtual_duration.as_secs_f64(),
-            r.wall_duration.as_secs_f64() * 1e3
-        );
-    }
+    let broken = match check_selection(&files, &selection) {
+        Ok(broken) => broken,
+        Err(code) => return code,
+    };
+    let report = run_files(&files, &selection, client, &factory, jobs, &print_progress);
     for r in report.results.iter().filter(|r| r.verdict.is_failure()) {
         if let Verdict::Fail { message }
         | Verdict::Error { message }
@@ -264,14 +262,82 @@ fn run(
             return ExitCode::from(2);
         }
     }
+    exit_code(broken, report.failed())
+}
+
+/// Exit codes (also in `--help`): 0 every scenario passed (or is n/a, a
+/// known failure, an allowed divergence); 1 a scenario failed; 2 the
+/// input is broken (a file that does not load, nothing selected, a bad
+/// argument); 128 + n interrupted by signal n.
+const EXIT_FAILED: u8 = 1;
+const EXIT_BROKEN_INPUT: u8 = 2;
+
+fn exit_code(broken_files: usize, failed: bool) -> ExitCode {
     if let Some(signal) = xds_conformance::interrupt::signal() {
         return ExitCode::from(xds_conformance::interrupt::exit_code(signal));
     }
-    if report.failed() {
-        ExitCode::FAILURE
+    if broken_files > 0 {
+        eprintln!("{broken_files} scenario file(s) did not load (exit code {EXIT_BROKEN_INPUT})");
+        return ExitCode::from(EXIT_BROKEN_INPUT);
+    }
+    if failed {
+        ExitCode::from(EXIT_FAILED)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// How many selected files do not load, or, if the selection is empty,
+/// the exit code for that: a filter that matches nothing is a mistake,
+/// not a green run.
+fn check_selection(files: &[PathBuf], selection: &Selection) -> Result<usize, ExitCode> {
+    let loaded = xds_conformance::suite::load_selected(files, selection);
+    if loaded.is_empty() {
+        eprintln!(
+            "no scenario selected: {} file(s) found{}{}",
+            files.len(),
+            selection
+                .filter
+                .as_ref()
+                .map(|f| format!(", none matching --filter {f:?}"))
+                .unwrap_or_default(),
+            if selection.skip_tags.is_empty() {
+                String::new()
+            } else {
+                format!(" (skipping tags {})", selection.skip_tags.join(", "))
+            }
+        );
+        return Err(ExitCode::from(EXIT_BROKEN_INPUT));
+    }
+    Ok(loaded.iter().filter(|(_, l)| l.is_err()).count())
+}
+
+/// A line per run as it finishes: progress, verdict, scenario, client,
+/// and the reason of anything but a pass (first line).
+fn print_progress(finished: &xds_conformance::schedule::Finished<'_>) {
+    let verdict = &finished.outcome.verdict;
+    let reason = match verdict {
+        Verdict::Pass => String::new(),
+        Verdict::NotApplicable { reason } | Verdict::KnownFailure { reason, .. } => reason.clone(),
+        Verdict::Divergent { note } => note.clone(),
+        Verdict::Fail { message }
+        | Verdict::Error { message }
+        | Verdict::Interrupted { message } => message.lines().next().unwrap_or("").to_string(),
+    };
+    let reason = if reason.is_empty() {
+        String::new()
+    } else {
+        format!("  {}", cut(&reason, 160))
+    };
+    println!(
+        "[{:>4}/{}] {:<13} {:<58} {:<10} {:>8.1}s{reason}",
+        finished.done,
+        finished.total,
+        verdict.label(),
+        finished.scenario.name,
+        finished.client,
+        finished.outcome.wall_duration.as_secs_f64(),
+    );
 }
 
 fn matrix(
@@ -308,7 +374,11 @@ fn matrix(
             return ExitCode::from(2);
         }
     };
-    let run = run_matrix(&files, &selection, &matrix_clients, jobs);
+    let broken = match check_selection(&files, &selection) {
+        Ok(broken) => broken,
+        Err(code) => return code,
+    };
+    let run = run_matrix(&files, &selection, &matrix_clients, jobs, &print_progress);
     let mut failed = false;
     if let Err(e) = write_reports(&run, &report_dir) {
         eprintln!("cannot write reports to {}: {e}", report_dir.display());
@@ -336,14 +406,7 @@ fn matrix(
         "matrix written to {}/matrix.html and matrix.md",
         report_dir.display()
     );
-    if let Some(signal) = xds_conformance::interrupt::signal() {
-        return ExitCode::from(xds_conformance::interrupt::exit_code(signal));
-    }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    exit_code(broken, failed)
 }
 
 fn validate(paths: Vec<PathBuf>) -> ExitCode {
@@ -383,12 +446,26 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
         }
     };
     // Warm-up: lazily built state (descriptor pool) is not what we measure.
-    let warm = run_files(&files, &Selection::default(), "reference", &factory, 1);
+    let warm = run_files(
+        &files,
+        &Selection::default(),
+        "reference",
+        &factory,
+        1,
+        &xds_conformance::schedule::no_progress,
+    );
     let mut suite_times = Vec::new();
     let mut per_scenario: Vec<(String, Duration, Duration)> = Vec::new();
     for _ in 0..iterations {
         let start = Instant::now();
-        let report = run_files(&files, &Selection::default(), "reference", &factory, 1);
+        let report = run_files(
+            &files,
+            &Selection::default(),
+            "reference",
+            &factory,
+            1,
+            &xds_conformance::schedule::no_progress,
+        );
         suite_times.push(start.elapsed());
         per_scenario = report
             .results

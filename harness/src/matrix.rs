@@ -14,7 +14,7 @@ use xds_vocabulary::RequestKind;
 
 use crate::runner::RunOutcome;
 use crate::scenario::Scenario;
-use crate::schedule::{ScenarioRuns, run_all};
+use crate::schedule::{Progress, ScenarioRuns, run_all};
 use crate::suite::{BoxedFactory, load_selected};
 use crate::timeline::{EventKind, TimelineEvent, describe, type_name};
 
@@ -43,6 +43,7 @@ pub fn run_matrix(
     selection: &crate::suite::Selection,
     clients: &[MatrixClient],
     jobs: usize,
+    progress: &Progress<'_>,
 ) -> MatrixRun {
     let loaded = load_selected(files, selection);
     let scenarios: Vec<&Scenario> = loaded.iter().filter_map(|(_, s)| s.as_ref().ok()).collect();
@@ -51,7 +52,15 @@ pub fn run_matrix(
             .iter()
             .map(|client| {
                 let scenarios = &scenarios;
-                scope.spawn(move || run_all(scenarios, client.factory.as_ref(), jobs))
+                scope.spawn(move || {
+                    run_all(
+                        scenarios,
+                        client.factory.as_ref(),
+                        jobs,
+                        &client.name,
+                        progress,
+                    )
+                })
             })
             .collect();
         running

@@ -29,6 +29,25 @@ pub type SharedFactory = dyn Fn() -> Box<dyn xds_client_under_test::ClientUnderT
 /// [`run_variants`] gives them.
 pub type ScenarioRuns = Vec<(Scenario, RunOutcome)>;
 
+/// A run that has just finished, for live progress (`run` and `matrix`
+/// print a line per run as it ends, not all of them at the end).
+pub struct Finished<'a> {
+    /// The client's name, as the caller gave it.
+    pub client: &'a str,
+    /// The run's scenario (its protocol variant).
+    pub scenario: &'a Scenario,
+    pub outcome: &'a RunOutcome,
+    /// Runs finished so far for this client, and how many there are.
+    pub done: usize,
+    pub total: usize,
+}
+
+/// Told of every run as it finishes, from whichever worker ran it.
+pub type Progress<'p> = dyn Fn(&Finished<'_>) + Sync + 'p;
+
+/// Progress nobody watches.
+pub fn no_progress(_: &Finished<'_>) {}
+
 /// Runs at once per client when nobody says otherwise: enough for the
 /// waits of a real-time suite to overlap, few enough that two cores keep
 /// up with the start-up of that many client processes.
@@ -37,9 +56,17 @@ pub const DEFAULT_JOBS: usize = 4;
 /// Every run of every scenario (one per protocol variant, see
 /// [`run_variants`]) on clients from `factory`, `jobs` scenarios at a time,
 /// in the order of `scenarios`.
-pub fn run_all(scenarios: &[&Scenario], factory: &SharedFactory, jobs: usize) -> Vec<ScenarioRuns> {
+pub fn run_all(
+    scenarios: &[&Scenario],
+    factory: &SharedFactory,
+    jobs: usize,
+    client: &str,
+    progress: &Progress<'_>,
+) -> Vec<ScenarioRuns> {
     let jobs = jobs.clamp(1, scenarios.len().max(1));
     let next = AtomicUsize::new(0);
+    let total: usize = scenarios.iter().map(|s| s.protocols.len()).sum();
+    let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<ScenarioRuns>>> =
         Mutex::new((0..scenarios.len()).map(|_| None).collect());
     let work = || {
@@ -55,6 +82,15 @@ pub fn run_all(scenarios: &[&Scenario], factory: &SharedFactory, jobs: usize) ->
             } else {
                 run_variants(scenario, factory)
             };
+            for (run, outcome) in &runs {
+                progress(&Finished {
+                    client,
+                    scenario: run,
+                    outcome,
+                    done: done.fetch_add(1, Ordering::Relaxed) + 1,
+                    total,
+                });
+            }
             results.lock().unwrap_or_else(|e| e.into_inner())[index] = Some(runs);
         }
     };
@@ -113,8 +149,19 @@ mod tests {
         let scenarios: Vec<Scenario> = (0..7).map(|i| scenario(&format!("s{i}"))).collect();
         let refs: Vec<&Scenario> = scenarios.iter().collect();
         let factory = || Box::new(ReferenceClient::new()) as Box<dyn ClientUnderTest>;
-        let serial = run_all(&refs, &factory, 1);
-        let parallel = run_all(&refs, &factory, 3);
+        let seen = Mutex::new(Vec::new());
+        let record = |f: &Finished<'_>| {
+            seen.lock()
+                .unwrap()
+                .push((f.scenario.name.clone(), f.done, f.total));
+        };
+        let serial = run_all(&refs, &factory, 1, "reference", &record);
+        // Told of each run as it finished, counting up to the total.
+        let seen = seen.into_inner().unwrap();
+        assert_eq!(seen.len(), 7);
+        assert_eq!(seen[0], ("s0".to_string(), 1, 7));
+        assert_eq!(seen[6].1, 7);
+        let parallel = run_all(&refs, &factory, 3, "reference", &no_progress);
         let names = |runs: &Vec<ScenarioRuns>| -> Vec<String> {
             runs.iter().flatten().map(|(s, _)| s.name.clone()).collect()
         };
@@ -130,6 +177,6 @@ mod tests {
     #[test]
     fn no_scenarios_is_no_runs() {
         let factory = || Box::new(ReferenceClient::new()) as Box<dyn ClientUnderTest>;
-        assert!(run_all(&[], &factory, 4).is_empty());
+        assert!(run_all(&[], &factory, 4, "reference", &no_progress).is_empty());
     }
 }

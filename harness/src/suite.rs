@@ -10,7 +10,7 @@ use xds_client_under_test::{
 use xds_conformance_reports::{RunReport, ScenarioReport, Verdict};
 
 use crate::scenario::{Scenario, ScenarioError, load_file};
-use crate::schedule::{SharedFactory, run_all};
+use crate::schedule::{Progress, SharedFactory, run_all};
 
 /// In-process clients this build can drive, by name. External clients
 /// come from adapter manifests (`client-under-test/adapters/*/adapter.json`).
@@ -269,11 +269,12 @@ pub fn run_files(
     client: &str,
     factory: &BoxedFactory,
     jobs: usize,
+    progress: &Progress<'_>,
 ) -> RunReport {
     let started = std::time::Instant::now();
     let loaded = load_selected(files, selection);
     let scenarios: Vec<&Scenario> = loaded.iter().filter_map(|(_, s)| s.as_ref().ok()).collect();
-    let mut runs = run_all(&scenarios, factory.as_ref(), jobs).into_iter();
+    let mut runs = run_all(&scenarios, factory.as_ref(), jobs, client, progress).into_iter();
     let mut results = Vec::new();
     for (source, scenario) in &loaded {
         match scenario {

@@ -149,9 +149,19 @@ fn mid_run(name: &str) -> (Scratch, Child, i32, i32) {
 }
 
 fn interrupt_mid_run(sig: i32) {
-    let (scratch, child, adapter_pid, grandchild) = mid_run(&format!("interrupt-{sig}"));
+    let (scratch, mut child, adapter_pid, grandchild) = mid_run(&format!("interrupt-{sig}"));
+    // Live progress: the finished scenario's line is out while the run
+    // is still in the middle of the next one.
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first).expect("a progress line");
+    assert!(
+        first.starts_with("[   1/3] pass") && first.contains("a-passes"),
+        "{first}"
+    );
     signal(&child, sig);
-    let (status, out, err) = wait_for(child);
+    let (status, mut out, err) = wait_for(child);
+    std::io::Read::read_to_string(&mut stdout, &mut out).expect("the rest of stdout");
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.code(), Some(128 + sig), "{status:?}\n{out}\n{err}");
     assert!(status.signal().is_none());

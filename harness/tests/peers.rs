@@ -48,7 +48,13 @@ fn matrix() {
             factory: client_factory(name).unwrap_or_else(|e| panic!("{name}: {e}")),
         })
         .collect();
-    let run = run_matrix(&files, &Selection::default(), &clients, DEFAULT_JOBS);
+    let run = run_matrix(
+        &files,
+        &Selection::default(),
+        &clients,
+        DEFAULT_JOBS,
+        &xds_conformance::schedule::no_progress,
+    );
     let report_dir = root.join("reports-out/matrix");
     std::fs::create_dir_all(&report_dir).expect("reports-out/matrix can be created");
     write_reports(&run, &report_dir).expect("the matrix can be written");
