@@ -55,6 +55,8 @@ fn parse_limit(text: &str) -> Result<Duration, String> {
 enum Command {
     /// Run scenarios (files or folders; default `scenarios/`) and write reports.
     Run {
+        /// Scenario files and folders (searched for .yaml/.yml); default
+        /// `scenarios/`.
         paths: Vec<PathBuf>,
         /// Only scenarios whose name or path contains this.
         #[arg(long)]
@@ -81,13 +83,18 @@ enum Command {
     /// Run scenarios against several clients: the conformance matrix
     /// (Markdown and HTML), a JUnit report per client, every timeline.
     Matrix {
+        /// Scenario files and folders (searched for .yaml/.yml); default
+        /// `scenarios/`.
         paths: Vec<PathBuf>,
         /// Comma-separated clients (default: every client available but
         /// reference-process, the reference client again as a process).
         #[arg(long, value_delimiter = ',')]
         clients: Vec<String>,
+        /// Only scenarios whose name or path contains this.
         #[arg(long)]
         filter: Option<String>,
+        /// Where the matrix (HTML, Markdown), JUnit per client and
+        /// timelines go.
         #[arg(long, default_value = "reports-out/matrix")]
         report_dir: PathBuf,
         /// Leave out scenarios with this tag (repeatable).

@@ -715,7 +715,7 @@ pub struct BenchOptions {
     #[arg(long)]
     pub in_process: bool,
     /// Keep the adapters' debug logging (GRPC_TRACE, GRPC_VERBOSITY from
-    /// their manifests) instead of gRPC's defaults ([`QUIET_ENV`]).
+    /// their manifests) instead of gRPC's defaults (`QUIET_ENV`).
     #[arg(long)]
     pub adapter_logging: bool,
     /// Also write the two generated scenarios to this folder (to run them
