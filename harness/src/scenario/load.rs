@@ -241,10 +241,33 @@ pub fn load_str(source_name: &str, text: &str) -> Result<Scenario, ScenarioError
             .chars()
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
+        let message = with_suggestion(message);
         ScenarioError::new(source_name, text, line, column, message)
     })?;
     check(source_name, parsed)
         .map_err(|p| ScenarioError::new(source_name, text, p.line, p.column, p.message))
+}
+
+/// serde's "unknown field `x`, expected one of a, b" (or "unknown
+/// variant"), with the closest expected word when one is close.
+fn with_suggestion(message: String) -> String {
+    let Some(rest) = message
+        .strip_prefix("unknown field `")
+        .or_else(|| message.strip_prefix("unknown variant `"))
+    else {
+        return message;
+    };
+    let Some((word, expected)) = rest.split_once("`, expected one of ") else {
+        return message;
+    };
+    let candidates: Vec<String> = expected
+        .split(", ")
+        .map(|c| c.trim_matches('`').to_string())
+        .collect();
+    match crate::suite::closest(word, &candidates) {
+        Some(meant) => format!("{message} (did you mean `{meant}`?)"),
+        None => message,
+    }
 }
 
 fn too_large(size: u64) -> String {
@@ -505,11 +528,14 @@ pub(crate) fn keyword<T: Copy>(
         .find(|(name, _)| *name == s.value)
         .map(|(_, v)| *v)
         .ok_or_else(|| {
-            let valid: Vec<&str> = table.iter().map(|(name, _)| *name).collect();
+            let valid: Vec<String> = table.iter().map(|(name, _)| name.to_string()).collect();
+            let hint = crate::suite::closest(&s.value, &valid)
+                .map(|k| format!(" (did you mean `{k}`?)"))
+                .unwrap_or_default();
             Problem::at(
                 s,
                 format!(
-                    "unknown {what} `{}`: expected one of {}",
+                    "unknown {what} `{}`{hint}: expected one of {}",
                     s.value,
                     valid.join(", ")
                 ),
