@@ -19,9 +19,20 @@ fn reference() -> Box<dyn ClientUnderTest> {
     Box::new(ReferenceClient::new())
 }
 
+/// The first line an editor with the YAML language server reads to
+/// complete and check the file against the scenario schema.
+const SCHEMA_LINE: &str = "# yaml-language-server: $schema=../../harness/scenario.schema.json";
+
 #[rstest]
 fn scenario(#[files("../scenarios/**/*.yaml")] path: PathBuf) {
     let path = in_this_checkout(&path, env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        text.lines().next(),
+        Some(SCHEMA_LINE),
+        "{}: the first line must point editors at the schema",
+        path.display()
+    );
     let scenario = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
     let again = run_variants(&scenario, &reference);
     for ((scenario, first), (_, second)) in
