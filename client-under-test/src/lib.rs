@@ -227,16 +227,18 @@ impl ConnectivityState {
         }
     }
 
+    pub const ALL: [ConnectivityState; 5] = [
+        ConnectivityState::Idle,
+        ConnectivityState::Connecting,
+        ConnectivityState::Ready,
+        ConnectivityState::TransientFailure,
+        ConnectivityState::Shutdown,
+    ];
+
     pub fn parse(s: &str) -> Option<Self> {
-        [
-            ConnectivityState::Idle,
-            ConnectivityState::Connecting,
-            ConnectivityState::Ready,
-            ConnectivityState::TransientFailure,
-            ConnectivityState::Shutdown,
-        ]
-        .into_iter()
-        .find(|c| c.name().eq_ignore_ascii_case(s))
+        Self::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(s))
     }
 }
 

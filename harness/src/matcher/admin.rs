@@ -42,7 +42,7 @@ pub struct AdminMatcher {
     pub detail_contains: Option<String>,
 }
 
-const STATES: &[(&str, AdminResourceState)] = &[
+pub(crate) const STATES: &[(&str, AdminResourceState)] = &[
     ("active", AdminResourceState::Active),
     ("warming", AdminResourceState::Warming),
     ("rejected", AdminResourceState::Rejected),

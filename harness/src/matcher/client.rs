@@ -45,7 +45,7 @@ pub enum ClientEventKind {
 }
 
 /// The events' names in scenario files.
-const CLIENT_EVENTS: &[(&str, ClientEventKind)] = &[
+pub(crate) const CLIENT_EVENTS: &[(&str, ClientEventKind)] = &[
     ("ads_call_started", ClientEventKind::AdsCallStarted),
     ("ads_call_finished", ClientEventKind::AdsCallFinished),
     ("retry_scheduled", ClientEventKind::RetryScheduled),

@@ -64,7 +64,7 @@ impl TlsFailureKind {
     }
 }
 
-const TLS_FAILURES: &[(&str, TlsFailureKind)] = &[
+pub(crate) const TLS_FAILURES: &[(&str, TlsFailureKind)] = &[
     ("no_client_certificate", TlsFailureKind::NoClientCertificate),
     (
         "client_certificate_rejected",
@@ -76,7 +76,7 @@ const TLS_FAILURES: &[(&str, TlsFailureKind)] = &[
 ];
 
 /// The events' names in scenario files.
-const SERVER_EVENTS: &[(&str, ServerEventKind)] = &[
+pub(crate) const SERVER_EVENTS: &[(&str, ServerEventKind)] = &[
     ("connection_accepted", ServerEventKind::ConnectionAccepted),
     ("connection_refused", ServerEventKind::ConnectionRefused),
     ("connection_closed", ServerEventKind::ConnectionClosed),

@@ -25,7 +25,7 @@ pub struct ServingMatcherSpec {
 }
 
 /// The states' names in scenario files: SERVING is `true`.
-const SERVING_STATES: &[(&str, bool)] = &[("SERVING", true), ("NOT_SERVING", false)];
+pub(crate) const SERVING_STATES: &[(&str, bool)] = &[("SERVING", true), ("NOT_SERVING", false)];
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServingMatcher {

@@ -34,7 +34,7 @@ pub enum WatcherEventKind {
 }
 
 /// The events' names in scenario files.
-const WATCHER_EVENTS: &[(&str, WatcherEventKind)] = &[
+pub(crate) const WATCHER_EVENTS: &[(&str, WatcherEventKind)] = &[
     ("changed", WatcherEventKind::Changed),
     ("resource_error", WatcherEventKind::ResourceError),
     ("ambient_error", WatcherEventKind::AmbientError),

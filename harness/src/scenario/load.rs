@@ -475,21 +475,21 @@ fn known_clients(list: &Spanned<IndexMap<String, String>>, what: &str) -> Result
 #[derive(Default)]
 struct Watches(HashMap<(ResourceType, String), usize>);
 
-const SERVER_MODES: &[(&str, bool)] = &[("auto", false), ("scripted", true)];
+pub(crate) const SERVER_MODES: &[(&str, bool)] = &[("auto", false), ("scripted", true)];
 
-const SERVER_CERTIFICATES: &[(&str, ServerCertificatePlan)] = &[
+pub(crate) const SERVER_CERTIFICATES: &[(&str, ServerCertificatePlan)] = &[
     ("trusted", ServerCertificatePlan::Trusted),
     ("untrusted", ServerCertificatePlan::Untrusted),
     ("wrong_host", ServerCertificatePlan::WrongHost),
 ];
 
-const CLIENT_CERTIFICATES: &[(&str, Option<Signer>)] = &[
+pub(crate) const CLIENT_CERTIFICATES: &[(&str, Option<Signer>)] = &[
     ("none", None),
     ("trusted", Some(Signer::TrustedCa)),
     ("untrusted", Some(Signer::UntrustedCa)),
 ];
 
-const CLIENT_AUTH: &[(&str, ClientAuthPlan)] = &[
+pub(crate) const CLIENT_AUTH: &[(&str, ClientAuthPlan)] = &[
     ("none", ClientAuthPlan::None),
     ("optional", ClientAuthPlan::Optional),
     ("required", ClientAuthPlan::Required),
