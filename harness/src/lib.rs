@@ -12,6 +12,7 @@ pub mod interrupt;
 pub mod matcher;
 pub mod matrix;
 pub mod peer_bench;
+pub mod progress;
 pub mod proxy;
 pub mod runner;
 pub mod scenario;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 use xds_conformance::matrix::{MatrixClient, run_matrix, write_reports};
+use xds_conformance::progress::Progress;
 use xds_conformance::runner::run_scenario;
 use xds_conformance::scenario::load_file;
 use xds_conformance::suite::{
@@ -242,7 +243,11 @@ fn run(
         Ok(broken) => broken,
         Err(code) => return code,
     };
-    let report = run_files(&files, &selection, client, &factory, jobs, &print_progress);
+    let progress = Progress::new();
+    let report = run_files(&files, &selection, client, &factory, jobs, &|f| {
+        progress.report(f)
+    });
+    progress.finish();
     for r in report.results.iter().filter(|r| r.verdict.is_failure()) {
         if let Verdict::Fail { message }
         | Verdict::Error { message }
@@ -319,34 +324,6 @@ fn check_selection(files: &[PathBuf], selection: &Selection) -> Result<usize, Ex
     Ok(loaded.iter().filter(|(_, l)| l.is_err()).count())
 }
 
-/// A line per run as it finishes: progress, verdict, scenario, client,
-/// and the reason of anything but a pass (first line).
-fn print_progress(finished: &xds_conformance::schedule::Finished<'_>) {
-    let verdict = &finished.outcome.verdict;
-    let reason = match verdict {
-        Verdict::Pass => String::new(),
-        Verdict::NotApplicable { reason } | Verdict::KnownFailure { reason, .. } => reason.clone(),
-        Verdict::Divergent { note } => note.clone(),
-        Verdict::Fail { message }
-        | Verdict::Error { message }
-        | Verdict::Interrupted { message } => message.lines().next().unwrap_or("").to_string(),
-    };
-    let reason = if reason.is_empty() {
-        String::new()
-    } else {
-        format!("  {}", cut(&reason, 160))
-    };
-    println!(
-        "[{:>4}/{}] {:<13} {:<58} {:<10} {:>8.1}s{reason}",
-        finished.done,
-        finished.total,
-        verdict.label(),
-        finished.scenario.name,
-        finished.client,
-        finished.outcome.wall_duration.as_secs_f64(),
-    );
-}
-
 fn matrix(
     paths: Vec<PathBuf>,
     clients: Vec<String>,
@@ -385,7 +362,11 @@ fn matrix(
         Ok(broken) => broken,
         Err(code) => return code,
     };
-    let run = run_matrix(&files, &selection, &matrix_clients, jobs, &print_progress);
+    let progress = Progress::new();
+    let run = run_matrix(&files, &selection, &matrix_clients, jobs, &|f| {
+        progress.report(f)
+    });
+    progress.finish();
     let mut failed = false;
     if let Err(e) = write_reports(&run, &report_dir) {
         eprintln!("cannot write reports to {}: {e}", report_dir.display());
