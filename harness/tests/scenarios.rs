@@ -1,18 +1,25 @@
-//! Every scenario file under `scenarios/` is its own test (those needing a
-//! proxy's admin API, `scenarios/envoy`, are not applicable here): each of its runs
-//! (one per protocol it asks for, with the same client-visible outcome:
-//! see `differential`) must pass against the reference client, give the
-//! same timeline twice, and match its stored snapshot (review changes with
+//! Every scenario file under `scenarios/` is its own test, named by its
+//! path (`a46/wrong-type-url`; `cargo test -p xds-conformance --test
+//! scenarios -- a46/` runs a folder). Those needing a proxy's admin API,
+//! `scenarios/envoy`, are not applicable here. Each of its runs (one per
+//! protocol it asks for, with the same client-visible outcome: see
+//! `differential`) must pass against the reference client, give the same
+//! timeline twice, and match its stored snapshot (review changes with
 //! `cargo insta review`).
+//!
+//! A custom test harness (libtest-mimic, `harness = false`): test names are
+//! the scenarios' paths, files are found when the tests run (a new file is
+//! a new test without rebuilding), and a failure prints the verdict, the
+//! file and the message with its line breaks, not a Debug string.
 
-use std::path::PathBuf;
+use std::path::Path;
 
-use rstest::rstest;
+use libtest_mimic::{Arguments, Failed, Trial};
 use xds_client_under_test::{ClientUnderTest, ReferenceClient};
 use xds_conformance::differential::run_variants;
 use xds_conformance::runner::{RunOutcome, not_applicable};
 use xds_conformance::scenario::{Scenario, load_file};
-use xds_conformance::suite::in_this_checkout;
+use xds_conformance::suite::{discover, manifest_dir};
 use xds_conformance_reports::Verdict;
 
 fn reference() -> Box<dyn ClientUnderTest> {
@@ -23,26 +30,54 @@ fn reference() -> Box<dyn ClientUnderTest> {
 /// complete and check the file against the scenario schema.
 const SCHEMA_LINE: &str = "# yaml-language-server: $schema=../../harness/scenario.schema.json";
 
-#[rstest]
-fn scenario(#[files("../scenarios/**/*.yaml")] path: PathBuf) {
-    let path = in_this_checkout(&path, env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(
-        text.lines().next(),
-        Some(SCHEMA_LINE),
-        "{}: the first line must point editors at the schema",
-        path.display()
+fn main() {
+    let arguments = Arguments::from_args();
+    let crate_dir = manifest_dir(env!("CARGO_MANIFEST_DIR"));
+    let root = crate_dir
+        .parent()
+        .map_or_else(|| crate_dir.join("../scenarios"), |r| r.join("scenarios"));
+    let files =
+        discover(std::slice::from_ref(&root)).unwrap_or_else(|e| panic!("{}: {e}", root.display()));
+    assert!(
+        !files.is_empty(),
+        "no scenario files under {}",
+        root.display()
     );
-    let scenario = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    let trials = files
+        .into_iter()
+        .map(|path| {
+            let name = path
+                .strip_prefix(&root)
+                .unwrap_or(&path)
+                .with_extension("")
+                .display()
+                .to_string();
+            Trial::test(name, move || scenario(&path))
+        })
+        .collect();
+    libtest_mimic::run(&arguments, trials).exit();
+}
+
+fn scenario(path: &Path) -> Result<(), Failed> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if text.lines().next() != Some(SCHEMA_LINE) {
+        return Err(format!(
+            "{}: the first line must point editors at the schema:\n{SCHEMA_LINE}",
+            path.display()
+        )
+        .into());
+    }
+    let scenario = load_file(path).map_err(|e| e.to_string())?;
     let again = run_variants(&scenario, &reference);
     for ((scenario, first), (_, second)) in
         run_variants(&scenario, &reference).into_iter().zip(again)
     {
-        check(&scenario, &first, &second);
+        check(&scenario, &first, &second)?;
     }
+    Ok(())
 }
 
-fn check(scenario: &Scenario, first: &RunOutcome, second: &RunOutcome) {
+fn check(scenario: &Scenario, first: &RunOutcome, second: &RunOutcome) -> Result<(), Failed> {
     // A scenario observing a proxy through its admin API (scenarios/envoy)
     // is the one kind the reference client cannot play: it is no proxy.
     // Anything else it lacks would be a gap in the oracle, and fails here.
@@ -51,7 +86,7 @@ fn check(scenario: &Scenario, first: &RunOutcome, second: &RunOutcome) {
     if matches!(first.verdict, Verdict::NotApplicable { .. })
         && not_applicable(scenario, &with_admin).is_none()
     {
-        return;
+        return Ok(());
     }
     if first.verdict != Verdict::Pass {
         // Printed as the run command prints it: the verdict, the message
@@ -65,27 +100,44 @@ fn check(scenario: &Scenario, first: &RunOutcome, second: &RunOutcome) {
             Verdict::KnownFailure { message, .. } => message.as_str(),
             Verdict::Pass => "",
         };
-        panic!(
-            "\n{} ({}): {}\n\n{message}\n\ntimeline:\n{}",
+        return Err(format!(
+            "{} ({}): {}\n\n{message}\n\ntimeline:\n{}",
             scenario.name,
             scenario.source,
             first.verdict.label(),
             first.timeline
-        );
+        )
+        .into());
     }
-    assert_eq!(
-        first.timeline, second.timeline,
-        "{}: the timeline differs between two runs",
-        scenario.name
-    );
+    if first.timeline != second.timeline {
+        return Err(format!(
+            "{}: the timeline differs between two runs\n\nfirst:\n{}\nsecond:\n{}",
+            scenario.name, first.timeline, second.timeline
+        )
+        .into());
+    }
     if scenario.snapshot {
         let snapshot_name = scenario.name.replace('/', "__");
-        insta::with_settings!({
-            description => scenario.description.trim().to_string(),
-            omit_expression => true,
-            prepend_module_to_snapshot => false,
-        }, {
-            insta::assert_snapshot!(snapshot_name, &first.snapshot);
+        // insta reports a mismatch by panicking (after printing its diff):
+        // caught, so the failure is this scenario's and names its file.
+        let compared = std::panic::catch_unwind(|| {
+            insta::with_settings!({
+                description => scenario.description.trim().to_string(),
+                omit_expression => true,
+                prepend_module_to_snapshot => false,
+            }, {
+                insta::assert_snapshot!(snapshot_name.as_str(), &first.snapshot);
+            });
         });
+        if compared.is_err() {
+            return Err(format!(
+                "{} ({}): the timeline does not match its snapshot \
+                 harness/tests/snapshots/{snapshot_name}.snap (the diff is above; \
+                 `cargo insta review` to accept)",
+                scenario.name, scenario.source
+            )
+            .into());
+        }
     }
+    Ok(())
 }
