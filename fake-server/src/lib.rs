@@ -17,6 +17,10 @@ pub mod event;
 pub mod fault;
 pub mod resource;
 
+/// For the fuzz targets in `fuzz/` and their corpus replay test only.
+#[doc(hidden)]
+pub mod fuzzing;
+
 mod ads;
 mod config;
 mod connection;
