@@ -80,7 +80,7 @@ fn snippet_block(snippet: &str) -> String {
 
 /// Up to two lines of context, the line itself, and a caret under `column`.
 fn snippet(text: &str, line: u64, column: u64) -> String {
-    let lines: Vec<&str> = text.lines().collect();
+    let lines = yaml_lines(text);
     let Some(index) = usize::try_from(line).ok().and_then(|l| l.checked_sub(1)) else {
         return String::new();
     };
@@ -110,6 +110,27 @@ fn snippet(text: &str, line: u64, column: u64) -> String {
         .collect();
     let _ = write!(out, "{:width$} | {pad}^", "");
     out
+}
+
+/// The text's lines as YAML numbers them: a line ends at LF, CRLF or a
+/// lone CR. (`str::lines` knows no lone CR, so the parser's line numbers
+/// would point past its lines and an error would show no source.)
+fn yaml_lines(text: &str) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let mut rest = text;
+    while let Some(end) = rest.find(['\n', '\r']) {
+        lines.push(&rest[..end]);
+        let break_len = if rest[end..].starts_with("\r\n") {
+            2
+        } else {
+            1
+        };
+        rest = &rest[end + break_len..];
+    }
+    if !rest.is_empty() {
+        lines.push(rest);
+    }
+    lines
 }
 
 /// A semantic error before it is tied to a file.
@@ -1029,6 +1050,18 @@ steps:
                 },
             ]
         );
+    }
+
+    #[test]
+    fn lone_carriage_returns_end_lines_in_snippets_too() {
+        // Found by the scenario_loader fuzz target: YAML ends a line at a
+        // lone CR, `str::lines` does not, and the error showed no source.
+        let e =
+            load_error("description: d\rservers: {main: {}}\r\nsteps:\r  - hang: {type: XDS}\r");
+        assert_eq!((e.line, e.column), (4, 18), "{e}");
+        assert!(e.snippet.contains("4 |   - hang: {type: XDS}"), "{e}");
+        assert_eq!(yaml_lines("a\r\nb\rc\n\nd"), ["a", "b", "c", "", "d"]);
+        assert_eq!(yaml_lines("a\n"), ["a"]);
     }
 
     #[test]
