@@ -26,7 +26,9 @@ for target in "${targets[@]}"; do
   log="$out/$target.log"
   start=$(date +%s)
   status=0
-  cargo fuzz run -s none "$target" "$out/$target" "corpus/$target" -- \
+  seeds=("corpus/$target")
+  [ -d "regressions/$target" ] && seeds+=("regressions/$target")
+  cargo fuzz run -s none "$target" "$out/$target" "${seeds[@]}" -- \
     -runs="$runs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 >"$log" 2>&1 || status=$?
   wall=$(( $(date +%s) - start ))
   executed=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")

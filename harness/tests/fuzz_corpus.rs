@@ -1,7 +1,9 @@
-//! Replays the committed fuzz corpora (`fuzz/corpus/<target>/`) through the
-//! functions the fuzz targets call (each crate's `fuzzing` module), on
-//! stable and without cargo-fuzz: an input that once crashed stays fixed,
-//! and the corpus still reaches what it was minimized for.
+//! Replays the committed fuzz corpora (`fuzz/corpus/<target>/`) and the
+//! inputs that found bugs (`fuzz/regressions/<target>/`, kept apart so a
+//! minimization never drops them) through the functions the fuzz targets
+//! call (each crate's `fuzzing` module), on stable and without cargo-fuzz:
+//! a bug found once stays fixed, and the corpus still reaches what it was
+//! minimized for.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -60,8 +62,14 @@ fn corpora_replay_without_failures() {
     for (target, body) in TARGETS {
         let inputs = files(&fuzz_dir().join("corpus").join(target));
         assert!(!inputs.is_empty(), "{target}: empty corpus");
+        let regressions = fuzz_dir().join("regressions").join(target);
+        let regressions = if regressions.is_dir() {
+            files(&regressions)
+        } else {
+            Vec::new()
+        };
         let mut reached = 0;
-        for input in &inputs {
+        for input in inputs.iter().chain(&regressions) {
             let data = std::fs::read(input).expect("a corpus file");
             match catch_unwind(AssertUnwindSafe(|| body(&data))) {
                 Ok(true) => reached += 1,
