@@ -9,6 +9,9 @@
 
 mod child;
 pub mod envoy;
+/// For the fuzz targets in `fuzz/` and their corpus replay test only.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod grpc_rust;
 mod guardian;
 mod process;
@@ -17,8 +20,9 @@ mod reference;
 pub use envoy::{EnvoyClient, EnvoyLogging};
 pub use grpc_rust::GrpcRustClient;
 pub use process::{
-    AdapterCapabilities, AdapterHello, AdapterManifest, Driver, PROTOCOL_VERSION, ProcessClient,
-    ProcessError, ProcessTimeouts,
+    AdapterCapabilities, AdapterHello, AdapterLine, AdapterManifest, Driver, EventProblem,
+    LineError, PROTOCOL_VERSION, ProcessClient, ProcessError, ProcessTimeouts, event_line,
+    parse_line,
 };
 pub use reference::ReferenceClient;
 

@@ -28,7 +28,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tonic::transport::Channel;
-use xds_vocabulary::{ClientEvent, LogLevel, ResourceType, XdsError, code_from_name};
+use xds_vocabulary::{ClientEvent, LogLevel, ResourceType, XdsError, code_from_name, code_name};
 
 use crate::child::{TempFile, file_tail, kill_group, program, vm_hwm_bytes};
 use crate::{
@@ -897,81 +897,190 @@ fn handle_line(
     hello: &mut Option<oneshot::Sender<AdapterHello>>,
     line: &[u8],
 ) -> Result<(), String> {
-    let value: Value = serde_json::from_slice(line)
-        .map_err(|e| format!("printed a line that is not JSON ({e}): {}", excerpt(line)))?;
+    match parse_line(line, hello.is_some()).map_err(|e| e.to_string())? {
+        AdapterLine::Hello(said) => {
+            shared.lock().hello_seen = true;
+            // If `start` gave up waiting meanwhile, the process is being
+            // killed anyway.
+            if let Some(hello_tx) = hello.take() {
+                let _ = hello_tx.send(said);
+            }
+        }
+        AdapterLine::Reply {
+            id,
+            ok,
+            error,
+            fields,
+        } => {
+            let waiting = shared.lock().pending.remove(&id).ok_or_else(|| {
+                format!(
+                    "replied to command {id}, which is not waiting for a reply: {}",
+                    excerpt(line)
+                )
+            })?;
+            let _ = waiting.send(Reply { ok, error, fields });
+        }
+        AdapterLine::Event(observed) => (shared.sink)(observed),
+    }
+    Ok(())
+}
+
+/// One stdout line of an adapter, decoded: the harness's half of the line
+/// codec of `ADAPTER_PROTOCOL.md`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AdapterLine {
+    Hello(AdapterHello),
+    /// The reply to command `id`; `fields` is the whole line (a command's
+    /// results are fields of its reply).
+    Reply {
+        id: u64,
+        ok: bool,
+        /// The adapter's `error`; empty when ok.
+        error: String,
+        fields: Map<String, Value>,
+    },
+    Event(ObservedEvent),
+}
+
+/// Why a stdout line breaks the protocol. `line` is an excerpt of it:
+/// bounded and printable, for the reason the client is broken.
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    #[error("printed a line that is not JSON ({error}): {line}")]
+    NotJson {
+        error: serde_json::Error,
+        line: String,
+    },
+    #[error("printed a line that is neither a reply nor an event: {line}")]
+    NeitherReplyNorEvent { line: String },
+    #[error("printed a line before hello: {line}")]
+    BeforeHello { line: String },
+    #[error("sent a malformed hello ({error}): {line}")]
+    MalformedHello {
+        error: serde_json::Error,
+        line: String,
+    },
+    #[error("speaks adapter protocol {said} (the harness speaks {PROTOCOL_VERSION})")]
+    WrongProtocol { said: u64 },
+    #[error("sent a reply whose id is not an integer: {line}")]
+    IdNotInteger { line: String },
+    #[error("sent a reply without a boolean `ok`: {line}")]
+    NoOk { line: String },
+    #[error("sent a malformed event ({error}): {line}")]
+    MalformedEvent {
+        error: serde_json::Error,
+        line: String,
+    },
+    #[error("{problem}: {line}")]
+    BadEvent { problem: EventProblem, line: String },
+}
+
+/// What is wrong with an event line that has the right shape.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EventProblem {
+    #[error("sent a second hello")]
+    SecondHello,
+    #[error("sent an unknown channel state {0:?}")]
+    UnknownChannelState(String),
+    #[error("sent an unknown resource type {0:?}")]
+    UnknownResourceType(String),
+    #[error("sent a {0} watcher event without a `code`")]
+    WatcherWithoutCode(String),
+    #[error("sent an unknown status code {0:?}")]
+    UnknownCode(String),
+    #[error("sent an unknown watcher event kind {0:?}")]
+    UnknownWatcherKind(String),
+    #[error("sent an unknown log level {0:?}")]
+    UnknownLogLevel(String),
+    #[error("sent a NOT_SERVING serving_status event without a `code`")]
+    NotServingWithoutCode,
+    #[error("sent an unknown serving state {0:?}")]
+    UnknownServingState(String),
+}
+
+/// Decodes one stdout line (without its `\n`); `expecting_hello`: no
+/// line came before it, so it must be the hello.
+pub fn parse_line(line: &[u8], expecting_hello: bool) -> Result<AdapterLine, LineError> {
+    let value: Value = serde_json::from_slice(line).map_err(|error| LineError::NotJson {
+        error,
+        line: excerpt(line),
+    })?;
     let Value::Object(object) = value else {
-        return Err(format!(
-            "printed a line that is neither a reply nor an event: {}",
-            excerpt(line)
-        ));
+        return Err(LineError::NeitherReplyNorEvent {
+            line: excerpt(line),
+        });
     };
 
-    if let Some(hello_tx) = hello.take() {
+    if expecting_hello {
         if object.get("event").and_then(Value::as_str) != Some("hello") {
-            return Err(format!("printed a line before hello: {}", excerpt(line)));
+            return Err(LineError::BeforeHello {
+                line: excerpt(line),
+            });
         }
-        let said: AdapterHello = serde_json::from_value(Value::Object(object))
-            .map_err(|e| format!("sent a malformed hello ({e}): {}", excerpt(line)))?;
+        let said: AdapterHello =
+            serde_json::from_value(Value::Object(object)).map_err(|error| {
+                LineError::MalformedHello {
+                    error,
+                    line: excerpt(line),
+                }
+            })?;
         if said.protocol != PROTOCOL_VERSION {
-            return Err(format!(
-                "speaks adapter protocol {} (the harness speaks {PROTOCOL_VERSION})",
-                said.protocol
-            ));
+            return Err(LineError::WrongProtocol {
+                said: said.protocol,
+            });
         }
-        shared.lock().hello_seen = true;
-        // If `start` gave up waiting meanwhile, the process is being
-        // killed anyway.
-        let _ = hello_tx.send(said);
-        return Ok(());
+        return Ok(AdapterLine::Hello(said));
     }
 
     if let Some(id) = object.get("id") {
-        let id = id
-            .as_u64()
-            .ok_or_else(|| format!("sent a reply whose id is not an integer: {}", excerpt(line)))?;
+        let id = id.as_u64().ok_or_else(|| LineError::IdNotInteger {
+            line: excerpt(line),
+        })?;
         let ok = object
             .get("ok")
             .and_then(Value::as_bool)
-            .ok_or_else(|| format!("sent a reply without a boolean `ok`: {}", excerpt(line)))?;
+            .ok_or_else(|| LineError::NoOk {
+                line: excerpt(line),
+            })?;
         let error = match object.get("error") {
             Some(Value::String(error)) => error.clone(),
             _ if ok => String::new(),
             _ => "(the adapter gave no error text)".into(),
         };
-        let waiting = shared.lock().pending.remove(&id).ok_or_else(|| {
-            format!(
-                "replied to command {id}, which is not waiting for a reply: {}",
-                excerpt(line)
-            )
-        })?;
-        let _ = waiting.send(Reply {
+        return Ok(AdapterLine::Reply {
+            id,
             ok,
             error,
             fields: object,
         });
-        return Ok(());
     }
 
     if object.contains_key("event") {
-        let event: EventLine = serde_json::from_value(Value::Object(object))
-            .map_err(|e| format!("sent a malformed event ({e}): {}", excerpt(line)))?;
-        let observed = observed_event(event).map_err(|e| format!("{e}: {}", excerpt(line)))?;
-        (shared.sink)(observed);
-        return Ok(());
+        let event: EventLine = serde_json::from_value(Value::Object(object)).map_err(|error| {
+            LineError::MalformedEvent {
+                error,
+                line: excerpt(line),
+            }
+        })?;
+        return observed_event(event)
+            .map(AdapterLine::Event)
+            .map_err(|problem| LineError::BadEvent {
+                problem,
+                line: excerpt(line),
+            });
     }
 
-    Err(format!(
-        "printed a line that is neither a reply nor an event: {}",
-        excerpt(line)
-    ))
+    Err(LineError::NeitherReplyNorEvent {
+        line: excerpt(line),
+    })
 }
 
-fn observed_event(event: EventLine) -> Result<ObservedEvent, String> {
+fn observed_event(event: EventLine) -> Result<ObservedEvent, EventProblem> {
     match event {
-        EventLine::Hello(_) => Err("sent a second hello".into()),
+        EventLine::Hello(_) => Err(EventProblem::SecondHello),
         EventLine::ChannelState { target, state } => {
             let state = crate::ConnectivityState::parse(&state)
-                .ok_or_else(|| format!("sent an unknown channel state {state:?}"))?;
+                .ok_or(EventProblem::UnknownChannelState(state))?;
             Ok(ObservedEvent::ChannelState { target, state })
         }
         EventLine::Watcher {
@@ -983,13 +1092,13 @@ fn observed_event(event: EventLine) -> Result<ObservedEvent, String> {
             message,
         } => {
             let parsed_type = ResourceType::parse(&resource_type)
-                .ok_or_else(|| format!("sent an unknown resource type {resource_type:?}"))?;
-            let error = || -> Result<XdsError, String> {
+                .ok_or_else(|| EventProblem::UnknownResourceType(resource_type.clone()))?;
+            let error = || -> Result<XdsError, EventProblem> {
                 let code = code
                     .as_deref()
-                    .ok_or_else(|| format!("sent a {kind} watcher event without a `code`"))?;
+                    .ok_or_else(|| EventProblem::WatcherWithoutCode(kind.clone()))?;
                 let code = code_from_name(code)
-                    .ok_or_else(|| format!("sent an unknown status code {code:?}"))?;
+                    .ok_or_else(|| EventProblem::UnknownCode(code.to_string()))?;
                 Ok(XdsError::new(code, message.clone()))
             };
             let notification = match kind.as_str() {
@@ -998,7 +1107,7 @@ fn observed_event(event: EventLine) -> Result<ObservedEvent, String> {
                 "ambient_error" => WatcherNotification::AmbientError(error()?),
                 "ambient_error_cleared" => WatcherNotification::AmbientErrorCleared,
                 "does_not_exist" => WatcherNotification::DoesNotExist,
-                other => return Err(format!("sent an unknown watcher event kind {other:?}")),
+                _ => return Err(EventProblem::UnknownWatcherKind(kind)),
             };
             Ok(ObservedEvent::Watcher {
                 resource_type: parsed_type,
@@ -1011,7 +1120,7 @@ fn observed_event(event: EventLine) -> Result<ObservedEvent, String> {
                 "info" => LogLevel::Info,
                 "warning" => LogLevel::Warning,
                 "error" => LogLevel::Error,
-                _ => return Err(format!("sent an unknown log level {level:?}")),
+                _ => return Err(EventProblem::UnknownLogLevel(level)),
             };
             Ok(ObservedEvent::Client(ClientEvent::Log { level, message }))
         }
@@ -1024,18 +1133,84 @@ fn observed_event(event: EventLine) -> Result<ObservedEvent, String> {
             let status = match state.as_str() {
                 "SERVING" => Ok(()),
                 "NOT_SERVING" => {
-                    let code = code.as_deref().ok_or(
-                        "sent a NOT_SERVING serving_status event without a `code`".to_string(),
-                    )?;
+                    let code = code.as_deref().ok_or(EventProblem::NotServingWithoutCode)?;
                     let code = code_from_name(code)
-                        .ok_or_else(|| format!("sent an unknown status code {code:?}"))?;
+                        .ok_or_else(|| EventProblem::UnknownCode(code.to_string()))?;
                     Err(XdsError::new(code, message))
                 }
-                other => return Err(format!("sent an unknown serving state {other:?}")),
+                _ => return Err(EventProblem::UnknownServingState(state)),
             };
             Ok(ObservedEvent::ServingStatus { address, status })
         }
     }
+}
+
+/// The adapter's half of the codec: the event line an adapter prints for
+/// `event`, for the events the protocol has (`None` for the others, which
+/// an adapter reports on stderr if at all). [`parse_line`] reads it back
+/// as the same event.
+pub fn event_line(event: &ObservedEvent) -> Option<Value> {
+    let error_fields = |line: &mut Value, e: &XdsError| {
+        line["code"] = json!(code_name(e.code));
+        line["message"] = json!(e.message);
+    };
+    Some(match event {
+        ObservedEvent::Watcher {
+            resource_type,
+            name,
+            notification,
+        } => {
+            let mut line = json!({
+                "event": "watcher",
+                "type": resource_type.type_url(),
+                "name": name,
+            });
+            match notification {
+                WatcherNotification::Changed { summary } => {
+                    line["kind"] = json!("changed");
+                    line["summary"] = json!(summary);
+                }
+                WatcherNotification::ResourceError(e) => {
+                    line["kind"] = json!("resource_error");
+                    error_fields(&mut line, e);
+                }
+                WatcherNotification::AmbientError(e) => {
+                    line["kind"] = json!("ambient_error");
+                    error_fields(&mut line, e);
+                }
+                WatcherNotification::AmbientErrorCleared => {
+                    line["kind"] = json!("ambient_error_cleared");
+                }
+                WatcherNotification::DoesNotExist => line["kind"] = json!("does_not_exist"),
+            }
+            line
+        }
+        ObservedEvent::ServingStatus { address, status } => {
+            let mut line = json!({"event": "serving_status", "address": address});
+            match status {
+                Ok(()) => line["state"] = json!("SERVING"),
+                Err(e) => {
+                    line["state"] = json!("NOT_SERVING");
+                    error_fields(&mut line, e);
+                }
+            }
+            line
+        }
+        ObservedEvent::ChannelState { target, state } => {
+            json!({"event": "channel_state", "target": target, "state": state.name()})
+        }
+        ObservedEvent::Client(ClientEvent::Log { level, message }) => {
+            let level = match level {
+                LogLevel::Info => "info",
+                LogLevel::Warning => "warning",
+                LogLevel::Error => "error",
+            };
+            json!({"event": "log", "level": level, "message": message})
+        }
+        ObservedEvent::Dial { .. } | ObservedEvent::Admin(_) | ObservedEvent::Client(_) => {
+            return None;
+        }
+    })
 }
 
 /// Reads one `\n`-terminated line (without the `\n`), keeping at most
@@ -1071,14 +1246,21 @@ async fn read_line_capped<R: AsyncBufRead + Unpin>(
     }
 }
 
-/// A line as it can appear in a reason: bounded, printable.
+/// A line as it can appear in a reason: bounded, printable (control
+/// characters, which an adapter printing garbage sends too, become spaces,
+/// so a reason never breaks a report's line or a terminal).
 fn excerpt(line: &[u8]) -> String {
     const MAX: usize = 200;
     let text = String::from_utf8_lossy(line);
     let text = text.trim_end();
+    let printable = |text: &str| -> String {
+        text.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect()
+    };
     match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}...", &text[..cut]),
-        None => text.to_string(),
+        Some((cut, _)) => format!("{}...", printable(&text[..cut])),
+        None => printable(text),
     }
 }
 
@@ -1528,5 +1710,12 @@ mod tests {
         let long = "x".repeat(500);
         assert_eq!(excerpt(long.as_bytes()).len(), 203);
         assert_eq!(excerpt(b"garbage\r"), "garbage");
+    }
+
+    #[test]
+    fn excerpts_are_printable() {
+        // Found by the adapter_line_codec fuzz target: a NUL in a line
+        // went into the reason as it was.
+        assert_eq!(excerpt(b"a\0b\x1b[31m\tc\nd"), "a b [31m c d");
     }
 }

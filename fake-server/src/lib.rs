@@ -19,6 +19,10 @@ pub mod fault;
 pub mod resource;
 pub mod tls;
 
+/// For the fuzz targets in `fuzz/` and their corpus replay test only.
+#[doc(hidden)]
+pub mod fuzzing;
+
 mod ads;
 mod config;
 mod connection;

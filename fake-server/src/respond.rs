@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::resource::ServedResource;
 use crate::state::State;
 use crate::stream::Protocol;
 
@@ -16,6 +17,26 @@ impl State {
             Some(Protocol::Delta { .. }) => self.delta_auto_respond(stream_id, type_url, changed),
             None => {}
         }
+    }
+
+    /// Adds or replaces resources: one store change per type touched, each
+    /// recorded and followed by auto-mode pushes.
+    pub fn set_resources(&mut self, resources: Vec<ServedResource>, version: Option<String>) {
+        for change in self.store.set(resources, version) {
+            let type_url = change.type_url.clone();
+            let changed = change.names();
+            self.record(change.into_event());
+            self.on_store_change(&type_url, &changed);
+        }
+    }
+
+    /// Removes resources of one type: one store change, recorded, then
+    /// auto-mode pushes.
+    pub fn remove_resources(&mut self, type_url: &str, names: &[String], version: Option<String>) {
+        let change = self.store.remove(type_url, names, version);
+        let changed = change.names();
+        self.record(change.into_event());
+        self.on_store_change(type_url, &changed);
     }
 
     /// A store change of `type_url` (of the names `changed`): every stream

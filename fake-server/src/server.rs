@@ -158,24 +158,14 @@ impl FakeAdsServer {
     /// type URL order), each followed by auto-mode pushes. `version` names
     /// the new version of every touched type.
     pub fn set_resources(&self, resources: Vec<ServedResource>, version: Option<String>) {
-        self.inner.update(|state| {
-            for change in state.store.set(resources, version) {
-                let type_url = change.type_url.clone();
-                let changed = change.names();
-                state.record(change.into_event());
-                state.on_store_change(&type_url, &changed);
-            }
-        });
+        self.inner
+            .update(|state| state.set_resources(resources, version));
     }
 
     /// Removes resources of one type: one store change, then auto-mode pushes.
     pub fn remove_resources(&self, type_url: &str, names: &[String], version: Option<String>) {
-        self.inner.update(|state| {
-            let change = state.store.remove(type_url, names, version);
-            let changed = change.names();
-            state.record(change.into_event());
-            state.on_store_change(type_url, &changed);
-        });
+        self.inner
+            .update(|state| state.remove_resources(type_url, names, version));
     }
 
     /// Names of the stored resources of `type_url`, sorted.

@@ -8,6 +8,9 @@
 pub mod addresses;
 pub mod bootstrap;
 pub mod differential;
+/// For the fuzz targets in `fuzz/` and their corpus replay test only.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod interrupt;
 pub mod matcher;
 pub mod matrix;

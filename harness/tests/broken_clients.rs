@@ -44,132 +44,132 @@ fn defect(name: &str) -> Defects {
 #[case::timer_while_held(
     "timer_while_connecting",
     "a57/requests-held-before-the-handshake-start-no-timer",
-    ":21:5:"
+    ":22:5:"
 )]
 #[case::timer_while_refused(
     "timer_from_watch",
     "a57/does-not-exist-timer-needs-a-connected-stream",
-    ":18:5:"
+    ":19:5:"
 )]
 #[case::timer_in_backoff(
     "timer_from_watch",
     "a57/watch-during-backoff-waits-for-the-stream",
-    ":22:5:"
+    ":23:5:"
 )]
 #[case::timer_across_streams(
     "timer_from_watch",
     "a57/timer-cancelled-when-the-stream-fails",
-    ":25:5:"
+    ":26:5:"
 )]
 #[case::silent_uncached(
     "silent_stream_failures",
     "a57/stream-closed-before-response-uncached",
-    ":20:5:"
+    ":21:5:"
 )]
 #[case::silent_cached(
     "silent_stream_failures",
     "a57/stream-closed-before-response-cached",
-    ":29:5:"
+    ":30:5:"
 )]
 #[case::error_after_response(
     "error_after_good_stream",
     "a57/stream-closed-after-response-is-not-an-error",
-    ":22:5:"
+    ":23:5:"
 )]
-#[case::backoff("backoff_never_resets", "a57/backoff-growth-and-reset", ":33:5:")]
+#[case::backoff("backoff_never_resets", "a57/backoff-growth-and-reset", ":34:5:")]
 #[case::blackhole(
     "no_connect_timeout",
     "a57/blackhole-times-out-the-connection-attempt",
-    ":23:5:"
+    ":24:5:"
 )]
 #[case::channel_backoff(
     "backoff_never_resets",
     "a57/channel-backoff-growth-and-reset",
-    ":61:5:"
+    ":62:5:"
 )]
 #[case::channel_blackhole(
     "no_connect_timeout",
     "a57/channel-blackhole-times-out-the-connection-attempt",
-    ":31:5:"
+    ":32:5:"
 )]
 #[case::a53_ignored_deletion(
     "deletions_always_drop",
     "a53/ignored-listener-deletion-keeps-the-value",
-    ":22:5:"
+    ":23:5:"
 )]
 #[case::a88_kept_deletion(
     "deletions_always_drop",
     "a88/deletion-is-an-ambient-not-found",
-    ":22:5:"
+    ":23:5:"
 )]
 #[case::a71_no_fallback_while_cached(
     "fallback_while_cached",
     "a71/no-fallback-while-everything-is-cached",
-    ":24:5:"
+    ":25:5:"
 )]
 #[case::a71_channel_no_fallback_while_cached(
     "fallback_while_cached",
     "a71/channel-no-fallback-while-everything-is-cached",
-    ":35:5:"
+    ":36:5:"
 )]
 #[case::a71_does_not_exist_is_cached(
     "fallback_while_cached",
     "a71/does-not-exist-counts-as-cached",
-    ":27:5:"
+    ":28:5:"
 )]
-#[case::a71_fall_forward("no_fall_forward", "a71/primary-down-at-start-uses-fallback", ":48:5:")]
-#[case::a71_three_tier("no_fall_forward", "a71/three-tier-promotion", ":37:5:")]
-#[case::a71_channel_three_tier("no_fall_forward", "a71/channel-three-tier-promotion", ":44:5:")]
+#[case::a71_fall_forward("no_fall_forward", "a71/primary-down-at-start-uses-fallback", ":49:5:")]
+#[case::a71_three_tier("no_fall_forward", "a71/three-tier-promotion", ":38:5:")]
+#[case::a71_channel_three_tier("no_fall_forward", "a71/channel-three-tier-promotion", ":45:5:")]
 #[case::a71_errors_when_all_fail(
     "errors_from_every_server",
     "a71/errors-only-when-every-server-fails",
-    ":24:5:"
+    ":25:5:"
 )]
 #[case::a71_error_of_server_in_use(
     "errors_from_every_server",
     "a71/ambient-error-from-the-server-in-use",
-    ":29:5:"
+    ":30:5:"
 )]
 #[case::a71_subscribe_everything(
     "fallback_subscribes_only_uncached",
     "a71/new-watch-while-failing-triggers-fallback",
-    ":36:5:"
+    ":37:5:"
 )]
 #[case::a71_config_tear(
     "fallback_subscribes_only_uncached",
     "a71/config-tear-mixes-servers",
-    ":37:5:"
+    ":38:5:"
 )]
 #[case::a71_per_target(
     "one_client_for_all_targets",
     "a71/channel-per-target-clients-fall-back-independently",
-    ":46:5:"
+    ":47:5:"
 )]
 #[case::a71_server_scope(
     "one_client_for_all_targets",
     "a71/server-scope-falls-back-independently",
-    ":45:5:"
+    ":46:5:"
 )]
 #[case::a47_authority_servers(
     "authorities_ignored",
     "a47/xdstp-names-go-to-their-authority-servers",
-    ":25:5:"
+    ":26:5:"
 )]
 #[case::a47_channel_authority(
     "authorities_ignored",
     "a47/channel-target-with-an-authority",
-    ":25:5:"
+    ":26:5:"
 )]
-#[case::a47_fallback_per_authority("authorities_ignored", "a47/fallback-per-authority", ":32:5:")]
+#[case::a47_fallback_per_authority("authorities_ignored", "a47/fallback-per-authority", ":33:5:")]
 #[case::delta_removal_of_any_type(
     "delta_removals_ignored",
     "delta/deletion-of-any-type-is-honoured",
-    ":20:5:"
+    ":21:5:"
 )]
 #[case::delta_removal_of_a_never_received_resource(
     "delta_removals_ignored",
     "delta/removal-of-a-never-received-resource-is-does-not-exist",
-    ":20:5:"
+    ":21:5:"
 )]
 #[case::delta_differential(
     "delta_removals_ignored",
@@ -179,55 +179,55 @@ fn defect(name: &str) -> Defects {
 #[case::delta_initial_versions(
     "delta_claims_nothing",
     "delta/reconnect-with-initial-versions-gets-only-differences",
-    ":28:5:"
+    ":29:5:"
 )]
 #[case::delta_diffs(
     "delta_restates_subscriptions",
     "delta/subscription-changes-travel-as-diffs",
-    ":20:5:"
+    ":21:5:"
 )]
 #[case::delta_nack_versions(
     "delta_nack_advances_versions",
     "delta/nack-keeps-valid-resources-and-versions",
-    ":35:5:"
+    ":36:5:"
 )]
 #[case::delta_nonce(
     "delta_nonce_on_every_request",
     "delta/nonce-only-on-ack-and-nack",
-    ":18:5:"
+    ":19:5:"
 )]
-#[case::wildcard("wildcard_as_a_name", "delta/wildcard-sync-of-a-whole-type", ":20:5:")]
+#[case::wildcard("wildcard_as_a_name", "delta/wildcard-sync-of-a-whole-type", ":21:5:")]
 #[case::a65_untrusted_server(
     "tls_accepts_any_server",
     "a65/untrusted-server-certificate-is-a-connectivity-failure",
-    ":20:5:"
+    ":21:5:"
 )]
 #[case::a65_fallback_from_an_untrusted_server(
     "tls_accepts_any_server",
     "a65/channel-fallback-from-an-untrusted-server",
-    ":29:5:"
+    ":30:5:"
 )]
 #[case::a65_server_name(
     "tls_accepts_any_server",
     "a65/channel-server-certificate-for-another-host-fails-rpcs",
-    ":22:5:"
+    ":23:5:"
 )]
 #[case::a65_stalled_handshake(
     "no_connect_timeout",
     "a65/stalled-handshake-times-out-the-connection-attempt",
-    ":21:5:"
+    ":22:5:"
 )]
-#[case::a65_mtls_identity("tls_no_identity", "a65/channel-mtls", ":19:5:")]
-#[case::a65_watch_mtls_identity("tls_no_identity", "a65/watch-over-mtls", ":15:5:")]
+#[case::a65_mtls_identity("tls_no_identity", "a65/channel-mtls", ":20:5:")]
+#[case::a65_watch_mtls_identity("tls_no_identity", "a65/watch-over-mtls", ":16:5:")]
 #[case::a65_handshake_failure_is_a_connectivity_failure(
     "silent_stream_failures",
     "a65/untrusted-server-certificate-is-a-connectivity-failure",
-    ":22:5:"
+    ":23:5:"
 )]
 #[case::a65_refused_client_certificate_is_a_connectivity_failure(
     "silent_stream_failures",
     "a65/client-certificate-rejected-is-a-connectivity-failure",
-    ":23:5:"
+    ":24:5:"
 )]
 fn a_broken_rule_fails_its_scenario(
     #[case] defect_name: &str,

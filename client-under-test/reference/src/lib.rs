@@ -14,6 +14,9 @@ pub mod bootstrap;
 pub mod client;
 pub mod csds;
 pub mod dataplane;
+/// For the fuzz targets in `fuzz/` and their corpus replay test only.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod name;
 pub mod observer;
 pub mod profile;

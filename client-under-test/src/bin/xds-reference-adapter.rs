@@ -33,8 +33,9 @@ use tonic::{Request, Response, Status, Streaming};
 use xds_client_under_test::{
     BACKEND_METHOD, ClientEnvironment, ClientError, ClientUnderTest, DialNotification,
     ObservedEvent, PROTOCOL_VERSION, ReferenceClient, RpcRequest, Transport, WatcherNotification,
+    event_line,
 };
-use xds_vocabulary::{ClientEvent, LogLevel, ResourceType, XdsError, code_name};
+use xds_vocabulary::{ClientEvent, ResourceType, XdsError, code_name};
 
 /// Longest `summary` or `log` message put on a line: the protocol caps
 /// lines at 1 MiB, and a summary of a resource with 10,000 entries would
@@ -340,40 +341,6 @@ fn reason(e: ClientError) -> String {
 /// What the client reports, as protocol events (or stderr lines).
 fn forward(out: &Outbox, event: ObservedEvent) {
     match event {
-        ObservedEvent::Watcher {
-            resource_type,
-            name,
-            notification,
-        } => {
-            let mut line = json!({
-                "event": "watcher",
-                "type": resource_type.type_url(),
-                "name": name,
-            });
-            let error = |line: &mut Value, e: &XdsError| {
-                line["code"] = json!(code_name(e.code));
-                line["message"] = json!(bounded(&e.message, MAX_TEXT));
-            };
-            match &notification {
-                WatcherNotification::Changed { summary } => {
-                    line["kind"] = json!("changed");
-                    line["summary"] = json!(bounded(summary, MAX_TEXT));
-                }
-                WatcherNotification::ResourceError(e) => {
-                    line["kind"] = json!("resource_error");
-                    error(&mut line, e);
-                }
-                WatcherNotification::AmbientError(e) => {
-                    line["kind"] = json!("ambient_error");
-                    error(&mut line, e);
-                }
-                WatcherNotification::AmbientErrorCleared => {
-                    line["kind"] = json!("ambient_error_cleared");
-                }
-                WatcherNotification::DoesNotExist => line["kind"] = json!("does_not_exist"),
-            }
-            send(out, line);
-        }
         ObservedEvent::Dial { target, update } => {
             let text = match update {
                 DialNotification::Config { summary, clusters } => format!(
@@ -392,41 +359,9 @@ fn forward(out: &Outbox, event: ObservedEvent) {
                 json!({"event": "log", "level": "info", "message": text}),
             );
         }
-        ObservedEvent::ServingStatus { address, status } => {
-            let line = match status {
-                Ok(()) => json!({
-                    "event": "serving_status",
-                    "address": address,
-                    "state": "SERVING",
-                }),
-                Err(e) => json!({
-                    "event": "serving_status",
-                    "address": address,
-                    "state": "NOT_SERVING",
-                    "code": code_name(e.code),
-                    "message": bounded(&e.message, MAX_TEXT),
-                }),
-            };
-            send(out, line);
-        }
-        ObservedEvent::ChannelState { target, state } => send(
-            out,
-            json!({"event": "channel_state", "target": target, "state": state.name()}),
-        ),
-        ObservedEvent::Client(ClientEvent::Log { level, message }) => {
-            let level = match level {
-                LogLevel::Info => "info",
-                LogLevel::Warning => "warning",
-                LogLevel::Error => "error",
-            };
-            send(
-                out,
-                json!({"event": "log", "level": level, "message": bounded(&message, MAX_TEXT)}),
-            );
-        }
         // The reference client has no admin API.
         ObservedEvent::Admin(_) => {}
-        ObservedEvent::Client(other) => {
+        ObservedEvent::Client(other) if !matches!(other, ClientEvent::Log { .. }) => {
             // Lifecycle events have no protocol event: stderr, one short
             // line each (subscriptions can name thousands of resources),
             // and only when tracing is on, as gRPC's own clients log: a
@@ -454,6 +389,50 @@ fn forward(out: &Outbox, event: ObservedEvent) {
             }
             let _ = writeln!(std::io::stderr().lock(), "{line}");
         }
+        // Watcher, serving-status, channel-state and log events: the
+        // protocol's own lines, in the harness's codec.
+        event => {
+            if let Some(line) = event_line(&bounded_texts(event)) {
+                send(out, line);
+            }
+        }
+    }
+}
+
+/// `event` with its free texts (summaries, error and log messages) cut to
+/// [`MAX_TEXT`].
+fn bounded_texts(event: ObservedEvent) -> ObservedEvent {
+    let error = |e: XdsError| XdsError::new(e.code, bounded(&e.message, MAX_TEXT));
+    match event {
+        ObservedEvent::Watcher {
+            resource_type,
+            name,
+            notification,
+        } => ObservedEvent::Watcher {
+            resource_type,
+            name,
+            notification: match notification {
+                WatcherNotification::Changed { summary } => WatcherNotification::Changed {
+                    summary: bounded(&summary, MAX_TEXT),
+                },
+                WatcherNotification::ResourceError(e) => {
+                    WatcherNotification::ResourceError(error(e))
+                }
+                WatcherNotification::AmbientError(e) => WatcherNotification::AmbientError(error(e)),
+                other => other,
+            },
+        },
+        ObservedEvent::ServingStatus { address, status } => ObservedEvent::ServingStatus {
+            address,
+            status: status.map_err(error),
+        },
+        ObservedEvent::Client(ClientEvent::Log { level, message }) => {
+            ObservedEvent::Client(ClientEvent::Log {
+                level,
+                message: bounded(&message, MAX_TEXT),
+            })
+        }
+        other => other,
     }
 }
 

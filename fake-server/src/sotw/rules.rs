@@ -71,7 +71,7 @@ impl Subscription {
         }
     }
 
-    fn covers(&self, name: &str) -> bool {
+    pub fn covers(&self, name: &str) -> bool {
         self.wildcard || self.names.contains(name)
     }
 }

@@ -96,17 +96,14 @@ fn snippet(text: &str, line: u64, column: u64) -> String {
     let Some(index) = usize::try_from(line).ok().and_then(|l| l.checked_sub(1)) else {
         return String::new();
     };
-    let mut lines = text.lines().skip(index.saturating_sub(2));
-    let context: Vec<&str> = lines.by_ref().take(index.min(2)).collect();
-    if context.len() < index.min(2) {
-        return String::new();
-    }
+    let lines = yaml_lines(text);
     // An error at the end of input may sit on the line after the last one.
-    let target = match lines.next() {
-        Some(l) => l,
-        None if text.is_empty() || text.ends_with('\n') => "",
+    let target = match lines.get(index) {
+        Some(l) => *l,
+        None if index == lines.len() => "",
         None => return String::new(),
     };
+    let context = &lines[index.saturating_sub(2)..index];
     let width = line.to_string().len();
     let mut out = String::new();
     let _ = writeln!(out, "{:width$} |", "");
@@ -158,6 +155,27 @@ fn window(line: &str, column: usize) -> (String, usize) {
 /// Longest message a loader error carries: a parser may quote the value
 /// it rejects, and a value may be the whole file.
 const MAX_MESSAGE: usize = 1000;
+
+/// The text's lines as YAML numbers them: a line ends at LF, CRLF or a
+/// lone CR. (`str::lines` knows no lone CR, so the parser's line numbers
+/// would point past its lines and an error would show no source.)
+fn yaml_lines(text: &str) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let mut rest = text;
+    while let Some(end) = rest.find(['\n', '\r']) {
+        lines.push(&rest[..end]);
+        let break_len = if rest[end..].starts_with("\r\n") {
+            2
+        } else {
+            1
+        };
+        rest = &rest[end + break_len..];
+    }
+    if !rest.is_empty() {
+        lines.push(rest);
+    }
+    lines
+}
 
 /// A semantic error before it is tied to a file.
 #[derive(Debug)]
@@ -1275,6 +1293,18 @@ steps:
                 },
             ]
         );
+    }
+
+    #[test]
+    fn lone_carriage_returns_end_lines_in_snippets_too() {
+        // Found by the scenario_loader fuzz target: YAML ends a line at a
+        // lone CR, `str::lines` does not, and the error showed no source.
+        let e =
+            load_error("description: d\rservers: {main: {}}\r\nsteps:\r  - hang: {type: XDS}\r");
+        assert_eq!((e.line, e.column), (4, 18), "{e}");
+        assert!(e.snippet.contains("4 |   - hang: {type: XDS}"), "{e}");
+        assert_eq!(yaml_lines("a\r\nb\rc\n\nd"), ["a", "b", "c", "", "d"]);
+        assert_eq!(yaml_lines("a\n"), ["a"]);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The XdsClient: watch resources, cancel watches, dump state for CSDS.
 //! The handle is cheap to clone; all work happens on one worker task.
 
-mod ads;
+pub(crate) mod ads;
 mod cache;
 #[cfg(test)]
 mod tests;
