@@ -185,6 +185,9 @@ impl Run {
             .collect();
         if !set.is_empty() {
             self.state.set_resources(set, version.clone());
+            // Each store change sends at its own version: check what it
+            // sent before the removal below moves the store on.
+            self.drain_and_check();
         }
         if !change.removed_resources.is_empty() {
             self.state
