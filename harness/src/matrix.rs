@@ -94,6 +94,7 @@ pub fn run_matrix(
                     scenario: source.clone(),
                     spec: Vec::new(),
                     description: String::new(),
+                    source: Some(source.clone()),
                     cells,
                 });
                 continue;
@@ -120,6 +121,7 @@ pub fn run_matrix(
                 scenario: variant.name.clone(),
                 spec: variant.spec.clone(),
                 description: variant.description.trim().to_string(),
+                source: Some(source.clone()),
                 cells,
             });
         }
@@ -171,6 +173,7 @@ fn error_cell(source: &str, message: &str) -> (MatrixCell, ScenarioReport) {
         detail: message.to_string(),
         timeline_file: None,
         timeline: None,
+        mark: None,
         virtual_duration: Default::default(),
         wall_duration: Default::default(),
     };
@@ -213,6 +216,7 @@ fn cell(
         detail,
         timeline_file: timeline_file.clone().map(|p| p.display().to_string()),
         timeline: has_timeline.then(|| timeline_doc(&outcome.events)),
+        mark: None,
         virtual_duration: outcome.virtual_duration,
         wall_duration: outcome.wall_duration,
     };

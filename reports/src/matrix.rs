@@ -29,6 +29,10 @@ pub struct MatrixRow {
     pub scenario: String,
     pub spec: Vec<String>,
     pub description: String,
+    /// The scenario file's path as the harness read it (absolute, or
+    /// relative to the working directory); the HTML links it relative to
+    /// the report directory. `None` when unknown.
+    pub source: Option<String>,
     /// One per client, in `Matrix::clients` order.
     pub cells: Vec<MatrixCell>,
 }
@@ -77,8 +81,36 @@ pub struct MatrixCell {
     pub timeline_file: Option<String>,
     /// The run's timeline as data, for the picture.
     pub timeline: Option<TimelineDoc>,
+    /// What the verdict points at on that timeline, if anything.
+    pub mark: Option<TimelineMark>,
     pub virtual_duration: Duration,
     pub wall_duration: Duration,
+}
+
+/// What a verdict points at on its run's timeline: the window the
+/// expectation looked in and the event it is about, so the picture can
+/// show the failure (or divergence) the text explains.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimelineMark {
+    pub kind: MarkKind,
+    /// The expectation's window, in milliseconds since the run started.
+    pub window_ms: Option<(u64, u64)>,
+    /// Index into [`TimelineDoc::events`] of the event the verdict is
+    /// about (see [`MarkKind`]); `None` when there is none to point at.
+    pub event: Option<usize>,
+    /// What was expected, in one line (e.g. `watcher event type=CDS
+    /// name=c1 event=changed`).
+    pub expected: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkKind {
+    /// An expectation failed: the event is the one that came at the wrong
+    /// time, the one an `expect_none` forbade, or the nearest candidate
+    /// when nothing matched.
+    Failing,
+    /// The event a divergent `any_of` alternative matched.
+    Divergent,
 }
 
 /// A run's timeline, reduced to what the picture needs: lanes (servers and

@@ -456,6 +456,7 @@ mod tests {
                 scenario: nasty.into(),
                 spec: vec![nasty.into()],
                 description: nasty.into(),
+                source: None,
                 cells: vec![x],
             }],
         };

@@ -249,6 +249,7 @@ mod tests {
                 scenario: nasty.into(),
                 spec: vec![nasty.into()],
                 description: nasty.into(),
+                source: None,
                 cells: vec![MatrixCell {
                     detail: nasty.into(),
                     ..sample_matrix().rows[2].cells[0].clone()

@@ -289,6 +289,7 @@ fn cell(status: CellStatus, detail: &str, name: &str, timeline: Option<TimelineD
         detail: detail.to_string(),
         timeline_file: Some(format!("timelines/{name}.txt")),
         timeline,
+        mark: None,
         virtual_duration: Duration::from_millis(16_029),
         wall_duration: Duration::from_micros(2_500),
     }
@@ -314,6 +315,7 @@ pub(crate) fn sample_matrix() -> Matrix {
                 scenario: "a27/node-only-in-first-request".into(),
                 spec: vec!["A27".into()],
                 description: "Only the first request of a stream carries the node.".into(),
+                source: None,
                 cells: vec![
                     cell(CellStatus::Pass, "", "reference/a27__node-only-in-first-request", t()),
                     cell(CellStatus::Pass, "", "grpc-js/a27__node-only-in-first-request", None),
@@ -323,6 +325,7 @@ pub(crate) fn sample_matrix() -> Matrix {
                 scenario: "a46/nack-keeps-valid-resources".into(),
                 spec: vec!["A46".into()],
                 description: "A CDS response with one valid and one invalid Cluster is NACKed once; the valid one is still used.".into(),
+                source: None,
                 cells: vec![
                     cell(CellStatus::Pass, "", "reference/a46__nack-keeps-valid-resources", t()),
                     cell(
@@ -337,6 +340,7 @@ pub(crate) fn sample_matrix() -> Matrix {
                 scenario: "a57/ignore-resource-deletion".into(),
                 spec: vec!["A57".into(), "A53".into()],
                 description: "With ignore_resource_deletion, a resource missing from a SotW response stays cached.".into(),
+                source: None,
                 cells: vec![
                     cell(
                         CellStatus::Fail,
@@ -356,6 +360,7 @@ pub(crate) fn sample_matrix() -> Matrix {
                 scenario: "a71/fallback-to-secondary".into(),
                 spec: vec!["A71".into()],
                 description: "When the primary server is unreachable the client uses the fallback server.".into(),
+                source: None,
                 cells: vec![
                     cell(
                         CellStatus::Error,
