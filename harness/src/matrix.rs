@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 use xds_client_under_test::ObservedEvent;
 use xds_conformance_reports::matrix::{
     CellStatus, ClientColumn, DocEvent, DocKind, Matrix, MatrixCell, MatrixRow, TimelineDoc,
+    TimelineMark,
 };
 use xds_conformance_reports::{RunReport, ScenarioReport, Verdict, timeline_path};
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::RequestKind;
 
 use crate::runner::RunOutcome;
+use crate::runner::explain::Mark;
 use crate::scenario::Scenario;
 use crate::schedule::{Progress, ScenarioRuns, run_all};
 use crate::suite::{BoxedFactory, load_selected};
@@ -216,7 +218,11 @@ fn cell(
         detail,
         timeline_file: timeline_file.clone().map(|p| p.display().to_string()),
         timeline: has_timeline.then(|| timeline_doc(&outcome.events)),
-        mark: None,
+        mark: outcome
+            .mark
+            .as_ref()
+            .filter(|_| has_timeline)
+            .map(|mark| timeline_mark(&outcome.events, mark)),
         virtual_duration: outcome.virtual_duration,
         wall_duration: outcome.wall_duration,
     };
@@ -238,18 +244,38 @@ pub fn cell_timeline_path(client: &str, scenario: &str) -> PathBuf {
     Path::new(client).join(timeline_path(scenario))
 }
 
+/// Whether the picture shows an event.
+fn pictured(event: &TimelineEvent) -> bool {
+    !matches!(event.kind, EventKind::Barrier) && describe(&event.kind).is_some()
+}
+
+/// A run's [`Mark`] as the picture places it: its event counted among
+/// the events [`timeline_doc`] shows (the nearest shown one after it if
+/// it is not shown itself).
+pub fn timeline_mark(events: &[TimelineEvent], mark: &Mark) -> TimelineMark {
+    let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let event = mark.event.and_then(|index| {
+        let shown = events.iter().filter(|e| pictured(e)).count();
+        let before = events.iter().take(index).filter(|e| pictured(e)).count();
+        (before < shown).then_some(before)
+    });
+    TimelineMark {
+        kind: mark.kind,
+        window_ms: mark.window.map(|(from, to)| (millis(from), millis(to))),
+        event,
+        expected: mark.expected.clone(),
+    }
+}
+
 /// The picture's view of a timeline: servers and backends as lanes in order
 /// of appearance, then the client; requests and responses as messages.
 pub fn timeline_doc(events: &[TimelineEvent]) -> TimelineDoc {
     let mut lanes: Vec<String> = Vec::new();
     let mut doc_events = Vec::new();
-    for event in events {
+    for event in events.iter().filter(|e| pictured(e)) {
         let Some(detail) = describe(&event.kind) else {
             continue;
         };
-        if matches!(event.kind, EventKind::Barrier) {
-            continue;
-        }
         let at_ms = u64::try_from(event.at.as_millis()).unwrap_or(u64::MAX);
         let source = event.source.clone();
         let (lane, to_lane, kind, label) = match &event.kind {
@@ -317,5 +343,51 @@ pub fn timeline_doc(events: &[TimelineEvent]) -> TimelineDoc {
     TimelineDoc {
         lanes,
         events: doc_events,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use xds_conformance_reports::matrix::MarkKind;
+
+    use super::*;
+
+    fn event(ms: u64, kind: EventKind) -> TimelineEvent {
+        TimelineEvent {
+            at: Duration::from_millis(ms),
+            source: "step".into(),
+            kind,
+        }
+    }
+
+    #[test]
+    fn a_mark_points_at_its_event_among_the_pictured_ones() {
+        let events = vec![
+            event(0, EventKind::Step("watch".into())),
+            event(0, EventKind::Barrier),
+            event(5, EventKind::Step("wait 1s".into())),
+            event(1005, EventKind::Note("late".into())),
+        ];
+        let doc = timeline_doc(&events);
+        let mark = Mark {
+            kind: MarkKind::Divergent,
+            window: Some((Duration::from_millis(5), Duration::from_millis(1005))),
+            event: Some(3),
+            expected: "x".into(),
+        };
+        let placed = timeline_mark(&events, &mark);
+        // The barrier is not pictured: event 3 is the picture's third.
+        assert_eq!(placed.event, Some(2));
+        assert_eq!(doc.events[2].label, describe(&events[3].kind).unwrap());
+        assert_eq!(placed.window_ms, Some((5, 1005)));
+        assert_eq!(placed.kind, MarkKind::Divergent);
+        // An event past the end (none pictured after it) points nowhere.
+        let past = Mark {
+            event: Some(4),
+            ..mark
+        };
+        assert_eq!(timeline_mark(&events, &past).event, None);
     }
 }

@@ -693,12 +693,34 @@ fn wire_key(kind: &EventKind, source: &str, streams: &StreamLabels) -> Option<(u
 /// None for events too fine-grained to show (they can still be matched).
 pub fn render_line(event: &TimelineEvent) -> Option<String> {
     let text = describe(&event.kind)?;
+    // One event, one line: failure messages number events by the written
+    // timeline's lines.
+    let text = if text.contains(['\n', '\r']) {
+        text.replace('\r', "\\r").replace('\n', "\\n")
+    } else {
+        text
+    };
     Some(format!(
         "{:>9.3}s  {:<8} {}",
         event.at.as_secs_f64(),
         event.source,
         text
     ))
+}
+
+/// Per event, its line number (from 1) in the written timeline
+/// ([`render_events`] of all events), or `None` for an event not shown.
+pub fn line_numbers(events: &[TimelineEvent]) -> Vec<Option<usize>> {
+    let mut line = 0;
+    events
+        .iter()
+        .map(|event| {
+            describe(&event.kind).map(|_| {
+                line += 1;
+                line
+            })
+        })
+        .collect()
 }
 
 pub fn type_name(type_url: &str) -> String {

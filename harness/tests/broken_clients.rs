@@ -270,4 +270,22 @@ fn a_broken_rule_fails_its_scenario(
         scenario.name,
         runs.iter().map(|(_, r)| &r.verdict).collect::<Vec<_>>()
     );
+    // A failed expectation points the picture at its window, and at an
+    // event of the run when it names one.
+    for (run, broken) in &runs {
+        if let Verdict::Fail { message } = &broken.verdict
+            && message.contains(": expected ")
+        {
+            let mark = broken
+                .mark
+                .as_ref()
+                .unwrap_or_else(|| panic!("{}: a failure without a mark: {message}", run.name));
+            assert!(mark.window.is_some(), "{}: {mark:?}", run.name);
+            assert!(
+                mark.event.is_none_or(|e| e < broken.events.len()),
+                "{}: {mark:?}",
+                run.name
+            );
+        }
+    }
 }

@@ -17,8 +17,9 @@ use std::path::Path;
 use libtest_mimic::{Arguments, Failed, Trial};
 use xds_client_under_test::{ClientUnderTest, ReferenceClient};
 use xds_conformance::differential::run_variants;
+use xds_conformance::matcher::as_written;
 use xds_conformance::runner::{RunOutcome, not_applicable};
-use xds_conformance::scenario::{Scenario, load_file};
+use xds_conformance::scenario::{Scenario, Step, load_file};
 use xds_conformance::suite::{discover, manifest_dir};
 use xds_conformance_reports::Verdict;
 
@@ -77,6 +78,47 @@ fn scenario(path: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
+/// `path` relative to the workspace root, `/`-separated, so snapshot
+/// headers are the same on every machine.
+fn workspace_relative(path: &str) -> String {
+    let crate_dir = manifest_dir(env!("CARGO_MANIFEST_DIR"));
+    let root = crate_dir.parent().unwrap_or(&crate_dir);
+    let path = Path::new(path);
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// A failure message's field-by-field comparison and the search that
+/// decides come from one function in two modes (see `matcher::Compare`):
+/// on every event of a real run, an event an expectation matches is one
+/// its explanation finds no difference in, and the other way round.
+fn matchers_agree_with_their_explanations(
+    scenario: &Scenario,
+    outcome: &RunOutcome,
+) -> Result<(), Failed> {
+    for step in &scenario.steps {
+        let (Step::Expect { matcher, .. } | Step::ExpectNone { matcher, .. }) = &step.step else {
+            continue;
+        };
+        for (index, event) in outcome.events.iter().enumerate() {
+            let matches = matcher.matches(event, &as_written);
+            let explained = matcher.explain(event, &as_written);
+            if matches != explained.as_ref().is_some_and(|e| e.mismatches() == 0) {
+                return Err(format!(
+                    "{}: {}: the matcher says {matches} on event {index} ({:?}) but explains it as {explained:?}",
+                    scenario.source, step.location, event.kind
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
 fn check(scenario: &Scenario, first: &RunOutcome, second: &RunOutcome) -> Result<(), Failed> {
     // A scenario observing a proxy through its admin API (scenarios/envoy)
     // is the one kind the reference client cannot play: it is no proxy.
@@ -109,6 +151,7 @@ fn check(scenario: &Scenario, first: &RunOutcome, second: &RunOutcome) -> Result
         )
         .into());
     }
+    matchers_agree_with_their_explanations(scenario, first)?;
     if first.timeline != second.timeline {
         return Err(format!(
             "{}: the timeline differs between two runs\n\nfirst:\n{}\nsecond:\n{}",
@@ -123,6 +166,9 @@ fn check(scenario: &Scenario, first: &RunOutcome, second: &RunOutcome) -> Result
         let compared = std::panic::catch_unwind(|| {
             insta::with_settings!({
                 description => scenario.description.trim().to_string(),
+                // Shown by insta as "Input file" beside the test's source:
+                // the file to open when the snapshot changes.
+                input_file => workspace_relative(&scenario.source),
                 omit_expression => true,
                 prepend_module_to_snapshot => false,
             }, {

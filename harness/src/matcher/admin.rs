@@ -7,7 +7,7 @@ use serde::Deserialize;
 use xds_client_under_test::{AdminObservation, AdminResourceState, Capabilities, ObservedEvent};
 use xds_vocabulary::ResourceType;
 
-use super::{Check, Compile, Description, Translate, contains_in, eq};
+use super::{Check, Compare, Compile, Description, Translate, quoted};
 use crate::scenario::file::Spanned;
 use crate::scenario::load::{Checker, Problem, keyword, opt, parse_resource_type};
 use crate::timeline::{EventKind, TimelineEvent};
@@ -77,7 +77,12 @@ impl Compile for AdminMatcherSpec {
 }
 
 impl Check for AdminMatcher {
-    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
         let EventKind::Client(ObservedEvent::Admin(AdminObservation::Resource {
             resource_type,
             name,
@@ -86,17 +91,37 @@ impl Check for AdminMatcher {
             detail,
         })) = &event.kind
         else {
-            return false;
+            return None;
         };
-        self.resource_type == *resource_type
-            && self.name.as_ref().is_none_or(|n| *n == text(name))
-            && eq(&self.state, state)
-            && self
-                .version
-                .as_ref()
-                .is_none_or(|v| version.as_ref() == Some(v))
-            && self.endpoints.as_ref().is_none_or(|e| *e == text(detail))
-            && contains_in(&self.detail_contains, detail, text)
+        fields
+            .eq("type", Some(&self.resource_type), resource_type, |t| {
+                t.short_name().to_string()
+            })
+            .check(
+                "name",
+                self.name.is_some(),
+                || self.name.as_ref().is_some_and(|n| *n == text(name)),
+                || self.name.clone().unwrap_or_default(),
+                || text(name).into_owned(),
+            )
+            .eq("state", self.state.as_ref(), state, |s| {
+                s.name().to_string()
+            })
+            .eq(
+                "version",
+                self.version.as_ref().map(Some).as_ref(),
+                &version.as_ref(),
+                |v| v.map_or("(none)".into(), |v| quoted(v)),
+            )
+            .check(
+                "endpoints",
+                self.endpoints.is_some(),
+                || self.endpoints.as_ref().is_some_and(|e| *e == text(detail)),
+                || self.endpoints.clone().unwrap_or_default(),
+                || text(detail).into_owned(),
+            )
+            .contains("detail_contains", &self.detail_contains, detail, text);
+        Some(())
     }
 
     fn describe(&self) -> String {

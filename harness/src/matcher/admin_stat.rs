@@ -7,7 +7,7 @@ use serde::Deserialize;
 use xds_client_under_test::{AdminObservation, Capabilities, ObservedEvent};
 
 use super::admin::missing_admin;
-use super::{Check, Compile, Description, Translate};
+use super::{Check, Compare, Compile, Description, Translate};
 use crate::scenario::load::{Checker, Problem};
 use crate::timeline::{EventKind, TimelineEvent};
 
@@ -44,13 +44,33 @@ impl Compile for AdminStatMatcherSpec {
 }
 
 impl Check for AdminStatMatcher {
-    fn matches(&self, event: &TimelineEvent, _text: Translate<'_>) -> bool {
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        _text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
         let EventKind::Client(ObservedEvent::Admin(AdminObservation::Stat { name, value })) =
             &event.kind
         else {
-            return false;
+            return None;
         };
-        *name == self.name && *value >= self.at_least && self.equals.is_none_or(|e| e == *value)
+        fields
+            .eq(
+                "name",
+                Some(self.name.as_str()),
+                name.as_str(),
+                str::to_string,
+            )
+            .check(
+                "at_least",
+                true,
+                || *value >= self.at_least,
+                || self.at_least.to_string(),
+                || value.to_string(),
+            )
+            .eq("equals", self.equals.as_ref(), value, u64::to_string);
+        Some(())
     }
 
     fn describe(&self) -> String {

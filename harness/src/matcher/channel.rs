@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use xds_client_under_test::{Capabilities, ConnectivityState, ObservedEvent};
 
-use super::{Check, Compile, Description, Translate, eq};
+use super::{Check, Compare, Compile, Description, Translate};
 use crate::scenario::file::Spanned;
 use crate::scenario::load::{Checker, Problem};
 use crate::timeline::{EventKind, TimelineEvent};
@@ -44,11 +44,24 @@ impl Compile for ChannelMatcherSpec {
 }
 
 impl Check for ChannelMatcher {
-    fn matches(&self, event: &TimelineEvent, _text: Translate<'_>) -> bool {
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        _text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
         let EventKind::Client(ObservedEvent::ChannelState { target, state }) = &event.kind else {
-            return false;
+            return None;
         };
-        eq(&self.target, target) && self.state == *state
+        fields
+            .eq(
+                "target",
+                self.target.as_deref(),
+                target.as_str(),
+                str::to_string,
+            )
+            .eq("state", Some(&self.state), state, |s| s.name().to_string());
+        Some(())
     }
 
     fn describe(&self) -> String {

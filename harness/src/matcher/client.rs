@@ -9,7 +9,7 @@ use serde::Deserialize;
 use xds_client_under_test::{Capabilities, ObservedEvent};
 use xds_vocabulary::{ClientEvent, LogLevel};
 
-use super::{Check, Compile, Description, Translate, as_written, contains_in};
+use super::{Check, Compare, Compile, Description, Translate, as_written, keyword_name};
 use crate::scenario::file::Spanned;
 use crate::scenario::load::{Checker, Problem, duration, keyword, opt};
 use crate::timeline::{EventKind, TimelineEvent, describe};
@@ -92,9 +92,14 @@ impl Compile for ClientMatcherSpec {
 impl Check for ClientEventMatcher {
     // Matched as written: only in-process clients report these events (see
     // `Capabilities::client_events`), and in-process runs rewrite nothing.
-    fn matches(&self, event: &TimelineEvent, _text: Translate<'_>) -> bool {
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        _text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
         let EventKind::Client(ObservedEvent::Client(e)) = &event.kind else {
-            return false;
+            return None;
         };
         let (kind, server) = match e {
             ClientEvent::AdsCallStarted { server } => {
@@ -122,37 +127,54 @@ impl Check for ClientEventMatcher {
             ClientEvent::FellForward { server, .. } => (ClientEventKind::FellForward, Some(server)),
             ClientEvent::Log { .. } => (ClientEventKind::Log, None),
         };
-        if self.event != kind {
-            return false;
-        }
-        // Servers are named by URI in client events (`primary:443`); a
-        // scenario names them by server name, which is the URI's host.
-        if let Some(want) = &self.server
-            && !server.is_some_and(|s| s == want || s.split(':').next() == Some(want.as_str()))
-        {
-            return false;
-        }
-        if let Some(delay) = self.delay
-            && !matches!(e, ClientEvent::RetryScheduled { delay: d, .. } if d.as_millis() == delay.as_millis())
-        {
-            return false;
-        }
-        if let Some(level) = &self.level {
-            let ok = matches!(e, ClientEvent::Log { level: l, .. } if l == level);
-            if !ok {
-                return false;
-            }
-        }
-        contains_in(
-            &self.contains,
-            &describe(&event.kind).unwrap_or_default(),
-            &as_written,
-        )
+        let delay = match e {
+            ClientEvent::RetryScheduled { delay, .. } => Some(delay.as_millis()),
+            _ => None,
+        };
+        let level = match e {
+            ClientEvent::Log { level, .. } => Some(*level),
+            _ => None,
+        };
+        fields
+            .eq("event", Some(&self.event), &kind, |k| {
+                keyword_name(CLIENT_EVENTS, k)
+            })
+            // Servers are named by URI in client events (`primary:443`); a
+            // scenario names them by server name, which is the URI's host.
+            .check(
+                "server",
+                self.server.is_some(),
+                || {
+                    self.server.as_ref().is_some_and(|want| {
+                        server.is_some_and(|s| {
+                            s == want || s.split(':').next() == Some(want.as_str())
+                        })
+                    })
+                },
+                || self.server.clone().unwrap_or_default(),
+                || server.cloned().unwrap_or_else(|| "(none)".into()),
+            )
+            .eq(
+                "delay",
+                self.delay.map(|d| Some(d.as_millis())).as_ref(),
+                &delay,
+                |ms| ms.map_or("(none)".into(), |ms| format!("{:.3}s", ms as f64 / 1000.0)),
+            )
+            .eq("level", self.level.map(Some).as_ref(), &level, |l| {
+                l.map_or("(none)", LogLevel::name).to_string()
+            })
+            .contains(
+                "contains",
+                &self.contains,
+                &describe(&event.kind).unwrap_or_default(),
+                &as_written,
+            );
+        Some(())
     }
 
     fn describe(&self) -> String {
         Description::new("client event")
-            .field("event", format!("{:?}", self.event))
+            .field("event", keyword_name(CLIENT_EVENTS, &self.event))
             .given("server", self.server.as_ref())
             .given(
                 "delay",
@@ -197,7 +219,7 @@ mod tests {
         assert!(!m.matches(&retry("fallback:443", 1100), &as_written));
         assert_eq!(
             m.describe(),
-            "client event event=RetryScheduled server=primary delay=1.100s"
+            "client event event=retry_scheduled server=primary delay=1.100s"
         );
     }
 }

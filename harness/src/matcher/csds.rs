@@ -10,7 +10,7 @@ use serde::Deserialize;
 use xds_client_under_test::Capabilities;
 use xds_vocabulary::ResourceType;
 
-use super::{Check, Compile, Description, Translate};
+use super::{Check, Compare, Compile, Description, Translate};
 use crate::scenario::file::Spanned;
 use crate::scenario::load::{Checker, Problem, keyword, opt, parse_resource_type};
 use crate::timeline::{CsdsEntry, CsdsStatus, TimelineEvent, csds_status_name};
@@ -101,8 +101,15 @@ fn canonical_scope(scope: &str) -> Cow<'_, str> {
 impl Check for CsdsMatcher {
     /// Never: no single event shows a state; the runner checks
     /// [`CsdsMatcher::state_matches`] instead.
-    fn matches(&self, _event: &TimelineEvent, _text: Translate<'_>) -> bool {
-        false
+    /// CSDS is a state, not an event: the runner checks it against the
+    /// client's CSDS view (`CsdsState::shows`), never against events.
+    fn compare(
+        &self,
+        _event: &TimelineEvent,
+        _text: Translate<'_>,
+        _fields: &mut Compare,
+    ) -> Option<()> {
+        None
     }
 
     fn describe(&self) -> String {

@@ -12,7 +12,7 @@ use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::ResourceType;
 
 use super::request::{RequestMatcher, RequestMatcherSpec};
-use super::{Check, Compile, Description, Translate, same_set};
+use super::{Check, Compare, Compile, Description, Translate};
 use crate::scenario::file::{OneOrMany, Spanned};
 use crate::scenario::load::{Checker, Problem};
 use crate::timeline::{EventKind, TimelineEvent};
@@ -76,26 +76,47 @@ impl Compile for DeltaRequestMatcherSpec {
 }
 
 impl Check for DeltaRequestMatcher {
-    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
         let EventKind::Server(e) = &event.kind else {
-            return false;
+            return None;
         };
         let ServerEvent::RequestReceived { request, .. } = &**e else {
-            return false;
+            return None;
         };
-        let Some(delta) = &request.delta else {
-            return false;
-        };
-        same_set(&self.subscribe, &delta.subscribe, text)
-            && same_set(&self.unsubscribe, &delta.unsubscribe, text)
-            && self.initial.as_ref().is_none_or(|want| {
-                want.len() == delta.initial_resource_versions.len()
-                    && delta
+        let delta = request.delta.as_ref()?;
+        fields
+            .set("subscribe", &self.subscribe, &delta.subscribe, text)
+            .set("unsubscribe", &self.unsubscribe, &delta.unsubscribe, text)
+            .check(
+                "initial",
+                self.initial.is_some(),
+                || {
+                    self.initial.as_ref().is_some_and(|want| {
+                        want.len() == delta.initial_resource_versions.len()
+                            && delta
+                                .initial_resource_versions
+                                .iter()
+                                .all(|(name, version)| {
+                                    want.get(text(name).as_ref()) == Some(version)
+                                })
+                    })
+                },
+                || format!("{:?}", self.initial.clone().unwrap_or_default()),
+                || {
+                    let sent: BTreeMap<String, &String> = delta
                         .initial_resource_versions
                         .iter()
-                        .all(|(name, version)| want.get(text(name).as_ref()) == Some(version))
-            })
-            && self.common.matches(event, text)
+                        .map(|(n, v)| (text(n).into_owned(), v))
+                        .collect();
+                    format!("{sent:?}")
+                },
+            );
+        self.common.compare(event, text, fields)
     }
 
     fn describe(&self) -> String {
@@ -198,7 +219,7 @@ mod tests {
         assert!(!matcher(None, Some(&[])).matches(&event, &as_written));
         assert_eq!(
             matcher(Some(&["a"]), None).describe(),
-            "DeltaDiscoveryRequest type=CDS subscribe=[a] unsubscribe=[] kind=Initial"
+            "DeltaDiscoveryRequest type=CDS subscribe=[a] unsubscribe=[] kind=initial"
         );
     }
 

@@ -10,10 +10,10 @@ use serde::Deserialize;
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::ResourceType;
 
-use super::{Check, Compile, Description, Translate, eq, same_set};
+use super::{Check, Compare, Compile, Description, Translate, quoted};
 use crate::scenario::file::Spanned;
 use crate::scenario::load::{Checker, Problem, opt, parse_resource_type};
-use crate::timeline::{EventKind, TimelineEvent};
+use crate::timeline::{EventKind, TimelineEvent, type_name};
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -59,33 +59,75 @@ impl Compile for DeltaResponseMatcherSpec {
 }
 
 impl Check for DeltaResponseMatcher {
-    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
         let EventKind::Server(e) = &event.kind else {
-            return false;
+            return None;
         };
         let ServerEvent::ResponseSent { response, .. } = &**e else {
-            return false;
+            return None;
         };
-        let Some(delta) = &response.delta else {
-            return false;
+        let delta = response.delta.as_ref()?;
+        let sent_at = |name: &str| {
+            response
+                .resource_names
+                .iter()
+                .zip(&delta.resources)
+                .find(|(n, _)| text(n) == name)
+                .map(|(_, r)| r.version.as_str())
         };
-        eq(&self.server, &event.source)
-            && self
-                .resource_type
-                .is_none_or(|t| t.type_url() == response.type_url)
-            && same_set(&self.resources, &response.resource_names, text)
-            && same_set(&self.removed, &delta.removed_resources, text)
-            && self.versions.as_ref().is_none_or(|want| {
-                want.iter().all(|(name, version)| {
-                    response
+        fields
+            .eq(
+                "server",
+                self.server.as_deref(),
+                event.source.as_str(),
+                str::to_string,
+            )
+            .eq(
+                "type",
+                self.resource_type.map(|t| t.type_url()),
+                response.type_url.as_str(),
+                type_name,
+            )
+            .set("resources", &self.resources, &response.resource_names, text)
+            .set("removed", &self.removed, &delta.removed_resources, text)
+            .check(
+                "versions",
+                self.versions.is_some(),
+                || {
+                    self.versions
+                        .iter()
+                        .flatten()
+                        .all(|(name, version)| sent_at(name) == Some(version.as_str()))
+                },
+                || format!("{:?}", self.versions.clone().unwrap_or_default()),
+                || {
+                    let sent: BTreeMap<String, &str> = response
                         .resource_names
                         .iter()
                         .zip(&delta.resources)
-                        .any(|(n, r)| text(n) == name.as_str() && r.version == *version)
-                })
-            })
-            && eq(&self.system_version, &response.version_info)
-            && eq(&self.nonce, &response.nonce)
+                        .map(|(n, r)| (text(n).into_owned(), r.version.as_str()))
+                        .collect();
+                    format!("{sent:?}")
+                },
+            )
+            .eq(
+                "system_version",
+                self.system_version.as_deref(),
+                response.version_info.as_str(),
+                quoted,
+            )
+            .eq(
+                "nonce",
+                self.nonce.as_deref(),
+                response.nonce.as_str(),
+                quoted,
+            );
+        Some(())
     }
 
     fn describe(&self) -> String {

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use xds_client_under_test::{Capabilities, DialNotification, ObservedEvent};
 use xds_vocabulary::code_name;
 
-use super::{Check, Compile, Description, Translate, contains_in, eq, same_set};
+use super::{Check, Compare, Compile, Description, Translate, same_set};
 use crate::scenario::file::Spanned;
 use crate::scenario::load::{Checker, Problem, code, opt};
 use crate::timeline::{EventKind, TimelineEvent};
@@ -56,37 +56,74 @@ impl Compile for DialMatcherSpec {
 }
 
 impl Check for DialMatcher {
-    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
         let EventKind::Client(ObservedEvent::Dial { target, update }) = &event.kind else {
-            return false;
+            return None;
         };
-        if !eq(&self.target, target) {
-            return false;
-        }
-        match update {
-            DialNotification::Error(e) => {
-                self.resolved != Some(true)
-                    && self.clusters.is_none()
-                    && self.code.is_none_or(|c| c == e.code)
-                    && contains_in(&self.contains, &e.message, text)
-            }
+        let (error, summary, clusters) = match update {
+            DialNotification::Error(e) => (Some(e), e.message.as_str(), None),
             DialNotification::Config { summary, clusters } => {
-                self.resolved != Some(false)
-                    && self.code.is_none()
-                    && contains_in(&self.contains, summary, text)
-                    && self.clusters.as_ref().is_none_or(|want| {
-                        want.len() == clusters.len()
-                            && want.iter().all(|(name, addresses)| {
-                                let got: &[String] = match clusters.get(name) {
-                                    Some(Ok(a)) => a,
-                                    Some(Err(_)) => &[],
-                                    None => return false,
-                                };
-                                same_set(&Some(addresses.clone()), got, text)
-                            })
-                    })
+                (None, summary.as_str(), Some(clusters))
             }
-        }
+        };
+        let got_clusters = || {
+            clusters.map_or("(none: an error)".into(), |clusters| {
+                let shown: BTreeMap<&String, Vec<String>> = clusters
+                    .iter()
+                    .map(|(name, addresses)| match addresses {
+                        Ok(a) => (name, a.iter().map(|a| text(a).into_owned()).collect()),
+                        Err(e) => (name, vec![format!("(error: {e})")]),
+                    })
+                    .collect();
+                format!("{shown:?}")
+            })
+        };
+        fields
+            .eq(
+                "target",
+                self.target.as_deref(),
+                target.as_str(),
+                str::to_string,
+            )
+            .eq(
+                "resolved",
+                self.resolved.as_ref(),
+                &error.is_none(),
+                bool::to_string,
+            )
+            .eq(
+                "code",
+                self.code.map(Some).as_ref(),
+                &error.map(|e| e.code),
+                |c| c.map_or("(none: resolved)", code_name).to_string(),
+            )
+            .contains("contains", &self.contains, summary, text)
+            .check(
+                "clusters",
+                self.clusters.is_some(),
+                || {
+                    let (Some(want), Some(clusters)) = (&self.clusters, clusters) else {
+                        return false;
+                    };
+                    want.len() == clusters.len()
+                        && want.iter().all(|(name, addresses)| {
+                            let got: &[String] = match clusters.get(name) {
+                                Some(Ok(a)) => a,
+                                Some(Err(_)) => &[],
+                                None => return false,
+                            };
+                            same_set(&Some(addresses.clone()), got, text)
+                        })
+                },
+                || format!("{:?}", self.clusters.clone().unwrap_or_default()),
+                got_clusters,
+            );
+        Some(())
     }
 
     fn describe(&self) -> String {

@@ -200,10 +200,38 @@ pub(crate) trait Compile {
 
 /// A matcher kind's checked form.
 pub(crate) trait Check {
-    /// Whether `event` is what it looks for. `text` reads what the client
-    /// reported in the scenario's terms; a kind translates only events that
-    /// pass its other checks (translating costs).
-    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool;
+    /// Checks `event` field by field into `fields` (see [`Compare`]);
+    /// `None` if it is no event of the kind this matcher looks for. `text`
+    /// reads what the client reported in the scenario's terms; a kind
+    /// translates only when a field asks for it (translating costs).
+    ///
+    /// One function serves both finding events (fast: it stops at the
+    /// first mismatch and renders nothing) and explaining the nearest one
+    /// (every field, rendered), so the two cannot disagree.
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()>;
+
+    /// Whether `event` is what it looks for.
+    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+        let mut fields = Compare::fast();
+        self.compare(event, text, &mut fields).is_some() && fields.ok
+    }
+
+    /// Every field it checks against `event`, rendered; `None` if it is
+    /// no event of its kind.
+    fn explain_fields(
+        &self,
+        event: &TimelineEvent,
+        text: Translate<'_>,
+    ) -> Option<Vec<FieldCheck>> {
+        let mut fields = Compare::explaining();
+        self.compare(event, text, &mut fields)?;
+        Some(fields.fields)
+    }
 
     /// What it looks for, for failure messages: see [`Description`].
     fn describe(&self) -> String;
@@ -215,6 +243,172 @@ pub(crate) trait Check {
     }
 }
 
+/// One field a matcher checked against an event: what it wanted, what the
+/// event had, both spelt as a scenario file spells them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldCheck {
+    pub name: &'static str,
+    pub want: String,
+    pub got: String,
+    pub ok: bool,
+}
+
+/// A matcher's field-by-field check of one event, in one of two modes:
+/// fast, to find events (it stops at the first mismatch and never renders
+/// a value), or explaining, to say how an event differs (every field given
+/// is checked and rendered). Fields the matcher leaves open are not
+/// checked at all.
+pub struct Compare {
+    explaining: bool,
+    ok: bool,
+    fields: Vec<FieldCheck>,
+}
+
+impl Compare {
+    fn fast() -> Self {
+        Compare {
+            explaining: false,
+            ok: true,
+            fields: Vec::new(),
+        }
+    }
+
+    fn explaining() -> Self {
+        Compare {
+            explaining: true,
+            ..Compare::fast()
+        }
+    }
+
+    /// One field, checked if `given`: `ok` decides, `want` and `got`
+    /// render it (called only when explaining).
+    pub(crate) fn check(
+        &mut self,
+        name: &'static str,
+        given: bool,
+        ok: impl FnOnce() -> bool,
+        want: impl FnOnce() -> String,
+        got: impl FnOnce() -> String,
+    ) -> &mut Self {
+        if !given || !(self.ok || self.explaining) {
+            return self;
+        }
+        let ok = ok();
+        self.ok &= ok;
+        if self.explaining {
+            self.fields.push(FieldCheck {
+                name,
+                want: want(),
+                got: got(),
+                ok,
+            });
+        }
+        self
+    }
+
+    /// A field compared for equality when the matcher gives it, both
+    /// sides shown by `show`.
+    pub(crate) fn eq<T: PartialEq + ?Sized>(
+        &mut self,
+        name: &'static str,
+        want: Option<&T>,
+        got: &T,
+        show: impl Fn(&T) -> String,
+    ) -> &mut Self {
+        self.check(
+            name,
+            want.is_some(),
+            || want == Some(got),
+            || want.map(&show).unwrap_or_default(),
+            || show(got),
+        )
+    }
+
+    /// A set of names (order ignored) when the matcher gives it, with
+    /// what the client reported read as the scenario wrote it.
+    pub(crate) fn set(
+        &mut self,
+        name: &'static str,
+        want: &Option<Vec<String>>,
+        got: &[String],
+        text: Translate<'_>,
+    ) -> &mut Self {
+        self.check(
+            name,
+            want.is_some(),
+            || same_set(want, got, text),
+            || list(want.iter().flatten().map(String::as_str)),
+            || list(got.iter().map(|n| text(n))),
+        )
+    }
+
+    /// A substring of text the client reported, when the matcher gives it.
+    pub(crate) fn contains(
+        &mut self,
+        name: &'static str,
+        want: &Option<String>,
+        got: &str,
+        text: Translate<'_>,
+    ) -> &mut Self {
+        self.check(
+            name,
+            want.is_some(),
+            || contains_in(want, got, text),
+            || format!("{:?}", want.as_deref().unwrap_or_default()),
+            || format!("{:?}", text(got)),
+        )
+    }
+}
+
+/// Names as a scenario file lists them: `[a,b]`; long lists cut.
+pub(crate) fn list<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> String {
+    const SHOWN: usize = 20;
+    let mut shown = Vec::new();
+    let mut more = 0usize;
+    for name in names {
+        if shown.len() < SHOWN {
+            shown.push(name.as_ref().to_string());
+        } else {
+            more += 1;
+        }
+    }
+    if more > 0 {
+        shown.push(format!("... {more} more"));
+    }
+    format!("[{}]", shown.join(","))
+}
+
+/// A string as a scenario file quotes it.
+pub(crate) fn quoted(s: &str) -> String {
+    format!("{s:?}")
+}
+
+/// How one event compares with a matcher: every field it checks, and for
+/// an `any_of`, which alternative came closest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Explained {
+    /// The `any_of` alternative (0-based) these fields are from.
+    pub alternative: Option<usize>,
+    pub fields: Vec<FieldCheck>,
+}
+
+impl Explained {
+    /// How many checked fields differ: 0 means the event matches.
+    pub fn mismatches(&self) -> usize {
+        self.fields.iter().filter(|f| !f.ok).count()
+    }
+}
+
+/// A value's name as scenario files write it (the loader's keyword
+/// tables), for messages: `changed`, not `Changed`.
+pub(crate) fn keyword_name<T: PartialEq>(table: &[(&'static str, T)], value: &T) -> String {
+    table
+        .iter()
+        .find(|(_, v)| v == value)
+        .map(|(name, _)| name.to_string())
+        .unwrap_or_else(|| "?".into())
+}
+
 /// One alternative of an `any_of`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Alternative {
@@ -224,8 +418,32 @@ pub struct Alternative {
 }
 
 impl Check for Vec<Alternative> {
-    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
-        self.iter().any(|a| a.matcher.matches(event, text))
+    /// Met if any alternative is; explaining goes through
+    /// [`Matcher::explain`], which picks the closest alternative.
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
+        let mut of_kind = false;
+        for alternative in self {
+            let mut own = Compare::fast();
+            if alternative
+                .matcher
+                .check()
+                .compare(event, text, &mut own)
+                .is_some()
+            {
+                of_kind = true;
+                if own.ok {
+                    return Some(());
+                }
+            }
+        }
+        of_kind.then(|| {
+            fields.check("any_of", true, || false, String::new, String::new);
+        })
     }
 
     fn describe(&self) -> String {
@@ -244,6 +462,29 @@ impl Matcher {
     /// configs, RPC status messages) read through `text` first.
     pub fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
         self.check().matches(event, text)
+    }
+
+    /// How `event` compares with this matcher, field by field; `None` if
+    /// it is no event of the kind it looks for. For an `any_of`, the
+    /// alternative with the fewest mismatches (the first of equals).
+    pub fn explain(&self, event: &TimelineEvent, text: Translate<'_>) -> Option<Explained> {
+        match self {
+            Matcher::AnyOf(alternatives) => alternatives
+                .iter()
+                .enumerate()
+                .filter_map(|(i, a)| {
+                    let explained = a.matcher.explain(event, text)?;
+                    Some(Explained {
+                        alternative: Some(i),
+                        ..explained
+                    })
+                })
+                .min_by_key(Explained::mismatches),
+            _ => Some(Explained {
+                alternative: None,
+                fields: self.check().explain_fields(event, text)?,
+            }),
+        }
     }
 
     /// The alternative of an `any_of` that `event` meets first, in order.
@@ -279,11 +520,6 @@ pub type Translate<'a> = &'a dyn Fn(&str) -> Cow<'_, str>;
 /// the harness wrote itself).
 pub fn as_written(text: &str) -> Cow<'_, str> {
     Cow::Borrowed(text)
-}
-
-/// No value wanted, or this one.
-pub(crate) fn eq<T: PartialEq>(want: &Option<T>, got: &T) -> bool {
-    want.as_ref().is_none_or(|w| w == got)
 }
 
 /// The same set, with what the client reported read as the scenario wrote

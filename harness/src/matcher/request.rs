@@ -6,10 +6,10 @@ use xds_client_under_test::Capabilities;
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::{RequestKind, ResourceType, code_name};
 
-use super::{Check, Compile, Description, Translate, eq, same_set};
+use super::{Check, Compare, Compile, Description, Translate, quoted};
 use crate::scenario::file::{OneOrMany, Spanned};
 use crate::scenario::load::{Checker, Problem, code, keyword, opt, parse_resource_type};
-use crate::timeline::{EventKind, TimelineEvent};
+use crate::timeline::{EventKind, TimelineEvent, type_name};
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -75,35 +75,80 @@ impl Compile for RequestMatcherSpec {
 }
 
 impl Check for RequestMatcher {
-    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
         let EventKind::Server(e) = &event.kind else {
-            return false;
+            return None;
         };
         let ServerEvent::RequestReceived { request, .. } = &**e else {
-            return false;
+            return None;
         };
-        eq(&self.server, &event.source)
-            && self
-                .resource_type
-                .is_none_or(|t| t.type_url() == request.type_url)
-            && same_set(&self.names, request.subscription(), text)
-            && (request.delta.is_some() || eq(&self.version, &request.version_info))
-            && eq(&self.nonce, &request.response_nonce)
-            && eq(&self.kind, &request.kind)
-            && self.error_code.is_none_or(|c| {
-                request
-                    .error_detail
-                    .as_ref()
-                    .is_some_and(|(code, _)| *code == c)
+        let error = request.error_detail.as_ref();
+        fields
+            .eq(
+                "server",
+                self.server.as_deref(),
+                event.source.as_str(),
+                str::to_string,
+            )
+            .eq(
+                "type",
+                self.resource_type.map(|t| t.type_url()),
+                request.type_url.as_str(),
+                type_name,
+            )
+            .set("names", &self.names, request.subscription(), text)
+            // A delta request has no version_info: one expectation serves
+            // both protocols.
+            .eq(
+                "version",
+                self.version.as_deref().filter(|_| request.delta.is_none()),
+                request.version_info.as_str(),
+                quoted,
+            )
+            .eq(
+                "nonce",
+                self.nonce.as_deref(),
+                request.response_nonce.as_str(),
+                quoted,
+            )
+            .eq("kind", self.kind.as_ref(), &request.kind, |k| {
+                k.name().to_string()
             })
-            && (self.error_contains.is_empty()
-                || request.error_detail.as_ref().is_some_and(|(_, message)| {
-                    let message = text(message);
-                    self.error_contains
-                        .iter()
-                        .all(|w| message.contains(w.as_str()))
-                }))
-            && eq(&self.node, &request.node.is_some())
+            .eq(
+                "error_code",
+                self.error_code.map(Some).as_ref(),
+                &error.map(|(code, _)| *code),
+                |c| {
+                    c.map_or("(none)", |c| code_name(tonic::Code::from_i32(c)))
+                        .to_string()
+                },
+            )
+            .check(
+                "error_contains",
+                !self.error_contains.is_empty(),
+                || {
+                    error.is_some_and(|(_, message)| {
+                        let message = text(message);
+                        self.error_contains
+                            .iter()
+                            .all(|w| message.contains(w.as_str()))
+                    })
+                },
+                || format!("{:?}", self.error_contains),
+                || error.map_or("(no error_detail)".into(), |(_, m)| quoted(&text(m))),
+            )
+            .eq(
+                "node",
+                self.node.as_ref(),
+                &request.node.is_some(),
+                bool::to_string,
+            );
+        Some(())
     }
 
     fn describe(&self) -> String {
@@ -116,7 +161,7 @@ impl Check for RequestMatcher {
             )
             .given_debug("version", self.version.as_ref())
             .given_debug("nonce", self.nonce.as_ref())
-            .given_debug("kind", self.kind)
+            .given("kind", self.kind.map(RequestKind::name))
             .given(
                 "error_code",
                 self.error_code.map(|c| code_name(tonic::Code::from_i32(c))),
@@ -234,7 +279,7 @@ mod tests {
         };
         assert_eq!(
             m.describe(),
-            "DiscoveryRequest type=CDS names=[c1] kind=Ack"
+            "DiscoveryRequest type=CDS names=[c1] kind=ack"
         );
         let m = RequestMatcher {
             error_code: Some(3),

@@ -5,10 +5,10 @@ use serde::Deserialize;
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::ResourceType;
 
-use super::{Check, Compile, Description, Translate, eq, same_set};
+use super::{Check, Compare, Compile, Description, Translate, quoted};
 use crate::scenario::file::Spanned;
 use crate::scenario::load::{Checker, Problem, opt, parse_resource_type};
-use crate::timeline::{EventKind, TimelineEvent};
+use crate::timeline::{EventKind, TimelineEvent, type_name};
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -45,20 +45,45 @@ impl Compile for ResponseMatcherSpec {
 }
 
 impl Check for ResponseMatcher {
-    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
         let EventKind::Server(e) = &event.kind else {
-            return false;
+            return None;
         };
         let ServerEvent::ResponseSent { response, .. } = &**e else {
-            return false;
+            return None;
         };
-        eq(&self.server, &event.source)
-            && self
-                .resource_type
-                .is_none_or(|t| t.type_url() == response.type_url)
-            && same_set(&self.names, &response.resource_names, text)
-            && eq(&self.version, &response.version_info)
-            && eq(&self.nonce, &response.nonce)
+        fields
+            .eq(
+                "server",
+                self.server.as_deref(),
+                event.source.as_str(),
+                str::to_string,
+            )
+            .eq(
+                "type",
+                self.resource_type.map(|t| t.type_url()),
+                response.type_url.as_str(),
+                type_name,
+            )
+            .set("names", &self.names, &response.resource_names, text)
+            .eq(
+                "version",
+                self.version.as_deref(),
+                response.version_info.as_str(),
+                quoted,
+            )
+            .eq(
+                "nonce",
+                self.nonce.as_deref(),
+                response.nonce.as_str(),
+                quoted,
+            );
+        Some(())
     }
 
     fn describe(&self) -> String {

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use xds_vocabulary::code_name;
 
-use super::{Check, Compile, Description, Translate, contains_in, eq};
+use super::{Check, Compare, Compile, Description, Translate};
 use crate::scenario::file::Spanned;
 use crate::scenario::load::{Checker, Problem, code, opt};
 use crate::timeline::{EventKind, TimelineEvent};
@@ -44,20 +44,36 @@ impl Compile for RpcMatcherSpec {
 }
 
 impl Check for RpcMatcher {
-    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
         let EventKind::Rpc {
             target, outcome, ..
         } = &event.kind
         else {
-            return false;
+            return None;
         };
-        eq(&self.target, target)
-            && eq(&self.code, &outcome.code)
-            && self
-                .backend
-                .as_ref()
-                .is_none_or(|b| outcome.backend.as_ref() == Some(b))
-            && contains_in(&self.contains, &outcome.message, text)
+        fields
+            .eq(
+                "target",
+                self.target.as_deref(),
+                target.as_str(),
+                str::to_string,
+            )
+            .eq("code", self.code.as_ref(), &outcome.code, |c| {
+                code_name(*c).to_string()
+            })
+            .eq(
+                "backend",
+                self.backend.as_ref().map(Some).as_ref(),
+                &outcome.backend.as_ref(),
+                |b| b.map_or("(none)".into(), |b| b.to_string()),
+            )
+            .contains("contains", &self.contains, &outcome.message, text);
+        Some(())
     }
 
     fn describe(&self) -> String {

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use xds_fake_server::event::{ServerEvent, TlsFailure};
 use xds_vocabulary::code_name;
 
-use super::{Check, Compile, Description, Translate, eq};
+use super::{Check, Compare, Compile, Description, Translate, keyword_name};
 use crate::scenario::file::Spanned;
 use crate::scenario::load::{Checker, Problem, code, keyword, opt};
 use crate::timeline::{EventKind, TimelineEvent};
@@ -50,6 +50,23 @@ pub enum TlsFailureKind {
     AlertFromClient,
     ClosedByClient,
     Other,
+}
+
+impl ServerEventKind {
+    /// The kind of a connection or stream event; `None` for the others
+    /// (requests, responses, faults, store changes).
+    fn of(event: &ServerEvent) -> Option<Self> {
+        Some(match event {
+            ServerEvent::ConnectionAccepted { .. } => ServerEventKind::ConnectionAccepted,
+            ServerEvent::ConnectionRefused { .. } => ServerEventKind::ConnectionRefused,
+            ServerEvent::ConnectionClosed { .. } => ServerEventKind::ConnectionClosed,
+            ServerEvent::StreamOpened { .. } => ServerEventKind::StreamOpened,
+            ServerEvent::StreamClosed { .. } => ServerEventKind::StreamClosed,
+            ServerEvent::TlsEstablished { .. } => ServerEventKind::TlsEstablished,
+            ServerEvent::TlsFailed { .. } => ServerEventKind::TlsFailed,
+            _ => return None,
+        })
+    }
 }
 
 impl TlsFailureKind {
@@ -154,45 +171,75 @@ impl Compile for ServerEventMatcherSpec {
 }
 
 impl Check for ServerEventMatcher {
-    fn matches(&self, event: &TimelineEvent, _text: Translate<'_>) -> bool {
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        _text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
         let EventKind::Server(e) = &event.kind else {
-            return false;
+            return None;
         };
-        if !eq(&self.server, &event.source) {
-            return false;
-        }
-        match (self.event, &**e) {
-            (ServerEventKind::ConnectionAccepted, ServerEvent::ConnectionAccepted { .. })
-            | (ServerEventKind::ConnectionRefused, ServerEvent::ConnectionRefused { .. })
-            | (ServerEventKind::ConnectionClosed, ServerEvent::ConnectionClosed { .. })
-            | (ServerEventKind::StreamOpened, ServerEvent::StreamOpened { .. }) => true,
-            (
-                ServerEventKind::StreamClosed,
-                ServerEvent::StreamClosed {
-                    code, by_client, ..
-                },
-            ) => self.code.is_none_or(|c| c == *code) && eq(&self.by_client, by_client),
-            (
-                ServerEventKind::TlsEstablished,
-                ServerEvent::TlsEstablished {
-                    client_certificate, ..
-                },
-            ) => eq(&self.client_certificate, client_certificate),
-            (ServerEventKind::TlsFailed, ServerEvent::TlsFailed { failure, .. }) => self
-                .failure
-                .is_none_or(|kind| kind == TlsFailureKind::of(failure)),
-            _ => false,
-        }
+        let kind = ServerEventKind::of(e)?;
+        let (code, by_client) = match &**e {
+            ServerEvent::StreamClosed {
+                code, by_client, ..
+            } => (Some(*code), Some(*by_client)),
+            _ => (None, None),
+        };
+        let client_certificate = match &**e {
+            ServerEvent::TlsEstablished {
+                client_certificate, ..
+            } => Some(*client_certificate),
+            _ => None,
+        };
+        let failure = match &**e {
+            ServerEvent::TlsFailed { failure, .. } => Some(TlsFailureKind::of(failure)),
+            _ => None,
+        };
+        let or_none = |v: Option<String>| v.unwrap_or_else(|| "(none)".into());
+        fields
+            .eq(
+                "server",
+                self.server.as_deref(),
+                event.source.as_str(),
+                str::to_string,
+            )
+            .eq("event", Some(&self.event), &kind, |k| {
+                keyword_name(SERVER_EVENTS, k)
+            })
+            .eq("code", self.code.map(Some).as_ref(), &code, |c| {
+                or_none(c.map(|c| code_name(c).to_string()))
+            })
+            .eq(
+                "by_client",
+                self.by_client.map(Some).as_ref(),
+                &by_client,
+                |b| or_none(b.map(|b| b.to_string())),
+            )
+            .eq(
+                "client_certificate",
+                self.client_certificate.map(Some).as_ref(),
+                &client_certificate,
+                |b| or_none(b.map(|b| b.to_string())),
+            )
+            .eq("failure", self.failure.map(Some).as_ref(), &failure, |f| {
+                or_none(f.map(|f| keyword_name(TLS_FAILURES, &f)))
+            });
+        Some(())
     }
 
     fn describe(&self) -> String {
         Description::new("server event")
             .given("server", self.server.as_ref())
-            .field("event", format!("{:?}", self.event))
+            .field("event", keyword_name(SERVER_EVENTS, &self.event))
             .given("code", self.code.map(code_name))
             .given("by_client", self.by_client)
             .given("client_certificate", self.client_certificate)
-            .given("failure", self.failure.map(|f| format!("{f:?}")))
+            .given(
+                "failure",
+                self.failure.map(|f| keyword_name(TLS_FAILURES, &f)),
+            )
             .into()
     }
 }
@@ -235,7 +282,7 @@ mod tests {
         assert!(!opened.matches(&closed(false), &as_written));
         assert_eq!(
             m.describe(),
-            "server event server=primary event=StreamClosed code=UNAVAILABLE by_client=false"
+            "server event server=primary event=stream_closed code=UNAVAILABLE by_client=false"
         );
     }
 
@@ -283,7 +330,7 @@ mod tests {
         assert!(!mtls.matches(&established(false), &as_written));
         assert_eq!(
             mtls.describe(),
-            "server event event=TlsEstablished client_certificate=true"
+            "server event event=tls_established client_certificate=true"
         );
     }
 }

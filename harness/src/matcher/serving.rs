@@ -6,7 +6,7 @@ use serde::Deserialize;
 use xds_client_under_test::ObservedEvent;
 use xds_vocabulary::code_name;
 
-use super::{Check, Compile, Description, Translate, contains_in, eq};
+use super::{Check, Compare, Compile, Description, Translate, keyword_name};
 use crate::scenario::file::Spanned;
 use crate::scenario::load::{Checker, Problem, code, keyword, opt};
 use crate::timeline::{EventKind, TimelineEvent};
@@ -57,20 +57,41 @@ impl Compile for ServingMatcherSpec {
 }
 
 impl Check for ServingMatcher {
-    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
         let EventKind::Client(ObservedEvent::ServingStatus { address, status }) = &event.kind
         else {
-            return false;
+            return None;
         };
-        self.address.as_ref().is_none_or(|a| *a == text(address))
-            && match status {
-                Ok(()) => self.serving,
-                Err(e) => {
-                    !self.serving
-                        && eq(&self.code, &e.code)
-                        && contains_in(&self.contains, &e.message, text)
-                }
-            }
+        let error = status.as_ref().err();
+        fields
+            .check(
+                "address",
+                self.address.is_some(),
+                || self.address.as_ref().is_some_and(|a| *a == text(address)),
+                || self.address.clone().unwrap_or_default(),
+                || text(address).into_owned(),
+            )
+            .eq("state", Some(&self.serving), &status.is_ok(), |serving| {
+                keyword_name(SERVING_STATES, serving)
+            })
+            .eq(
+                "code",
+                self.code.map(Some).as_ref(),
+                &error.map(|e| e.code),
+                |c| c.map_or("(none: serving)", code_name).to_string(),
+            )
+            .contains(
+                "contains",
+                &self.contains,
+                error.map_or("", |e| e.message.as_str()),
+                text,
+            );
+        Some(())
     }
 
     fn describe(&self) -> String {

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use xds_client_under_test::{ObservedEvent, WatcherNotification};
 use xds_vocabulary::{ResourceType, code_name};
 
-use super::{Check, Compile, Description, Translate, contains_in, eq};
+use super::{Check, Compare, Compile, Description, Translate, keyword_name};
 use crate::scenario::file::Spanned;
 use crate::scenario::load::{Checker, Problem, code, keyword, opt, parse_resource_type};
 use crate::timeline::{EventKind, TimelineEvent};
@@ -72,14 +72,19 @@ impl Compile for WatcherMatcherSpec {
 }
 
 impl Check for WatcherMatcher {
-    fn matches(&self, event: &TimelineEvent, text: Translate<'_>) -> bool {
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
         let EventKind::Client(ObservedEvent::Watcher {
             resource_type,
             name,
             notification,
         }) = &event.kind
         else {
-            return false;
+            return None;
         };
         let (kind, code, reported) = match notification {
             WatcherNotification::Changed { summary } => {
@@ -100,18 +105,29 @@ impl Check for WatcherMatcher {
             }
             WatcherNotification::DoesNotExist => (WatcherEventKind::DoesNotExist, None, ""),
         };
-        eq(&self.resource_type, resource_type)
-            && eq(&self.name, name)
-            && eq(&self.event, &kind)
-            && self.code.is_none_or(|c| code == Some(c))
-            && contains_in(&self.contains, reported, text)
+        fields
+            .eq("type", self.resource_type.as_ref(), resource_type, |t| {
+                t.short_name().to_string()
+            })
+            .eq("name", self.name.as_deref(), name.as_str(), str::to_string)
+            .eq("event", self.event.as_ref(), &kind, |k| {
+                keyword_name(WATCHER_EVENTS, k)
+            })
+            .eq("code", self.code.map(Some).as_ref(), &code, |c| {
+                c.map(code_name).unwrap_or("(none)").to_string()
+            })
+            .contains("contains", &self.contains, reported, text);
+        Some(())
     }
 
     fn describe(&self) -> String {
         Description::new("watcher event")
             .given("type", self.resource_type.map(ResourceType::short_name))
             .given("name", self.name.as_ref())
-            .given_debug("event", self.event)
+            .given(
+                "event",
+                self.event.map(|k| keyword_name(WATCHER_EVENTS, &k)),
+            )
             .given("code", self.code.map(code_name))
             .given_debug("contains", self.contains.as_ref())
             .into()
@@ -162,7 +178,7 @@ mod tests {
         assert!(!crate::matcher::request::RequestMatcher::default().matches(&event, &as_written));
         assert_eq!(
             m(Some(WatcherEventKind::AmbientError), None, Some("down")).describe(),
-            "watcher event type=CDS name=c1 event=AmbientError contains=\"down\""
+            "watcher event type=CDS name=c1 event=ambient_error contains=\"down\""
         );
     }
 }

@@ -7,13 +7,18 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use std::collections::BTreeSet;
+
+use xds_conformance_reports::matrix::MarkKind;
+
 use super::Player;
+use super::explain::{self, Mark, Search};
 use super::steps::{Failure, StepError};
 use super::wait::{describe_lateness, on_time, window_bounds};
 use crate::matcher::csds::CsdsMatcher;
 use crate::matcher::{Alternative, Matcher};
 use crate::scenario::{StepDef, Window};
-use crate::timeline::{TimelineEvent, render_line};
+use crate::timeline::{TimelineEvent, line_numbers};
 
 impl Player {
     pub(super) async fn expect(
@@ -44,6 +49,10 @@ impl Player {
         let found = self
             .wait_until(start + deadline, |player| player.find(matcher, deadline))
             .await;
+        let window = match exact {
+            Some(t) => (t, t + lateness),
+            None => (began, deadline),
+        };
         let Some((index, event)) = found else {
             let when = match exact {
                 Some(t) => format!("at {:.3}s", t.as_secs_f64()),
@@ -54,14 +63,22 @@ impl Player {
                     deadline.as_secs_f64()
                 ),
             };
-            let message = format!(
-                "{}: expected {} {when}; no unused event since #{} matched\n{}",
-                def.location,
-                matcher.describe(),
-                self.search_from(),
-                self.context(self.search_from())
-            );
-            return Err(StepError::Failed(Failure(message)));
+            let head = format!("{}: expected {} {when}", def.location, matcher.describe());
+            let events = self.timeline.events();
+            let line = |line: &str| self.normalizer.translate(line).into_owned();
+            let search = Search {
+                events: &events,
+                from: self.search_from(),
+                used: &self.consumed,
+                window,
+                text: &|text| self.normalizer.translate(text),
+                line: &line,
+            };
+            let (message, mark) = search.nothing_matched(&head, matcher);
+            return Err(StepError::Failed(Failure {
+                message,
+                mark: Some(mark),
+            }));
         };
         if let Some(t) = exact
             && !on_time(event.at, t, lateness)
@@ -75,7 +92,10 @@ impl Player {
                 event.at.as_secs_f64(),
                 self.context(index)
             );
-            return Err(StepError::Failed(Failure(message)));
+            return Err(StepError::Failed(Failure {
+                message,
+                mark: Some(self.mark_at(MarkKind::Failing, window, index, matcher)),
+            }));
         }
         self.consumed.insert(index);
         if let Some(note) = matcher
@@ -84,6 +104,9 @@ impl Player {
             && !self.divergences.contains(&note)
         {
             self.divergences.push(note);
+            if self.mark.is_none() {
+                self.mark = Some(self.mark_at(MarkKind::Divergent, window, index, matcher));
+            }
         }
         Ok(())
     }
@@ -126,7 +149,15 @@ impl Player {
                 deadline.as_secs_f64(),
                 self.csds_state.describe()
             );
-            return Err(StepError::Failed(Failure(message)));
+            return Err(StepError::Failed(Failure {
+                message,
+                mark: Some(Mark {
+                    kind: MarkKind::Failing,
+                    window: Some((began, deadline)),
+                    event: None,
+                    expected: described,
+                }),
+            }));
         };
         if let Some(note) = &alternative.divergence
             && !self.divergences.contains(note)
@@ -151,18 +182,24 @@ impl Player {
             return self.expect_no_csds(def, m, duration).await;
         }
         let start = self.timeline.start();
+        let began = Instant::now() - start;
         let deadline = Instant::now() + duration;
         self.run_until(deadline).await;
         if let Some((index, event)) = self.find(matcher, deadline - start) {
+            let number = self.line_number(index);
             let message = format!(
-                "{}: expected no {} for {:.3}s, but one happened at {:.3}s (event #{index})\n{}",
+                "{}: expected no {} for {:.3}s, but one happened at {:.3}s (#{number})\n{}",
                 def.location,
                 matcher.describe(),
                 duration.as_secs_f64(),
                 event.at.as_secs_f64(),
                 self.context(index)
             );
-            return Err(StepError::Failed(Failure(message)));
+            let window = (began, deadline - start);
+            return Err(StepError::Failed(Failure {
+                message,
+                mark: Some(self.mark_at(MarkKind::Failing, window, index, matcher)),
+            }));
         }
         Ok(())
     }
@@ -186,7 +223,7 @@ impl Player {
                 (Instant::now() - self.timeline.start()).as_secs_f64(),
                 self.csds_state.describe()
             );
-            return Err(StepError::Failed(Failure(message)));
+            return Err(StepError::Failed(Failure::new(message)));
         }
         Ok(())
     }
@@ -209,19 +246,32 @@ impl Player {
         })
     }
 
-    /// The timeline around event `index`, numbered, for failure messages.
+    /// The timeline around event `index`, numbered as the written
+    /// timeline's lines, that event flagged.
     fn context(&self, index: usize) -> String {
         let events = self.timeline.events();
-        let from = index.saturating_sub(5);
-        let to = (index + 40).min(events.len());
-        let mut out = format!("timeline (events #{from}..#{to} of {}):\n", events.len());
-        for (i, event) in events.iter().enumerate().take(to).skip(from) {
-            if let Some(line) = render_line(event) {
-                let marker = if i == index { ">" } else { " " };
-                let line = self.normalizer.translate(&line);
-                out.push_str(&format!("{marker}#{i:<4}{line}\n"));
-            }
+        let numbers = line_numbers(&events);
+        let line = |line: &str| self.normalizer.translate(line).into_owned();
+        explain::context(&events, &numbers, index, &BTreeSet::from([index]), &line)
+    }
+
+    /// Event `index`'s line in the written timeline.
+    fn line_number(&self, index: usize) -> usize {
+        explain::first_line_from(&line_numbers(&self.timeline.events()), index)
+    }
+
+    fn mark_at(
+        &self,
+        kind: MarkKind,
+        window: (Duration, Duration),
+        index: usize,
+        matcher: &Matcher,
+    ) -> Mark {
+        Mark {
+            kind,
+            window: Some(window),
+            event: Some(index),
+            expected: matcher.describe(),
         }
-        out
     }
 }

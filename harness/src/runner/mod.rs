@@ -19,6 +19,7 @@
 mod csds;
 mod environment;
 mod expect;
+pub mod explain;
 mod steps;
 pub mod stop;
 mod wait;
@@ -62,6 +63,9 @@ pub struct RunOutcome {
     /// The client's peak resident set size, read just before it was shut
     /// down, when the client can report it (one in its own process).
     pub peak_rss_bytes: Option<u64>,
+    /// What the verdict points at on the timeline (a failure's window and
+    /// nearest event, or the first divergence), for the matrix's picture.
+    pub mark: Option<explain::Mark>,
 }
 
 impl RunOutcome {
@@ -76,6 +80,7 @@ impl RunOutcome {
             wall_duration: Duration::ZERO,
             mode: RunMode::Virtual,
             peak_rss_bytes: None,
+            mark: None,
         }
     }
 }
@@ -145,6 +150,7 @@ pub fn run_scenario_in(
         wall_duration: wall_start.elapsed(),
         mode: mode_for(&caps),
         peak_rss_bytes: None,
+        mark: None,
     };
     if let Some(reason) = not_applicable(scenario, &caps) {
         return early(Verdict::NotApplicable { reason });
@@ -186,6 +192,7 @@ pub fn run_scenario_in(
         duration,
         addresses,
         peak_rss_bytes,
+        mark,
     } = runtime.block_on(async move {
         // The player must be a spawned task for idle detection (see settle).
         match tokio::spawn(play(scenario, client, idle, mode, tokens)).await {
@@ -198,6 +205,7 @@ pub fn run_scenario_in(
                 duration: Duration::ZERO,
                 addresses: AddressMap::identity(),
                 peak_rss_bytes: None,
+                mark: None,
             },
         }
     });
@@ -222,6 +230,7 @@ pub fn run_scenario_in(
         wall_duration: wall_start.elapsed(),
         mode,
         peak_rss_bytes,
+        mark,
     }
 }
 
@@ -330,6 +339,9 @@ struct Player {
     mode: RunMode,
     /// Notes of the `any_of` alternatives met that are divergences.
     divergences: Vec<String>,
+    /// What the verdict points at on the timeline: the failure, or the
+    /// first divergence.
+    mark: Option<explain::Mark>,
     /// For a proxy client: where its listeners are (see [`ProxyListeners`]).
     proxy: Option<ProxyListeners>,
 }
@@ -351,6 +363,7 @@ struct Played {
     duration: Duration,
     addresses: AddressMap,
     peak_rss_bytes: Option<u64>,
+    mark: Option<explain::Mark>,
 }
 
 async fn play(
@@ -378,6 +391,7 @@ async fn play(
                 duration: Duration::ZERO,
                 addresses,
                 peak_rss_bytes: None,
+                mark: None,
             };
         }
     };
@@ -396,6 +410,7 @@ async fn play(
         addresses,
         mode,
         divergences: Vec::new(),
+        mark: None,
         proxy,
     };
     let stopped = stop::stopped(
@@ -466,6 +481,7 @@ async fn play(
         duration,
         addresses: player.addresses,
         peak_rss_bytes,
+        mark: player.mark,
     }
 }
 
@@ -475,7 +491,10 @@ impl Player {
         for step in &steps {
             match self.play_step(step).await {
                 Ok(()) => {}
-                Err(StepError::Failed(Failure(message))) => return Verdict::Fail { message },
+                Err(StepError::Failed(Failure { message, mark })) => {
+                    self.mark = mark;
+                    return Verdict::Fail { message };
+                }
                 Err(StepError::Client(e)) => {
                     let message = format!("{}: the client failed a command: {e}", step.location);
                     return Verdict::Error { message };

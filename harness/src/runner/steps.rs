@@ -25,7 +25,20 @@ use crate::timeline::EventKind;
 const UNTIL_PAUSE: Duration = Duration::from_millis(10);
 
 /// Why a step failed.
-pub(super) struct Failure(pub(super) String);
+pub(super) struct Failure {
+    pub(super) message: String,
+    /// What it points at on the timeline, if anything.
+    pub(super) mark: Option<super::explain::Mark>,
+}
+
+impl Failure {
+    pub(super) fn new(message: String) -> Self {
+        Failure {
+            message,
+            mark: None,
+        }
+    }
+}
 
 pub(super) enum StepError {
     Failed(Failure),
@@ -42,7 +55,7 @@ impl Player {
     fn server(&self, name: &str) -> Result<&FakeAdsServer, StepError> {
         self.servers
             .get(name)
-            .ok_or_else(|| StepError::Failed(Failure(format!("no server named {name}"))))
+            .ok_or_else(|| StepError::Failed(Failure::new(format!("no server named {name}"))))
     }
 
     /// Resources with their endpoint addresses where they really are (see
@@ -52,7 +65,7 @@ impl Player {
         if !self.addresses.is_identity() {
             self.normalizer = self.addresses.normalizer();
         }
-        served_to(self.proxy.as_mut(), rewritten).map_err(|m| StepError::Failed(Failure(m)))
+        served_to(self.proxy.as_mut(), rewritten).map_err(|m| StepError::Failed(Failure::new(m)))
     }
 
     fn record_step(&mut self, text: String) {
@@ -119,7 +132,7 @@ impl Player {
                 if let Some(proxy) = &mut self.proxy {
                     let listener = ProxyListeners::listener_of(target).to_string();
                     let address = proxy.address(&listener).map_err(|e| {
-                        StepError::Failed(Failure(format!(
+                        StepError::Failed(Failure::new(format!(
                             "cannot find a port for listener {listener}: {e}"
                         )))
                     })?;
@@ -238,7 +251,7 @@ impl Player {
                          expect the client's request before sending",
                         def.location
                     );
-                    return Err(StepError::Failed(Failure(message)));
+                    return Err(StepError::Failed(Failure::new(message)));
                 }
             }
             Step::SendResponse {
@@ -263,7 +276,7 @@ impl Player {
                          expect the client's request before sending",
                         def.location
                     );
-                    return Err(StepError::Failed(Failure(message)));
+                    return Err(StepError::Failed(Failure::new(message)));
                 }
             }
             Step::CloseStream {
