@@ -423,7 +423,7 @@ pub enum ResourceSpec {
     Endpoints(EndpointsSpec),
     /// Any resource in proto3 JSON with an `@type` key, as Envoy users
     /// write it (`{"@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster", ...}`).
-    Proto(Spanned<serde_json::Value>),
+    Proto(Spanned<super::spanned_json::SpannedJson>),
     /// Bytes as they go on the wire: for undecodable or mistyped entries.
     Raw(RawSpec),
     /// The resource wrapped in `envoy.service.discovery.v3.Resource`.

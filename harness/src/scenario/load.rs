@@ -41,7 +41,7 @@ use xds_vocabulary::certificates::Signer;
 /// Renders as `file.yaml:3:24: <message>` followed by the offending source
 /// lines with a caret under the column.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{}: {message}{}", location_text(file, *line, *column), snippet_block(snippet))]
+#[error("{}: {message}{}{}", location_text(file, *line, *column), snippet_block(snippet), more_block(more))]
 pub struct ScenarioError {
     pub file: String,
     /// 1-based; 0 when the error has no position (e.g. unreadable file).
@@ -51,6 +51,9 @@ pub struct ScenarioError {
     pub message: String,
     /// The source lines up to `line`, and a caret line; empty without a position.
     pub snippet: String,
+    /// Further errors found in the same part of the file (every wrong key
+    /// of a proto3 JSON resource), each with its own position.
+    pub more: Vec<ScenarioError>,
 }
 
 impl ScenarioError {
@@ -69,8 +72,30 @@ impl ScenarioError {
             column,
             message: xds_vocabulary::cut::cut(&message, MAX_MESSAGE).into_owned(),
             snippet: snippet(text, line, column),
+            more: Vec::new(),
         }
     }
+
+    fn from_problem(file: &str, text: &str, problem: Problem) -> Self {
+        let more = problem
+            .more
+            .into_iter()
+            .take(MAX_MORE)
+            .map(|p| ScenarioError::new(file, text, p.line, p.column, p.message))
+            .collect();
+        ScenarioError {
+            more,
+            ..ScenarioError::new(file, text, problem.line, problem.column, problem.message)
+        }
+    }
+}
+
+/// How many further errors one error carries: a resource pasted with the
+/// wrong casing throughout must not print a screen per key.
+const MAX_MORE: usize = 20;
+
+fn more_block(more: &[ScenarioError]) -> String {
+    more.iter().map(|e| format!("\n{e}")).collect()
 }
 
 fn location_text(file: &str, line: u64, column: u64) -> String {
@@ -183,6 +208,8 @@ pub(crate) struct Problem {
     line: u64,
     column: u64,
     message: String,
+    /// Further errors of the same part, each where it is.
+    more: Vec<Problem>,
 }
 
 impl Problem {
@@ -191,6 +218,7 @@ impl Problem {
             line: spanned.line,
             column: spanned.column,
             message: message.into(),
+            more: Vec::new(),
         }
     }
 
@@ -199,7 +227,13 @@ impl Problem {
             line,
             column,
             message: message.into(),
+            more: Vec::new(),
         }
+    }
+
+    /// This error, and more of the same part after it.
+    pub(crate) fn with_more(self, more: Vec<Problem>) -> Self {
+        Problem { more, ..self }
     }
 
     #[cfg(test)]
@@ -227,6 +261,7 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
         column: 0,
         message,
         snippet: String::new(),
+        more: Vec::new(),
     };
     // Asked before reading, so a huge file is never read whole.
     let size = std::fs::metadata(path)
@@ -240,6 +275,29 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
     load_str(&file, &text)
 }
 
+/// `message`, saying in which part of the file when that helps: a
+/// missing field names the step (or other part) that lacks it.
+fn in_part(path: &str, message: String) -> String {
+    if path.is_empty() || path == "." || !message.starts_with("missing field") {
+        return message;
+    }
+    let readable = path
+        .split('.')
+        // The `value` of our `Spanned` wrapper is no part of the file.
+        .filter(|part| *part != "value")
+        .map(|part| match part.split_once('[') {
+            // serde_path_to_error counts from 0; people count steps from 1.
+            Some(("steps", index)) => index
+                .trim_end_matches(']')
+                .parse::<usize>()
+                .map_or_else(|_| part.to_string(), |i| format!("step {}", i + 1)),
+            _ => part.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" > ");
+    format!("{message} in {readable}")
+}
+
 /// Loads and checks scenario text; `source_name` is its path (for messages
 /// and the default scenario name).
 pub fn load_str(source_name: &str, text: &str) -> Result<Scenario, ScenarioError> {
@@ -250,9 +308,20 @@ pub fn load_str(source_name: &str, text: &str) -> Result<Scenario, ScenarioError
             column: 0,
             message: too_large(text.len() as u64),
             snippet: String::new(),
+            more: Vec::new(),
         });
     }
-    let parsed: ScenarioFile = serde_saphyr::from_str(text).map_err(|e| {
+    // serde's errors say what is wrong but not in which part of the file:
+    // the path (`steps[3].set_resources`) says in which step.
+    let mut path = String::new();
+    let parsed: Result<ScenarioFile, _> =
+        serde_saphyr::with_deserializer_from_str(text, |deserializer| {
+            serde_path_to_error::deserialize(deserializer).map_err(|e| {
+                path = e.path().to_string();
+                e.into_inner()
+            })
+        });
+    let parsed = parsed.map_err(|e| {
         let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
         let message: String = serde_saphyr::UserMessageFormatter
             .format_message(&e)
@@ -260,10 +329,10 @@ pub fn load_str(source_name: &str, text: &str) -> Result<Scenario, ScenarioError
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
         let message = with_suggestion(message);
+        let message = in_part(&path, message);
         ScenarioError::new(source_name, text, line, column, message)
     })?;
-    check(source_name, parsed)
-        .map_err(|p| ScenarioError::new(source_name, text, p.line, p.column, p.message))
+    check(source_name, parsed).map_err(|p| ScenarioError::from_problem(source_name, text, p))
 }
 
 /// serde's "unknown field `x`, expected one of a, b" (or "unknown
@@ -1842,5 +1911,71 @@ steps: []
         bomb.push_str("}}]}}\nsteps: []");
         let e = load_str("t.yaml", &bomb).expect_err("an alias bomb");
         assert!(e.message.contains("limits breached"), "{e}");
+    }
+
+    #[test]
+    fn every_wrong_key_of_a_proto_resource_is_named_where_it_is() {
+        let e = load_error(
+            "description: d\nservers:\n  main:\n    resources:\n      - proto:\n          \
+             \"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\n          \
+             name: c1\n          typo_field: 3\n          \
+             eds_cluster_config: { eds_config: { ads: {} }, servce_name: x }\n          \
+             connectTimeout: 5\nsteps: []\n",
+        );
+        assert_eq!((e.line, e.column), (8, 11), "{e}");
+        assert!(
+            e.message.contains(
+                "at typo_field: envoy.config.cluster.v3.Cluster has no field `typo_field`"
+            ),
+            "{e}"
+        );
+        let more: Vec<(u64, u64, &str)> = e
+            .more
+            .iter()
+            .map(|m| (m.line, m.column, m.message.as_str()))
+            .collect();
+        assert_eq!(more.len(), 2, "{e}");
+        assert_eq!((more[0].0, more[0].1), (9, 58), "{e}");
+        assert!(more[0].2.contains("(did you mean `service_name`?)"), "{e}");
+        assert_eq!((more[1].0, more[1].1), (10, 27), "{e}");
+        assert!(more[1].2.contains("at connectTimeout:"), "{e}");
+        // All three are in what a user reads, each with its own snippet.
+        let shown = e.to_string();
+        assert_eq!(shown.matches("t.yaml:").count(), 3, "{shown}");
+        assert_eq!(shown.matches("^").count(), 3, "{shown}");
+    }
+
+    #[test]
+    fn a_wrong_key_inside_a_typed_config_is_found_through_its_type() {
+        let e = load_error(
+            "description: d\nservers:\n  main:\n    resources:\n      - proto:\n          \
+             \"@type\": type.googleapis.com/envoy.config.listener.v3.Listener\n          \
+             name: l\n          apiListener:\n            apiListener:\n              \
+             \"@type\": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager\n              \
+             statPrefx: s\nsteps: []\n",
+        );
+        assert_eq!((e.line, e.column), (11, 15), "{e}");
+        assert!(
+            e.message.contains("at apiListener.apiListener.statPrefx:"),
+            "{e}"
+        );
+        assert!(e.message.contains("did you mean `statPrefix`"), "{e}");
+        assert!(e.more.is_empty(), "{e}");
+    }
+
+    #[test]
+    fn a_missing_field_says_in_which_step() {
+        let e = load_error(
+            "description: d\nservers: {main: {}}\nsteps:\n  - wait: 1s\n  \
+             - set_resources: { server: main }\n",
+        );
+        assert_eq!(e.line, 5, "{e}");
+        assert_eq!(
+            e.message, "missing field `resources` in step 2 > set_resources",
+            "{e}"
+        );
+        // At the top there is no part to name.
+        let e = load_error("servers: {main: {}}\nsteps: []\n");
+        assert_eq!(e.message, "missing field `description`", "{e}");
     }
 }

@@ -13,6 +13,7 @@ pub(crate) mod load;
 pub mod proto_json;
 mod resources;
 mod schema;
+pub mod spanned_json;
 
 pub use load::{ScenarioError, load_file, load_str};
 pub use schema::scenario_schema;

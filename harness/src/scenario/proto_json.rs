@@ -13,6 +13,9 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::Message;
 use prost_reflect::{DescriptorPool, DeserializeOptions, DynamicMessage, MessageDescriptor};
 
+use super::file::Spanned;
+use super::spanned_json::SpannedJson;
+
 /// envoy-types 0.7.7's `src/generated/types.bin` (a FileDescriptorSet).
 static DESCRIPTOR_SET: &[u8] = include_bytes!("../../descriptors/envoy-types-0.7.7.bin");
 
@@ -163,6 +166,161 @@ fn failing_path(
         }
         value if !field.is_list() => descend(value, path),
         _ => {}
+    }
+}
+
+/// One wrong key (or value) of a proto3 JSON resource, where it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyError {
+    pub line: u64,
+    pub column: u64,
+    /// e.g. `endpoints[0].loadBalancingWeight`.
+    pub path: String,
+    pub message: String,
+}
+
+/// Every wrong key of a resource written in proto3 JSON, each at its
+/// position, in file order: a key the message does not have (with the
+/// nearest name it does), a value of the wrong type, an `Any` whose
+/// `@type` is unknown. Empty if it converts. Like [`failing_path`], it
+/// finds them by converting one key at a time, so it runs on the error
+/// path only.
+pub fn key_errors(value: &Spanned<SpannedJson>) -> Vec<KeyError> {
+    let mut errors = Vec::new();
+    let Some((_, type_url)) = value.value.get("@type") else {
+        return errors;
+    };
+    let SpannedJson::String(url) = &type_url.value else {
+        return errors;
+    };
+    let name = url.rsplit('/').next().unwrap_or_default();
+    if let Some(descriptor) = descriptor_pool()
+        .ok()
+        .and_then(|p| p.get_message_by_name(name))
+    {
+        object_errors(&descriptor, &value.value, "", &mut errors);
+    }
+    errors.sort_by_key(|e| (e.line, e.column));
+    errors
+}
+
+fn object_errors(
+    descriptor: &MessageDescriptor,
+    object: &SpannedJson,
+    path: &str,
+    errors: &mut Vec<KeyError>,
+) {
+    let SpannedJson::Object(entries) = object else {
+        return;
+    };
+    for (key, value) in entries {
+        if key.value == "@type" {
+            continue;
+        }
+        let single = serde_json::Map::from_iter([(key.value.clone(), value.value.to_json())]);
+        let Err(error) = deserialize(descriptor, &single) else {
+            continue;
+        };
+        let here = join(path, &key.value);
+        let Some(field) = descriptor
+            .get_field_by_json_name(&key.value)
+            .or_else(|| descriptor.get_field_by_name(&key.value))
+        else {
+            let names: Vec<String> = descriptor
+                .fields()
+                .flat_map(|f| [f.name().to_string(), f.json_name().to_string()])
+                .collect();
+            let hint = crate::suite::closest(&key.value, &names)
+                .map(|n| format!(" (did you mean `{n}`?)"))
+                .unwrap_or_default();
+            errors.push(KeyError {
+                line: key.line,
+                column: key.column,
+                path: here,
+                message: format!(
+                    "{} has no field `{}`{hint}",
+                    descriptor.full_name(),
+                    key.value
+                ),
+            });
+            continue;
+        };
+        let before = errors.len();
+        if let Some(message) = field.kind().as_message().filter(|_| !field.is_map()) {
+            match &value.value {
+                SpannedJson::Array(items) if field.is_list() => {
+                    for (index, item) in items.iter().enumerate() {
+                        let item_path = format!("{here}[{index}]");
+                        let one = serde_json::Map::from_iter([(
+                            key.value.clone(),
+                            serde_json::Value::Array(vec![item.value.to_json()]),
+                        )]);
+                        if deserialize(descriptor, &one).is_ok() {
+                            continue;
+                        }
+                        let inner = errors.len();
+                        message_errors(message, item, &item_path, errors);
+                        if errors.len() == inner {
+                            errors.push(located(item, &item_path, &error));
+                        }
+                    }
+                }
+                _ if !field.is_list() => message_errors(message, value, &here, errors),
+                _ => {}
+            }
+        }
+        if errors.len() == before {
+            errors.push(located(value, &here, &error));
+        }
+    }
+}
+
+/// The errors inside one message value; an `Any` by its `@type`.
+fn message_errors(
+    message: &MessageDescriptor,
+    value: &Spanned<SpannedJson>,
+    path: &str,
+    errors: &mut Vec<KeyError>,
+) {
+    if message.full_name() == "google.protobuf.Any" {
+        let Some((key, type_url)) = value.value.get("@type") else {
+            return;
+        };
+        let SpannedJson::String(url) = &type_url.value else {
+            return;
+        };
+        let name = url.rsplit('/').next().unwrap_or_default();
+        match descriptor_pool()
+            .ok()
+            .and_then(|p| p.get_message_by_name(name))
+        {
+            Some(inner) => object_errors(&inner, &value.value, path, errors),
+            None => errors.push(KeyError {
+                line: key.line,
+                column: key.column,
+                path: join(path, "@type"),
+                message: format!("unknown `@type` \"{url}\": not a message envoy-types knows"),
+            }),
+        }
+    } else if !message.full_name().starts_with("google.protobuf.") {
+        object_errors(message, &value.value, path, errors);
+    }
+}
+
+fn located(value: &Spanned<SpannedJson>, path: &str, error: &serde_json::Error) -> KeyError {
+    KeyError {
+        line: value.line,
+        column: value.column,
+        path: path.to_string(),
+        message: error.to_string(),
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
     }
 }
 

@@ -48,6 +48,7 @@ use super::file::{
 };
 use super::load::{Problem, parse_resource_type};
 use super::proto_json;
+use super::spanned_json::SpannedJson;
 
 /// Builds one resource; errors point at the resource or at its offending value.
 /// `backends` are the scenario's backend names: endpoints may name them as
@@ -559,9 +560,23 @@ fn locality(spec: &LocalitySpec, backends: &[String]) -> Result<LocalityLbEndpoi
     })
 }
 
-fn proto(json: &Spanned<serde_json::Value>) -> Result<ServedResource, Problem> {
+fn proto(json: &Spanned<SpannedJson>) -> Result<ServedResource, Problem> {
     let fail = |message: String| Problem::at(json, format!("proto: {message}"));
-    let entry = proto_json::json_to_any(&json.value).map_err(|e| fail(e.to_string()))?;
+    let entry = proto_json::json_to_any(&json.value.to_json()).map_err(|e| {
+        // Each wrong key where it is written, all of them; the whole
+        // resource only when none can be told apart.
+        let mut located = proto_json::key_errors(json).into_iter().map(|k| {
+            Problem::at_position(
+                k.line,
+                k.column,
+                format!("proto: at {}: {}", k.path, k.message),
+            )
+        });
+        match located.next() {
+            Some(first) => first.with_more(located.collect()),
+            None => fail(e.to_string()),
+        }
+    })?;
     let message_name = entry.type_url.rsplit('/').next().unwrap_or_default();
     let resource_type = ResourceType::ALL
         .into_iter()
