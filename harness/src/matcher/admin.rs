@@ -18,6 +18,7 @@ pub struct AdminMatcherSpec {
     /// The resource's type: LDS, RDS, CDS or EDS.
     #[serde(rename = "type")]
     pub resource_type: Spanned<String>,
+    /// Resource name as the proxy shows it.
     pub name: Option<String>,
     /// active, warming, rejected, draining or removed.
     pub state: Option<Spanned<String>>,

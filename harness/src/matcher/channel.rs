@@ -12,6 +12,7 @@ use crate::timeline::{EventKind, TimelineEvent};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelMatcherSpec {
+    /// The dialled target, e.g. `xds:///svc` (default: any).
     pub target: Option<String>,
     /// IDLE, CONNECTING, READY, TRANSIENT_FAILURE or SHUTDOWN.
     pub state: Spanned<String>,

@@ -22,11 +22,13 @@ pub struct ClientMatcherSpec {
     /// resource_timer_started, subscription_sent, fallback_started,
     /// fell_forward, log.
     pub event: Spanned<String>,
+    /// The server it concerns, by name (`primary`) or URI (`primary:443`).
     pub server: Option<Spanned<String>>,
     /// retry_scheduled delay, e.g. `1.1s`.
     pub delay: Option<Spanned<String>>,
     /// log level: info, warning, error.
     pub level: Option<Spanned<String>>,
+    /// Substring of the event as the timeline writes it.
     pub contains: Option<String>,
 }
 

@@ -18,12 +18,16 @@ use crate::timeline::{CsdsEntry, CsdsStatus, TimelineEvent, csds_status_name};
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CsdsMatcherSpec {
+    /// Resource type: LDS, RDS, CDS or EDS.
     #[serde(rename = "type")]
     pub resource_type: Option<Spanned<String>>,
+    /// Resource name.
     pub name: Option<String>,
     /// REQUESTED, ACKED, NACKED, DOES_NOT_EXIST, RECEIVED_ERROR, TIMEOUT or ABSENT.
     pub status: Option<Spanned<String>>,
+    /// The entry's version_info.
     pub version: Option<String>,
+    /// Substring of the entry's error_state details.
     pub error_contains: Option<String>,
     /// The ClientConfig's `client_scope` (gRFC A71): the channel target,
     /// e.g. `xds:///svc` (`xds:/svc` as C-core spells it matches too), or

@@ -20,7 +20,9 @@ use crate::timeline::{EventKind, TimelineEvent};
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeltaRequestMatcherSpec {
+    /// The server that received it (default: any).
     pub server: Option<Spanned<String>>,
+    /// Resource type: LDS, RDS, CDS or EDS.
     #[serde(rename = "type")]
     pub resource_type: Option<Spanned<String>>,
     /// Exact set of resource_names_subscribe (order ignored); `[]` = none.
@@ -30,6 +32,7 @@ pub struct DeltaRequestMatcherSpec {
     /// Exactly these initial_resource_versions (name -> version); `{}` =
     /// none.
     pub initial: Option<BTreeMap<String, String>>,
+    /// response_nonce: the nonce of the response it answers (`""` for none).
     pub nonce: Option<String>,
     /// initial, ack, nack or unknown_nonce.
     pub kind: Option<Spanned<String>>,

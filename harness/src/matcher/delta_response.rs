@@ -18,7 +18,9 @@ use crate::timeline::{EventKind, TimelineEvent, type_name};
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeltaResponseMatcherSpec {
+    /// The server that sent it (default: any).
     pub server: Option<Spanned<String>>,
+    /// Resource type: LDS, RDS, CDS or EDS.
     #[serde(rename = "type")]
     pub resource_type: Option<Spanned<String>>,
     /// Exact set of the resources' names (order ignored); `[]` = none.
@@ -27,7 +29,9 @@ pub struct DeltaResponseMatcherSpec {
     pub versions: Option<BTreeMap<String, String>>,
     /// Exact set of removed_resources (order ignored); `[]` = none.
     pub removed: Option<Vec<String>>,
+    /// system_version_info.
     pub system_version: Option<String>,
+    /// The response's nonce.
     pub nonce: Option<String>,
 }
 

@@ -17,10 +17,13 @@ use crate::timeline::{EventKind, TimelineEvent};
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DialMatcherSpec {
+    /// The dialled target, e.g. `xds:///svc` (default: any).
     pub target: Option<String>,
     /// true: a config; false: an error.
     pub resolved: Option<bool>,
+    /// Status code name of a resolution error (e.g. UNAVAILABLE).
     pub code: Option<Spanned<String>>,
+    /// Substring of the error message, or of the resolved config's summary.
     pub contains: Option<String>,
     /// cluster -> endpoint addresses (exact set).
     pub clusters: Option<IndexMap<String, Vec<String>>>,

@@ -14,7 +14,9 @@ use crate::timeline::{EventKind, TimelineEvent, type_name};
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestMatcherSpec {
+    /// The server that received it (default: any).
     pub server: Option<Spanned<String>>,
+    /// Resource type: LDS, RDS, CDS or EDS.
     #[serde(rename = "type")]
     pub resource_type: Option<Spanned<String>>,
     /// Exact set of resource_names (order ignored); `[]` = none. On a
@@ -23,6 +25,7 @@ pub struct RequestMatcherSpec {
     /// version_info; checked on SotW requests only (a delta request has
     /// none), so one expectation serves both protocols.
     pub version: Option<String>,
+    /// response_nonce: the nonce of the response it answers (`""` for none).
     pub nonce: Option<String>,
     /// initial, ack, nack or unknown_nonce.
     pub kind: Option<Spanned<String>>,

@@ -13,11 +13,16 @@ use crate::timeline::{EventKind, TimelineEvent, type_name};
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResponseMatcherSpec {
+    /// The server that sent it (default: any).
     pub server: Option<Spanned<String>>,
+    /// Resource type: LDS, RDS, CDS or EDS.
     #[serde(rename = "type")]
     pub resource_type: Option<Spanned<String>>,
+    /// Exact set of the resources' names (order ignored).
     pub names: Option<Vec<String>>,
+    /// version_info.
     pub version: Option<String>,
+    /// The response's nonce.
     pub nonce: Option<String>,
 }
 

@@ -12,6 +12,7 @@ use crate::timeline::{EventKind, TimelineEvent};
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RpcMatcherSpec {
+    /// The target the RPC was sent on (default: any).
     pub target: Option<String>,
     /// Status code name (OK, UNAVAILABLE, DEADLINE_EXCEEDED, ...).
     pub code: Option<Spanned<String>>,

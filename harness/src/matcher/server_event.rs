@@ -13,6 +13,7 @@ use crate::timeline::{EventKind, TimelineEvent};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerEventMatcherSpec {
+    /// The server it happened on (default: any).
     pub server: Option<Spanned<String>>,
     /// connection_accepted, connection_refused, connection_closed,
     /// stream_opened, stream_closed, tls_established, tls_failed.

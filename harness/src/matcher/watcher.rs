@@ -13,8 +13,10 @@ use crate::timeline::{EventKind, TimelineEvent};
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WatcherMatcherSpec {
+    /// Resource type: LDS, RDS, CDS or EDS (default: any).
     #[serde(rename = "type")]
     pub resource_type: Option<Spanned<String>>,
+    /// Resource name (default: any).
     pub name: Option<String>,
     /// changed, resource_error, ambient_error, ambient_error_cleared, does_not_exist.
     pub event: Option<Spanned<String>>,

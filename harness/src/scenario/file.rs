@@ -98,6 +98,7 @@ pub struct ServerSpec {
     /// HTTP/2 GOAWAY at that age; streams still open are cut
     /// `max_connection_age_grace` later (default 1s).
     pub max_connection_age: Option<Spanned<String>>,
+    /// How long streams may stay open after `max_connection_age`'s GOAWAY (default 1s).
     pub max_connection_age_grace: Option<Spanned<String>>,
     /// TLS on the channel to this server (gRFC A65). The server serves TLS
     /// with certificates made for the run (valid for the server's name,
@@ -142,10 +143,12 @@ pub struct BootstrapSpec {
     /// Top-level `xds_servers`, by server name, in priority order
     /// (default: every server, in declaration order).
     pub servers: Option<Vec<Spanned<String>>>,
+    /// The bootstrap's node: id, cluster, locality.
     pub node: Option<NodeSpec>,
     /// gRFC A47 authorities.
     #[serde(default)]
     pub authorities: IndexMap<String, AuthoritySpec>,
+    /// gRFC A47: the Listener name template for targets without an authority (default `%s`).
     pub client_default_listener_resource_name_template: Option<String>,
     /// The Listener an xDS-enabled server on `%s` (`ip:port`) watches
     /// (gRFC A36), e.g. `grpc/server?xds.resource.listening_address=%s`.
@@ -158,10 +161,15 @@ pub struct BootstrapSpec {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSpec {
+    /// node.id.
     pub id: Option<String>,
+    /// node.cluster.
     pub cluster: Option<String>,
+    /// node.locality.region.
     pub region: Option<String>,
+    /// node.locality.zone.
     pub zone: Option<String>,
+    /// node.locality.sub_zone.
     pub sub_zone: Option<String>,
 }
 
@@ -171,6 +179,7 @@ pub struct AuthoritySpec {
     /// The authority's servers, by name; empty = the top-level ones.
     #[serde(default)]
     pub servers: Vec<Spanned<String>>,
+    /// gRFC A47: how a target's Listener name is made for this authority, e.g. `xdstp://a.example/envoy.config.listener.v3.Listener/%s`.
     pub client_listener_resource_name_template: Option<String>,
 }
 
@@ -276,6 +285,7 @@ pub struct WatchSpec {
     /// LDS, RDS, CDS or EDS (or a type URL).
     #[serde(rename = "type")]
     pub resource_type: Spanned<String>,
+    /// Resource name.
     pub name: String,
 }
 
@@ -289,26 +299,34 @@ pub struct ServerRef {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetResourcesSpec {
+    /// Which server (default: the only one).
     pub server: Option<Spanned<String>>,
     /// version_info of the change (default: the type's next number).
     pub version: Option<String>,
+    /// The resources to add or replace (others of their types stay).
     pub resources: Vec<Spanned<ResourceSpec>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RemoveResourcesSpec {
+    /// Which server (default: the only one).
     pub server: Option<Spanned<String>>,
+    /// Resource type: LDS, RDS, CDS or EDS.
     #[serde(rename = "type")]
     pub resource_type: Spanned<String>,
+    /// Names of the resources to remove.
     pub names: Vec<String>,
+    /// The type's version after the change (default: the next number).
     pub version: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendResponseSpec {
+    /// Which server (default: the only one).
     pub server: Option<Spanned<String>>,
+    /// Resource type: LDS, RDS, CDS or EDS.
     #[serde(rename = "type")]
     pub resource_type: Spanned<String>,
     /// version_info (default: the server's current version of the type).
@@ -324,7 +342,9 @@ pub struct SendResponseSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendDeltaResponseSpec {
+    /// Which server (default: the only one).
     pub server: Option<Spanned<String>>,
+    /// Resource type: LDS, RDS, CDS or EDS.
     #[serde(rename = "type")]
     pub resource_type: Spanned<String>,
     /// system_version_info (default: the server's current version of the
@@ -355,15 +375,18 @@ pub struct SendDeltaResponseSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CloseStreamSpec {
+    /// Which server (default: the only one).
     pub server: Option<Spanned<String>>,
     /// gRPC status code name (default UNAVAILABLE).
     pub code: Option<Spanned<String>>,
+    /// The status message sent with the close.
     pub message: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HangSpec {
+    /// Which server (default: the only one).
     pub server: Option<Spanned<String>>,
     /// LDS, RDS, CDS or EDS (default: every type).
     #[serde(rename = "type")]
@@ -373,6 +396,7 @@ pub struct HangSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DelayResponsesSpec {
+    /// Which server (default: the only one).
     pub server: Option<Spanned<String>>,
     /// e.g. `2s`, `250ms`.
     pub by: Spanned<String>,
@@ -381,6 +405,7 @@ pub struct DelayResponsesSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DropResponsesSpec {
+    /// Which server (default: the only one).
     pub server: Option<Spanned<String>>,
     /// How many (default 1).
     pub count: Option<u32>,
@@ -392,6 +417,7 @@ pub struct DropResponsesSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RestartSpec {
+    /// Which server (default: the only one).
     pub server: Option<Spanned<String>>,
     /// Keep the store (default true).
     pub keep_resources: Option<bool>,
@@ -400,11 +426,13 @@ pub struct RestartSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CloseStreamsAfterSpec {
+    /// Which server (default: the only one).
     pub server: Option<Spanned<String>>,
     /// Responses a stream gets before it is closed (0: none).
     pub responses: u32,
     /// gRPC status code name (default UNAVAILABLE).
     pub code: Option<Spanned<String>>,
+    /// The status message sent with each close.
     pub message: Option<String>,
 }
 
@@ -433,6 +461,7 @@ pub enum ResourceSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListenerSpec {
+    /// The Listener's name (the target's authority-less name, e.g. `svc`).
     pub name: String,
     /// Route configuration over RDS (ADS), by name.
     pub rds: Option<String>,
@@ -456,9 +485,11 @@ pub struct ListenerSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteConfigSpec {
+    /// The RouteConfiguration's name.
     pub name: String,
     /// One virtual host sending everything to this cluster.
     pub routes_to: Option<String>,
+    /// One virtual host sending everything to weighted clusters `{c1: 70, c2: 30}`.
     pub weighted: Option<IndexMap<String, u32>>,
     /// Domains of that virtual host (default `["*"]`).
     pub domains: Option<Vec<String>>,
@@ -469,8 +500,11 @@ pub struct RouteConfigSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VirtualHostSpec {
+    /// The virtual host's name.
     pub name: Option<String>,
+    /// The domains it serves, e.g. `["svc"]` or `["*"]`.
     pub domains: Vec<String>,
+    /// Its routes, first match wins.
     pub routes: Vec<RouteSpec>,
 }
 
@@ -481,7 +515,9 @@ pub struct RouteSpec {
     pub prefix: Option<String>,
     /// Exact path instead of a prefix.
     pub path: Option<String>,
+    /// The cluster this route sends to.
     pub cluster: Option<String>,
+    /// Weighted clusters `{c1: 70, c2: 30}` instead of one cluster.
     pub weighted: Option<IndexMap<String, u32>>,
     /// A direct_response route (RPCs matching it fail).
     pub non_forwarding: Option<bool>,
@@ -490,6 +526,7 @@ pub struct RouteSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterSpec {
+    /// The Cluster's name.
     pub name: String,
     /// EDS service_name (default: none, the cluster name is used).
     pub eds_service_name: Option<String>,
@@ -509,6 +546,7 @@ pub struct EndpointsSpec {
     /// `ip:port` (or `backend:NAME`) list in one locality (r1/z1, weight 1,
     /// priority 0).
     pub addresses: Option<Vec<String>>,
+    /// Localities with their addresses, weights and priorities (instead of `addresses`).
     pub localities: Option<Vec<LocalitySpec>>,
     /// drop_overloads: category -> parts per million.
     pub drop: Option<IndexMap<String, u32>>,
@@ -517,12 +555,17 @@ pub struct EndpointsSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LocalitySpec {
+    /// Locality region.
     pub region: Option<String>,
+    /// Locality zone.
     pub zone: Option<String>,
+    /// Locality sub-zone.
     pub sub_zone: Option<String>,
     /// load_balancing_weight (default 1; 0 makes gRPC ignore the locality).
     pub weight: Option<u32>,
+    /// Priority (0 is highest; default 0).
     pub priority: Option<u32>,
+    /// Endpoint addresses, `host:port`.
     pub addresses: Vec<String>,
 }
 

@@ -298,9 +298,33 @@ fn in_part(path: &str, message: String) -> String {
     format!("{message} in {readable}")
 }
 
+/// The stack the loader runs on: deeply nested input costs stack in the
+/// YAML parser and in reading proto3 JSON (some 40 KiB a level in a debug
+/// build, up to `spanned_json`'s 100 levels), more than a test thread's
+/// 2 MiB. Only touched pages are ever allocated.
+const LOADER_STACK: usize = 64 << 20;
+
 /// Loads and checks scenario text; `source_name` is its path (for messages
 /// and the default scenario name).
 pub fn load_str(source_name: &str, text: &str) -> Result<Scenario, ScenarioError> {
+    // On a thread of its own with room for the deepest input the limits
+    // allow, whatever thread asked (see LOADER_STACK).
+    std::thread::scope(|scope| {
+        match std::thread::Builder::new()
+            .name("scenario loader".into())
+            .stack_size(LOADER_STACK)
+            .spawn_scoped(scope, || load_str_here(source_name, text))
+        {
+            Ok(loader) => loader
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            // No thread to be had: try on this one.
+            Err(_) => load_str_here(source_name, text),
+        }
+    })
+}
+
+fn load_str_here(source_name: &str, text: &str) -> Result<Scenario, ScenarioError> {
     if text.len() as u64 > MAX_FILE_BYTES {
         return Err(ScenarioError {
             file: source_name.to_string(),

@@ -24,9 +24,49 @@ pub fn scenario_schema() -> String {
     for keyword in keywords() {
         keyword.apply(&mut value);
     }
+    describe_variant_keys(&mut value);
     let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// An enum variant in the file form (`- watch: {...}`, `- cluster:
+/// {...}`) is a one-key object in the schema whose description schemars
+/// puts on the object; editors show a key's own description when the
+/// cursor is on it, so the key gets it too.
+fn describe_variant_keys(schema: &mut Value) {
+    let Some(definitions) = schema.get_mut("$defs").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for definition in definitions.values_mut() {
+        let Some(branches) = definition.get_mut("oneOf").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for branch in branches {
+            let Some(description) = branch.get("description").cloned() else {
+                continue;
+            };
+            let Some(properties) = branch.get_mut("properties").and_then(Value::as_object_mut)
+            else {
+                continue;
+            };
+            if properties.len() != 1 {
+                continue;
+            }
+            for property in properties.values_mut() {
+                // `true` (anything: a proto3 JSON resource) and `{}` say
+                // the same; only the object can carry a description.
+                if *property == Value::Bool(true) {
+                    *property = json!({});
+                }
+                if let Some(object) = property.as_object_mut()
+                    && !object.contains_key("description")
+                {
+                    object.insert("description".into(), description.clone());
+                }
+            }
+        }
+    }
 }
 
 /// A keyword property of one definition of the schema (`None`: the
@@ -255,6 +295,37 @@ mod tests {
     /// Every keyword the loader checks against a table has that table as
     /// its `enum`, so editors complete it; a renamed struct or field that
     /// would silently drop the enum fails here.
+    /// Every property an editor can complete has something to show on
+    /// hover: a doc comment on its field (or on its enum variant).
+    #[test]
+    fn every_property_has_a_description() {
+        let schema: Value = serde_json::from_str(&scenario_schema()).expect("JSON");
+        let mut missing = Vec::new();
+        fn walk(node: &Value, at: &str, missing: &mut Vec<String>) {
+            match node {
+                Value::Object(object) => {
+                    if let Some(Value::Object(properties)) = object.get("properties") {
+                        for (name, property) in properties {
+                            if property.get("description").is_none() {
+                                missing.push(format!("{at}.{name}"));
+                            }
+                        }
+                    }
+                    for (key, child) in object {
+                        walk(child, &format!("{at}/{key}"), missing);
+                    }
+                }
+                Value::Array(items) => items.iter().for_each(|i| walk(i, at, missing)),
+                _ => {}
+            }
+        }
+        walk(&schema, "", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "properties without a description: {missing:#?}"
+        );
+    }
+
     #[test]
     fn every_keyword_property_gets_its_enum() {
         let schema = schemars::schema_for!(ScenarioFile);

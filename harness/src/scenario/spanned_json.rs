@@ -3,6 +3,7 @@
 //! error in it points at the key that is wrong rather than at the
 //! resource's first line.
 
+use std::cell::Cell;
 use std::fmt;
 
 use schemars::JsonSchema;
@@ -54,8 +55,46 @@ impl SpannedJson {
     }
 }
 
+/// How deep a value may nest. Real resources nest a few dozen levels
+/// (a typed config inside a filter inside a listener); each level costs
+/// several stack frames here (the position wrapper, the path tracker: some
+/// 40 KiB in a debug build), which the loader's own thread has room for
+/// (`load::LOADER_STACK`).
+const MAX_DEPTH: usize = 100;
+
+thread_local! {
+    /// Levels of [`SpannedJson`] being read on this thread: `Deserialize`
+    /// takes no state, so the depth is kept beside it.
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// One level deeper while it lives; back up when dropped, errors and
+/// unwinding included.
+struct Level;
+
+impl Level {
+    fn enter() -> Option<Level> {
+        let depth = DEPTH.get();
+        (depth < MAX_DEPTH).then(|| {
+            DEPTH.set(depth + 1);
+            Level
+        })
+    }
+}
+
+impl Drop for Level {
+    fn drop(&mut self) {
+        DEPTH.set(DEPTH.get().saturating_sub(1));
+    }
+}
+
 impl<'de> Deserialize<'de> for SpannedJson {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let Some(_level) = Level::enter() else {
+            return Err(de::Error::custom(format!(
+                "a proto3 JSON value nested deeper than {MAX_DEPTH} levels"
+            )));
+        };
         deserializer.deserialize_any(JsonVisitor)
     }
 }
