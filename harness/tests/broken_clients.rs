@@ -35,6 +35,7 @@ fn defect(name: &str) -> Defects {
         "wildcard_as_a_name" => d.wildcard_as_a_name = true,
         "tls_accepts_any_server" => d.tls_accepts_any_server = true,
         "tls_no_identity" => d.tls_no_identity = true,
+        "new_watcher_misses_pending_error" => d.new_watcher_misses_pending_error = true,
         other => panic!("unknown defect {other}"),
     }
     d
@@ -216,6 +217,16 @@ fn defect(name: &str) -> Defects {
     "no_connect_timeout",
     "a65/stalled-handshake-times-out-the-connection-attempt",
     ":22:5:"
+)]
+#[case::a88_new_watcher_after_a_nack(
+    "new_watcher_misses_pending_error",
+    "a88/new-watcher-after-a-nack-hears-the-value-then-the-error",
+    ":37:5:"
+)]
+#[case::a88_new_watcher_after_a_kept_deletion(
+    "new_watcher_misses_pending_error",
+    "a88/new-watcher-after-a-kept-deletion-hears-the-value-then-not-found",
+    ":24:5:"
 )]
 #[case::a65_mtls_identity("tls_no_identity", "a65/channel-mtls", ":20:5:")]
 #[case::a65_watch_mtls_identity("tls_no_identity", "a65/watch-over-mtls", ":16:5:")]

@@ -101,6 +101,9 @@ pub struct Defects {
     /// TLS: never present the configured client certificate (A65: with
     /// `certificate_file` and `private_key_file` the client does mTLS).
     pub tls_no_identity: bool,
+    /// A new watcher of a cached resource with a pending data error hears
+    /// the cached value only (A88: the value, then the error).
+    pub new_watcher_misses_pending_error: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

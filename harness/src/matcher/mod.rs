@@ -144,6 +144,12 @@ macro_rules! define_matchers {
             $( $(#[$doc])* $Variant($module::$Checked), )*
             /// Any alternative will do; some mark a divergence.
             AnyOf(Vec<Alternative>),
+            /// One event for each, each after the one before (an `expect`
+            /// only: the runner matches them as a sequence).
+            InOrder(Vec<Matcher>),
+            /// No event at all: an `any_of` alternative meaning "nothing
+            /// happened by the end of the window" (never matches an event).
+            Nothing,
         }
 
         /// One matcher key of a file form, as written.
@@ -177,6 +183,8 @@ macro_rules! define_matchers {
                 match self {
                     $( Matcher::$Variant(m) => m, )*
                     Matcher::AnyOf(alternatives) => alternatives,
+                    Matcher::InOrder(sequence) => sequence,
+                    Matcher::Nothing => &NothingHappened,
                 }
             }
         }
@@ -240,6 +248,53 @@ pub(crate) trait Check {
     /// lacks it: the scenario is then not applicable to the client.
     fn missing_capability(&self, _caps: &Capabilities) -> Option<&'static str> {
         None
+    }
+}
+
+/// `in_order`, seen one event at a time: an event is of interest if one of
+/// the sequence's matchers meets it (the runner does the ordering).
+impl Check for Vec<Matcher> {
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
+        let mut of_kind = false;
+        for matcher in self {
+            let mut own = Compare::fast();
+            if matcher.check().compare(event, text, &mut own).is_some() {
+                of_kind = true;
+                if own.ok {
+                    return Some(());
+                }
+            }
+        }
+        of_kind.then(|| {
+            fields.check("in_order", true, || false, String::new, String::new);
+        })
+    }
+
+    fn describe(&self) -> String {
+        let list: Vec<String> = self.iter().map(Matcher::describe).collect();
+        format!("in order [{}]", list.join(", then "))
+    }
+
+    fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
+        self.iter().find_map(|m| m.missing_capability(caps))
+    }
+}
+
+/// [`Matcher::Nothing`]: no event is one.
+struct NothingHappened;
+
+impl Check for NothingHappened {
+    fn compare(&self, _: &TimelineEvent, _: Translate<'_>, _: &mut Compare) -> Option<()> {
+        None
+    }
+
+    fn describe(&self) -> String {
+        "nothing".to_string()
     }
 }
 

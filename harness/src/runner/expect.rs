@@ -42,6 +42,9 @@ impl Player {
         {
             return self.expect_csds(def, alternatives, window).await;
         }
+        if let Matcher::InOrder(sequence) = matcher {
+            return self.expect_in_order(def, matcher, sequence, window).await;
+        }
         let start = self.timeline.start();
         let began = Instant::now() - start;
         let lateness = self.mode.lateness();
@@ -49,6 +52,26 @@ impl Player {
         let found = self
             .wait_until(start + deadline, |player| player.find(matcher, deadline))
             .await;
+        // "Nothing happened" is one of the alternatives, and nothing did.
+        if found.is_none()
+            && let Matcher::AnyOf(alternatives) = matcher
+            && let Some(nothing) = alternatives.iter().find(|a| a.matcher == Matcher::Nothing)
+        {
+            if let Some(note) = &nothing.divergence
+                && !self.divergences.contains(note)
+            {
+                self.divergences.push(note.clone());
+                if self.mark.is_none() {
+                    self.mark = Some(Mark {
+                        kind: MarkKind::Divergent,
+                        window: Some((began, deadline)),
+                        event: None,
+                        expected: matcher.describe(),
+                    });
+                }
+            }
+            return Ok(());
+        }
         let window = match exact {
             Some(t) => (t, t + lateness),
             None => (began, deadline),
@@ -109,6 +132,117 @@ impl Player {
             }
         }
         Ok(())
+    }
+
+    /// `in_order`: one event per matcher, each after the one before, all
+    /// unused and in the window. The earliest match of each is taken: if
+    /// any sequence fits, that one does.
+    async fn expect_in_order(
+        &mut self,
+        def: &StepDef,
+        matcher: &Matcher,
+        sequence: &[Matcher],
+        window: Window,
+    ) -> Result<(), StepError> {
+        let start = self.timeline.start();
+        let began = Instant::now() - start;
+        let lateness = self.mode.lateness();
+        let (deadline, exact) = window_bounds(window, began, lateness);
+        let window_span = match exact {
+            Some(t) => (t, t + lateness),
+            None => (began, deadline),
+        };
+        let found = self
+            .wait_until(start + deadline, |player| {
+                let matched = player.find_sequence(sequence, deadline);
+                (matched.len() == sequence.len()).then_some(matched)
+            })
+            .await;
+        let Some(indices) = found else {
+            let matched = self.find_sequence(sequence, deadline);
+            let next = &sequence[matched.len()];
+            let events = self.timeline.events();
+            let numbers = line_numbers(&events);
+            let so_far: Vec<String> = matched
+                .iter()
+                .map(|&i| format!("#{}", explain::first_line_from(&numbers, i)))
+                .collect();
+            let head = format!(
+                "{}: expected {} within {:.3}s (from {:.3}s to {:.3}s); matched {} of {}{}, then no {}",
+                def.location,
+                matcher.describe(),
+                (deadline - began).as_secs_f64(),
+                began.as_secs_f64(),
+                deadline.as_secs_f64(),
+                matched.len(),
+                sequence.len(),
+                if so_far.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", so_far.join(", "))
+                },
+                next.describe()
+            );
+            let line = |line: &str| self.normalizer.translate(line).into_owned();
+            let search = Search {
+                events: &events,
+                from: matched.last().map_or(self.search_from(), |&i| i + 1),
+                used: &self.consumed,
+                window: window_span,
+                text: &|text| self.normalizer.translate(text),
+                line: &line,
+            };
+            let (message, mark) = search.nothing_matched(&head, next);
+            return Err(StepError::Failed(Failure {
+                message,
+                mark: Some(mark),
+            }));
+        };
+        if let Some(t) = exact {
+            let events = self.timeline.events();
+            if let Some(&late) = indices
+                .iter()
+                .find(|&&i| !on_time(events[i].at, t, lateness))
+            {
+                let message = format!(
+                    "{}: expected {} at {:.3}s{}, but one happened at {:.3}s\n{}",
+                    def.location,
+                    matcher.describe(),
+                    t.as_secs_f64(),
+                    describe_lateness(lateness),
+                    events[late].at.as_secs_f64(),
+                    self.context(late)
+                );
+                return Err(StepError::Failed(Failure {
+                    message,
+                    mark: Some(self.mark_at(MarkKind::Failing, window_span, late, matcher)),
+                }));
+            }
+        }
+        self.consumed.extend(indices);
+        Ok(())
+    }
+
+    /// The longest prefix of `sequence` found in order from the search
+    /// start, unused events only, by `deadline`: event indices.
+    fn find_sequence(&self, sequence: &[Matcher], deadline: Duration) -> Vec<usize> {
+        let mut from = self.search_from();
+        let mut matched = Vec::new();
+        for matcher in sequence {
+            let found = self.timeline.find_from(from, |i, e| {
+                !self.consumed.contains(&i)
+                    && e.at.as_millis() <= deadline.as_millis()
+                    && matcher.matches(e, &|text| self.normalizer.translate(text))
+            });
+            match found {
+                Some((index, _)) => {
+                    matched.push(index);
+                    from = index + 1;
+                }
+                None => break,
+            }
+        }
+        matched
     }
 
     /// CSDS is a state: the expectation holds if, at some checkpoint in

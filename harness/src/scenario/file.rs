@@ -593,6 +593,9 @@ crate::matcher::with_matcher_keys! {
         /// Alternatives, any of which meets the expectation; one with a
         /// `divergence` note marks the run as a divergence between clients.
         pub any_of: Option<Vec<AlternativeSpec>>,
+        /// Several events, each after the one before, all in the window:
+        /// e.g. the cached value, then the ambient error.
+        pub in_order: Option<Vec<OrderedSpec>>,
         /// At most this long after the step starts (default 1s).
         pub within: Option<Spanned<String>>,
         /// Exactly at this virtual time since the start, e.g. `15s`.
@@ -608,7 +611,18 @@ crate::matcher::with_matcher_keys! {
     pub struct AlternativeSpec {
         /// Why this alternative is allowed, and whose behaviour it is.
         pub divergence: Option<String>,
+        /// `true` instead of a matcher: nothing at all happening by the end
+        /// of the window is allowed too (the step then waits the whole
+        /// window).
+        pub nothing: Option<bool>,
     }
+}
+
+crate::matcher::with_matcher_keys! {
+    /// One event of `in_order`: one matcher.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct OrderedSpec {}
 }
 
 crate::matcher::with_matcher_keys! {

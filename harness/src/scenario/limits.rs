@@ -246,12 +246,15 @@ impl Reachable<'_> {
                     .then(|| format!("no rpc step before it calls `{target}`"))
             }
             Matcher::AnyOf(alternatives) => {
+                // "Nothing happened" can always be met.
                 let reasons: Vec<String> = alternatives
                     .iter()
                     .map(|a| self.never_met(&a.matcher))
                     .collect::<Option<_>>()?;
                 Some(reasons.join("; "))
             }
+            // Every event of a sequence must happen.
+            Matcher::InOrder(sequence) => sequence.iter().find_map(|m| self.never_met(m)),
             _ => None,
         }
     }

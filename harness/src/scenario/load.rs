@@ -1119,9 +1119,34 @@ impl Checker {
             },
             StepSpec::Wait(d) => Step::Wait(duration(d, "wait")?),
             StepSpec::Expect(e) => {
-                let matcher = match &e.any_of {
-                    None => self.matcher(spec, "expect", e.matchers())?,
-                    Some(alternatives) => {
+                let matcher = match (&e.any_of, &e.in_order) {
+                    (Some(_), Some(_)) => {
+                        return Err(Problem::at(
+                            spec,
+                            "expect: `any_of` and `in_order` exclude each other",
+                        ));
+                    }
+                    (None, Some(sequence)) => {
+                        if !e.matchers().is_empty() {
+                            return Err(Problem::at(
+                                spec,
+                                "expect: `in_order` replaces the matcher; put every event inside it",
+                            ));
+                        }
+                        if sequence.len() < 2 {
+                            return Err(Problem::at(
+                                spec,
+                                "expect: `in_order` needs at least two events (one is a plain expect)",
+                            ));
+                        }
+                        let mut list = Vec::with_capacity(sequence.len());
+                        for one in sequence {
+                            list.push(self.matcher(spec, "expect.in_order", one.matchers())?);
+                        }
+                        Matcher::InOrder(list)
+                    }
+                    (None, None) => self.matcher(spec, "expect", e.matchers())?,
+                    (Some(alternatives), None) => {
                         if !e.matchers().is_empty() {
                             return Err(Problem::at(
                                 spec,
@@ -1136,10 +1161,40 @@ impl Checker {
                         }
                         let mut list = Vec::with_capacity(alternatives.len());
                         for a in alternatives {
+                            let matcher = match (a.nothing, a.matchers().is_empty()) {
+                                (Some(true), true) => Matcher::Nothing,
+                                (Some(true), false) => {
+                                    return Err(Problem::at(
+                                        spec,
+                                        "expect.any_of: `nothing: true` is an alternative of its own; it takes no matcher",
+                                    ));
+                                }
+                                (Some(false), _) => {
+                                    return Err(Problem::at(
+                                        spec,
+                                        "expect.any_of: `nothing` is either `true` or left out",
+                                    ));
+                                }
+                                (None, _) => self.matcher(spec, "expect.any_of", a.matchers())?,
+                            };
                             list.push(Alternative {
-                                matcher: self.matcher(spec, "expect.any_of", a.matchers())?,
+                                matcher,
                                 divergence: a.divergence.clone(),
                             });
+                        }
+                        if list.iter().all(|a| a.matcher == Matcher::Nothing) {
+                            return Err(Problem::at(
+                                spec,
+                                "expect.any_of: `nothing` alone expects nothing; use expect_none",
+                            ));
+                        }
+                        if list.iter().any(|a| a.matcher == Matcher::Nothing)
+                            && list.iter().any(|a| matches!(a.matcher, Matcher::Csds(_)))
+                        {
+                            return Err(Problem::at(
+                                spec,
+                                "expect.any_of: `csds` is a state checked throughout the window, not an event; `nothing` cannot be its alternative",
+                            ));
                         }
                         Matcher::AnyOf(list)
                     }

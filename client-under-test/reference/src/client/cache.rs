@@ -94,8 +94,57 @@ impl ResourceState {
     }
 
     /// What a watcher added to an entry that is already watched hears at
-    /// once: the cached value, or the answer the entry already has.
-    pub fn event_for_new_watcher(&self) -> Option<WatcherEvent> {
+    /// once, in order.
+    ///
+    /// A53 (C-core before A88): the cached value, or else the answer the
+    /// entry has (does not exist, or the NACK).
+    ///
+    /// A88 ("New Watchers Started After Ambient Errors"): what the other
+    /// watchers have seen, in the order they saw it: the cached value, and
+    /// then the pending data error (a NACK, a deletion kept in cache, a
+    /// fired timer, an error from the server), as an ambient error when
+    /// there is a value and a resource error when there is none (C-core's
+    /// `WatchResource` then `NotifyWatchersOnError`).
+    pub fn events_for_new_watcher(&self, handling: DataErrorHandling) -> Vec<WatcherEvent> {
+        match handling {
+            DataErrorHandling::A53 => self.event_for_new_watcher().into_iter().collect(),
+            DataErrorHandling::A88 => {
+                let mut events = Vec::new();
+                if let Some(value) = &self.value {
+                    events.push(WatcherEvent::Changed(value.clone()));
+                }
+                if let Some(error) = self.failed_status() {
+                    events.push(if self.value.is_some() {
+                        WatcherEvent::AmbientError(error)
+                    } else {
+                        WatcherEvent::ResourceError(error)
+                    });
+                }
+                events
+            }
+        }
+    }
+
+    /// A88: the data error the entry holds (C-core's `failed_status`), by
+    /// the status that recorded it; `None` once a valid update cleared it.
+    fn failed_status(&self) -> Option<XdsError> {
+        let code = match self.status {
+            CacheStatus::Nacked => {
+                return Some(XdsError::new(
+                    Code::InvalidArgument,
+                    format!("invalid resource: {}", self.failed_details),
+                ));
+            }
+            _ if self.failed_details.is_empty() => return None,
+            CacheStatus::DoesNotExist => Code::NotFound,
+            CacheStatus::Timeout => Code::Unavailable,
+            CacheStatus::Requested | CacheStatus::Acked => return None,
+        };
+        Some(XdsError::new(code, self.failed_details.clone()))
+    }
+
+    /// [`Self::events_for_new_watcher`] before A88: one event at most.
+    fn event_for_new_watcher(&self) -> Option<WatcherEvent> {
         if let Some(value) = &self.value {
             Some(WatcherEvent::Changed(value.clone()))
         } else if self.status == CacheStatus::DoesNotExist {
@@ -443,5 +492,58 @@ mod tests {
             Some(WatcherEvent::ResourceError(e)) if e.code == Code::Unavailable
         ));
         assert_eq!(status(&entry), ClientResourceStatus::Timeout as i32);
+    }
+
+    #[test]
+    fn a88_new_watchers_hear_the_value_then_the_pending_error() {
+        use DataErrorHandling::{A53, A88};
+        let kinds = |events: Vec<WatcherEvent>| -> Vec<String> {
+            events
+                .iter()
+                .map(|e| match e {
+                    WatcherEvent::Changed(_) => "changed".to_string(),
+                    WatcherEvent::AmbientError(e) => format!("ambient {:?}: {}", e.code, e.message),
+                    WatcherEvent::ResourceError(e) => {
+                        format!("resource {:?}: {}", e.code, e.message)
+                    }
+                    WatcherEvent::DoesNotExist => "does not exist".to_string(),
+                    other => format!("{other:?}"),
+                })
+                .collect()
+        };
+        // A NACK after a value: the value, then the NACK as ambient.
+        let mut entry = ResourceState::new();
+        entry.accept(cluster("e1"), vec![1], "1", now(), false);
+        entry.reject("bad", "2", now(), false);
+        assert_eq!(
+            kinds(entry.events_for_new_watcher(A88)),
+            ["changed", "ambient InvalidArgument: invalid resource: bad"]
+        );
+        // Before A88, the value alone.
+        assert_eq!(kinds(entry.events_for_new_watcher(A53)), ["changed"]);
+        // A valid update clears it.
+        entry.accept(cluster("e2"), vec![2], "3", now(), false);
+        assert_eq!(kinds(entry.events_for_new_watcher(A88)), ["changed"]);
+        // A deletion kept in cache: the value, then NOT_FOUND.
+        entry.delete_as_data_error("4", now(), false);
+        assert_eq!(
+            kinds(entry.events_for_new_watcher(A88)),
+            ["changed", "ambient NotFound: does not exist"]
+        );
+        // The timer on an entry without a value: the error the others had.
+        let mut entry = ResourceState::new();
+        entry.timer_fired(A88, None);
+        assert_eq!(
+            kinds(entry.events_for_new_watcher(A88)),
+            ["resource NotFound: does not exist"]
+        );
+        let mut entry = ResourceState::new();
+        entry.timer_fired(A88, Some("primary:443"));
+        assert_eq!(
+            kinds(entry.events_for_new_watcher(A88)),
+            ["resource Unavailable: timeout obtaining resource from xDS server primary:443"]
+        );
+        // Nothing known yet: nothing to hear.
+        assert!(ResourceState::new().events_for_new_watcher(A88).is_empty());
     }
 }

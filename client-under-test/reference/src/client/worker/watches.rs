@@ -79,13 +79,14 @@ impl Worker {
             .entry(parsed.key.clone())
             .or_insert_with(ResourceState::new);
         state.watchers.insert(id);
-        let cached_event = if first_watcher {
-            None
+        let cached_events = if first_watcher {
+            Vec::new()
         } else {
-            state.event_for_new_watcher()
+            state.events_for_new_watcher(self.shared.profile.data_errors)
         };
-        let notified = cached_event.is_some();
-        if let Some(event) = cached_event {
+        let cached_events = self.without_pending_errors_if_broken(cached_events);
+        let notified = !cached_events.is_empty();
+        for event in cached_events {
             self.notify(&BTreeSet::from([id]), event);
         }
         if first_watcher {
@@ -97,6 +98,7 @@ impl Worker {
     /// A wildcard watch: it also watches every entry of its type there is
     /// (and hears what each knows), and the first one subscribes `*`.
     fn watch_wildcard(&mut self, id: WatchId, resource_type: ResourceType, name: &ResourceName) {
+        let data_errors = self.shared.profile.data_errors;
         let authority = self.authority_mut(&name.authority);
         let ids = authority.wildcards.entry(resource_type).or_default();
         let first = ids.is_empty();
@@ -104,22 +106,34 @@ impl Worker {
         let mut known = Vec::new();
         for (key, state) in authority.resources.entry(resource_type).or_default() {
             state.watchers.insert(id);
-            if let Some(event) = state.event_for_new_watcher() {
+            let events = state.events_for_new_watcher(data_errors);
+            if !events.is_empty() {
                 let entry = ResourceName {
                     authority: name.authority.clone(),
                     key: key.clone(),
                 };
-                known.push((entry.full_name(resource_type), event));
+                known.push((entry.full_name(resource_type), events));
             }
         }
         let notified = !known.is_empty();
-        for (entry, event) in known {
-            self.notify_about(&entry, &[id], event);
+        for (entry, events) in known {
+            for event in self.without_pending_errors_if_broken(events) {
+                self.notify_about(&entry, &[id], event);
+            }
         }
         if first {
             self.subscribe_everywhere(resource_type, name);
         }
         self.tell_if_failing(id, &name.authority, notified);
+    }
+
+    /// `Defects::new_watcher_misses_pending_error`: a new watcher hears only
+    /// the first of what it should (the cached value, not the error after).
+    fn without_pending_errors_if_broken(&self, mut events: Vec<WatcherEvent>) -> Vec<WatcherEvent> {
+        if self.shared.profile.defects.new_watcher_misses_pending_error {
+            events.truncate(1);
+        }
+        events
     }
 
     /// Subscribes `name` on the authority's channels, adding channels if it
