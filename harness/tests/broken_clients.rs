@@ -36,6 +36,8 @@ fn defect(name: &str) -> Defects {
         "tls_accepts_any_server" => d.tls_accepts_any_server = true,
         "tls_no_identity" => d.tls_no_identity = true,
         "new_watcher_misses_pending_error" => d.new_watcher_misses_pending_error = true,
+        "cache_dropped_on_cancel" => d.cache_dropped_on_cancel = true,
+        "csds_old_error_state" => d.csds_old_error_state = true,
         other => panic!("unknown defect {other}"),
     }
     d
@@ -227,6 +229,21 @@ fn defect(name: &str) -> Defects {
     "new_watcher_misses_pending_error",
     "a88/new-watcher-after-a-kept-deletion-hears-the-value-then-not-found",
     ":24:5:"
+)]
+#[case::rewatch_keeps_the_cache(
+    "cache_dropped_on_cancel",
+    "a27/rewatch-before-the-unsubscription-is-sent-keeps-the-cache",
+    ":36:5:"
+)]
+#[case::csds_timer_details(
+    "csds_old_error_state",
+    "a57/csds-says-does-not-exist-after-the-timer",
+    ":18:5:"
+)]
+#[case::csds_nack_details(
+    "csds_old_error_state",
+    "a46/csds-nack-details-say-invalid-resource",
+    ":31:5:"
 )]
 #[case::a65_mtls_identity("tls_no_identity", "a65/channel-mtls", ":20:5:")]
 #[case::a65_watch_mtls_identity("tls_no_identity", "a65/watch-over-mtls", ":16:5:")]

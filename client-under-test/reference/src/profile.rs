@@ -104,6 +104,12 @@ pub struct Defects {
     /// A new watcher of a cached resource with a pending data error hears
     /// the cached value only (A88: the value, then the error).
     pub new_watcher_misses_pending_error: bool,
+    /// Drop a cache entry as soon as its last watch is cancelled (C-core:
+    /// only once the request that unsubscribes it goes out).
+    pub cache_dropped_on_cancel: bool,
+    /// CSDS as C-core before A88 filled it: an error state for NACKs only,
+    /// the details without "invalid resource: ".
+    pub csds_old_error_state: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -244,10 +244,16 @@ impl ResourceState {
         !std::mem::replace(&mut self.ignored_deletion, true)
     }
 
-    /// A53: the server deleted the resource; the value goes.
-    pub fn delete(&mut self) -> WatcherEvent {
+    /// A53: the server deleted the resource; the value goes. CSDS shows
+    /// the deletion as C-core records it: "does not exist", with the
+    /// version of the response that deleted it.
+    pub fn delete(&mut self, version: &str, now: Instant) -> WatcherEvent {
         self.value = None;
+        self.serialized.clear();
         self.status = CacheStatus::DoesNotExist;
+        self.failed_version = version.to_string();
+        self.failed_details = does_not_exist().message;
+        self.failed_update_time = Some(now);
         WatcherEvent::DoesNotExist
     }
 
@@ -305,14 +311,15 @@ impl ResourceState {
             return None;
         }
         self.status = CacheStatus::DoesNotExist;
+        // C-core records "does not exist" (no version: no response said
+        // it) whatever the profile; CSDS shows it.
+        let error = does_not_exist();
+        self.failed_version.clear();
+        self.failed_update_time = None;
+        self.failed_details = error.message.clone();
         Some(match handling {
             DataErrorHandling::A53 => WatcherEvent::DoesNotExist,
-            DataErrorHandling::A88 => {
-                let error = does_not_exist();
-                self.failed_version.clear();
-                self.failed_details = error.message.clone();
-                WatcherEvent::ResourceError(error)
-            }
+            DataErrorHandling::A88 => WatcherEvent::ResourceError(error),
         })
     }
 
@@ -326,13 +333,14 @@ impl ResourceState {
         Some(WatcherEvent::DoesNotExist)
     }
 
-    /// The entry as CSDS reports it. A53 clients (older C-core) report an
-    /// error state for NACKs only; A88 ones for every failed status.
+    /// The entry as CSDS reports it, as current C-core fills it (for both
+    /// profiles: the shape did not change with A88). `old_shape` is
+    /// `Defects::csds_old_error_state`.
     pub fn csds(
         &self,
         type_url: &str,
         name: String,
-        handling: DataErrorHandling,
+        old_shape: bool,
         timestamp: impl Fn(Instant) -> Timestamp,
     ) -> GenericXdsConfig {
         let client_status = match self.status {
@@ -356,11 +364,29 @@ impl ResourceState {
                 value: self.serialized.clone(),
             });
         }
-        let failed = match handling {
-            DataErrorHandling::A53 => self.status == CacheStatus::Nacked,
-            DataErrorHandling::A88 => !self.failed_details.is_empty(),
-        };
-        if failed {
+        // C-core's FillGenericXdsConfig: an error state while a failure is
+        // recorded (a NACK, a deletion, the timer, a timeout), its details
+        // the status message (a NACK's with "invalid resource: "), and the
+        // version and time only when a response caused it.
+        let failed = self.status == CacheStatus::Nacked || !self.failed_details.is_empty();
+        if failed && !old_shape {
+            let details = if self.status == CacheStatus::Nacked {
+                format!("invalid resource: {}", self.failed_details)
+            } else {
+                self.failed_details.clone()
+            };
+            let from_a_response = !self.failed_version.is_empty();
+            entry.error_state = Some(UpdateFailureState {
+                last_update_attempt: self
+                    .failed_update_time
+                    .filter(|_| from_a_response)
+                    .map(&timestamp),
+                details,
+                version_info: self.failed_version.clone(),
+                failed_configuration: None,
+            });
+        } else if old_shape && self.status == CacheStatus::Nacked {
+            // `Defects::csds_old_error_state`: NACKs only, bare details.
             entry.error_state = Some(UpdateFailureState {
                 last_update_attempt: self.failed_update_time.map(&timestamp),
                 details: self.failed_details.clone(),
@@ -394,9 +420,7 @@ mod tests {
 
     fn status(entry: &ResourceState) -> i32 {
         entry
-            .csds("t", "c1".into(), DataErrorHandling::A88, |_| {
-                Timestamp::default()
-            })
+            .csds("t", "c1".into(), false, |_| Timestamp::default())
             .client_status
     }
 
@@ -415,9 +439,7 @@ mod tests {
             Some(WatcherEvent::AmbientErrorCleared)
         );
         // An accepted entry keeps the version it was first received with.
-        let csds = entry.csds("t", "c1".into(), DataErrorHandling::A53, |_| {
-            Timestamp::default()
-        });
+        let csds = entry.csds("t", "c1".into(), false, |_| Timestamp::default());
         assert_eq!(csds.version_info, "1");
     }
 
@@ -454,7 +476,7 @@ mod tests {
         assert!(entry.ignore_deletion());
         assert!(!entry.ignore_deletion(), "logged once");
         assert!(entry.end_ignored_deletion());
-        assert_eq!(entry.delete(), WatcherEvent::DoesNotExist);
+        assert_eq!(entry.delete("2", now()), WatcherEvent::DoesNotExist);
         assert_eq!(
             entry.event_for_new_watcher(),
             Some(WatcherEvent::DoesNotExist)
@@ -545,5 +567,71 @@ mod tests {
         );
         // Nothing known yet: nothing to hear.
         assert!(ResourceState::new().events_for_new_watcher(A88).is_empty());
+    }
+
+    /// C-core's FillGenericXdsConfig, state by state.
+    #[test]
+    fn csds_error_state_is_shaped_as_c_core_fills_it() {
+        use DataErrorHandling::{A53, A88};
+        let shown = |entry: &ResourceState, old: bool| {
+            let config = entry.csds("t", "c1".into(), old, |_| Timestamp {
+                seconds: 7,
+                nanos: 0,
+            });
+            config
+                .error_state
+                .map(|e| (e.details, e.version_info, e.last_update_attempt.is_some()))
+        };
+        let mut entry = ResourceState::new();
+        assert_eq!(shown(&entry, false), None, "REQUESTED");
+        entry.accept(cluster("e1"), vec![1], "1", now(), false);
+        assert_eq!(shown(&entry, false), None, "ACKED");
+        entry.reject("bad", "2", now(), false);
+        assert_eq!(
+            shown(&entry, false),
+            Some(("invalid resource: bad".into(), "2".into(), true)),
+            "NACKED with a cached value"
+        );
+        assert_eq!(
+            shown(&entry, true),
+            Some(("bad".into(), "2".into(), true)),
+            "before A88"
+        );
+        entry.accept(cluster("e1"), vec![1], "3", now(), false);
+        assert_eq!(shown(&entry, false), None, "cleared by a valid update");
+        entry.delete("4", now());
+        assert_eq!(
+            shown(&entry, false),
+            Some(("does not exist".into(), "4".into(), true)),
+            "DOES_NOT_EXIST by a deletion"
+        );
+        assert_eq!(shown(&entry, true), None, "before A88: NACKs only");
+        for handling in [A53, A88] {
+            let mut entry = ResourceState::new();
+            entry.timer_fired(handling, None);
+            assert_eq!(
+                shown(&entry, false),
+                Some(("does not exist".into(), String::new(), false)),
+                "DOES_NOT_EXIST by the timer ({handling:?})"
+            );
+        }
+        let mut entry = ResourceState::new();
+        entry.timer_fired(A88, Some("primary:443"));
+        assert_eq!(
+            shown(&entry, false),
+            Some((
+                "timeout obtaining resource from xDS server primary:443".into(),
+                String::new(),
+                false
+            )),
+            "TIMEOUT"
+        );
+        let mut entry = ResourceState::new();
+        entry.reject("bad", "1", now(), false);
+        assert_eq!(
+            shown(&entry, false),
+            Some(("invalid resource: bad".into(), "1".into(), true)),
+            "NACKED without a cached value"
+        );
     }
 }

@@ -227,17 +227,18 @@ impl AdsStream {
     /// Builds and queues the request for `resource_type`, unless a request
     /// is on its way (then it waits its turn). `cached` says whether the
     /// cache holds a value of a name (a delta stream claims only versions
-    /// of what it still holds).
+    /// of what it still holds). True if it built it: what it no longer
+    /// names is now unsubscribed on the wire.
     pub fn send_request(
         &mut self,
         resource_type: ResourceType,
         memory: &Memory,
         cached: &dyn Fn(ResourceType, &ResourceName) -> bool,
         node: &Node,
-    ) {
+    ) -> bool {
         if self.send_pending.is_some() {
             self.buffered.insert(resource_type);
-            return;
+            return false;
         }
         let node = (!self.sent_initial).then(|| node.clone());
         let type_state = self.types.entry(resource_type).or_default();
@@ -267,13 +268,17 @@ impl AdsStream {
         self.send_pending = Some(resource_type);
         // A closed queue means the call is ending; its Finished event follows.
         let _ = self.queue.send(request);
+        true
     }
 
     /// The transport took the request of `resource_type`. True if its
     /// timers may start now (on a connected stream, A57); otherwise they
     /// wait for the connection.
     pub fn request_taken(&mut self, resource_type: ResourceType, regardless: bool) -> bool {
-        if self.send_pending == Some(resource_type) {
+        // Sent means on a ready connection, as C-core's send completes only
+        // once its call is on a connected transport: until then the next
+        // request waits (and what it would unsubscribe stays cached).
+        if self.send_pending == Some(resource_type) && self.connected {
             self.send_pending = None;
         }
         if self.connected || regardless {
@@ -284,24 +289,34 @@ impl AdsStream {
         }
     }
 
-    /// Sends the next waiting request, if none is on its way.
+    /// Sends the next waiting request, if none is on its way: the type it
+    /// built one for.
     pub fn send_next(
         &mut self,
         memory: &Memory,
         cached: &dyn Fn(ResourceType, &ResourceName) -> bool,
         node: &Node,
-    ) {
+    ) -> Option<ResourceType> {
         if self.send_pending.is_none()
             && let Some(next) = self.buffered.pop_first()
+            && self.send_request(next, memory, cached, node)
         {
-            self.send_request(next, memory, cached, node);
+            return Some(next);
         }
+        None
     }
 
     /// The connection is ready: the types whose requests went out before
     /// it was, whose timers may start now.
     pub fn on_connected(&mut self) -> BTreeSet<ResourceType> {
         self.connected = true;
+        // The request taken while connecting is out now.
+        if self
+            .send_pending
+            .is_some_and(|t| self.unconfirmed.contains(&t))
+        {
+            self.send_pending = None;
+        }
         std::mem::take(&mut self.unconfirmed)
     }
 

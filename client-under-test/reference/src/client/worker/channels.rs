@@ -104,7 +104,9 @@ impl Worker {
             memory.forget(resource_type, name);
         }
         let Some(call) = self.call_mut(server) else {
-            return;
+            // No stream (in backoff, or none yet): nothing will carry the
+            // unsubscription, so the entry goes now.
+            return self.forget_unwatched(server, resource_type);
         };
         if !call.is_subscribed(resource_type, name) {
             return;
@@ -116,11 +118,14 @@ impl Worker {
         }
         if still_subscribed {
             self.send_request(server, resource_type);
-        } else if let Some(channel) = self.channels.get_mut(server)
-            && let Some(retryable) = channel.retryable.take()
-        {
-            // The last subscription on this server went: close the stream.
-            self.drop_retryable(retryable);
+        } else {
+            if let Some(channel) = self.channels.get_mut(server)
+                && let Some(retryable) = channel.retryable.take()
+            {
+                // The last subscription on this server went: close the stream.
+                self.drop_retryable(retryable);
+            }
+            self.forget_unwatched(server, resource_type);
         }
     }
 
@@ -198,26 +203,70 @@ impl Worker {
     /// Builds and queues the request for `resource_type` on the server's
     /// current stream, in the stream's protocol.
     pub(super) fn send_request(&mut self, server: &XdsServerConfig, resource_type: ResourceType) {
-        self.with_stream(server, |call, memory, cached, node| {
+        let built = self.with_stream(server, |call, memory, cached, node| {
             call.send_request(resource_type, memory, cached, node)
         });
+        if built == Some(true) {
+            self.forget_unwatched(server, resource_type);
+        }
     }
 
     /// Sends the stream's next waiting request, if it may.
     pub(super) fn send_next(&mut self, server: &XdsServerConfig) {
-        self.with_stream(server, |call, memory, cached, node| {
+        let built = self.with_stream(server, |call, memory, cached, node| {
             call.send_next(memory, cached, node)
         });
+        if let Some(Some(resource_type)) = built {
+            self.forget_unwatched(server, resource_type);
+        }
+    }
+
+    /// The cache entries of `resource_type` no watch wants any more, of the
+    /// authorities `server` serves now (their last channel), go: the
+    /// request that unsubscribes them is out, or there is no stream to
+    /// send one on. Until then a new watch finds the entry and its value
+    /// (C-core's MaybeRemoveUnsubscribedCacheEntriesForTypeLocked).
+    pub(super) fn forget_unwatched(
+        &mut self,
+        server: &XdsServerConfig,
+        resource_type: ResourceType,
+    ) {
+        let mut unused = Vec::new();
+        for (name, authority) in self.authorities.iter_mut() {
+            if authority.channels.last() != Some(server) {
+                continue;
+            }
+            if let Some(by_type) = authority.resources.get_mut(&resource_type) {
+                by_type.retain(|_, state| !state.watchers.is_empty());
+                if by_type.is_empty() {
+                    authority.resources.remove(&resource_type);
+                }
+            }
+            if authority.is_unused() {
+                unused.push(name.clone());
+            }
+        }
+        if !unused.is_empty() {
+            for name in &unused {
+                self.authorities.remove(name);
+            }
+            self.release_unused_channels();
+        }
     }
 
     /// Runs `f` on the server's current stream, with what building a
     /// request takes: the channel's memory, whether the cache holds a
     /// name, the node.
-    fn with_stream(
+    fn with_stream<T>(
         &mut self,
         server: &XdsServerConfig,
-        f: impl FnOnce(&mut AdsStream, &Memory, &dyn Fn(ResourceType, &ResourceName) -> bool, &Node),
-    ) {
+        f: impl FnOnce(
+            &mut AdsStream,
+            &Memory,
+            &dyn Fn(ResourceType, &ResourceName) -> bool,
+            &Node,
+        ) -> T,
+    ) -> Option<T> {
         let node = &self.shared.node;
         let authorities = &self.authorities;
         let cached = |t: ResourceType, name: &ResourceName| cached_in(authorities, t, name);
@@ -229,9 +278,9 @@ impl Worker {
             ..
         }) = self.channels.get_mut(server)
         else {
-            return;
+            return None;
         };
-        f(call, memory, &cached, node);
+        Some(f(call, memory, &cached, node))
     }
 
     pub(super) fn on_request_taken(
@@ -265,6 +314,8 @@ impl Worker {
         for resource_type in unconfirmed {
             self.mark_send_complete(server, resource_type);
         }
+        // Requests that waited for the connection go now.
+        self.send_next(server);
     }
 
     /// The subscription request of `resource_type` is on a connected stream:

@@ -158,7 +158,9 @@ impl AuthorityState {
         self.resources
             .values()
             .flat_map(|m| m.values())
-            .any(ResourceState::is_awaited)
+            // An entry kept only until its unsubscription goes out is no
+            // reason to fall back (C-core's HasUncachedResources).
+            .any(|state| !state.watchers.is_empty() && state.is_awaited())
     }
 }
 
@@ -472,7 +474,7 @@ impl Worker {
                     let entry = r.csds(
                         resource_type.type_url(),
                         name.full_name(*resource_type),
-                        self.shared.profile.data_errors,
+                        self.shared.profile.defects.csds_old_error_state,
                         |t| self.timestamp(t),
                     );
                     configs.push(entry);

@@ -276,6 +276,7 @@ impl Worker {
             server.ignore_resource_deletion() && !self.shared.profile.defects.deletions_always_drop;
         let mut dropped = Vec::new();
         let mut ignored = Vec::new();
+        let now = self.now();
         self.each_deleted(server, resource_type, deleted, |name, state| {
             if ignore {
                 if state.ignore_deletion() {
@@ -285,7 +286,7 @@ impl Worker {
                 dropped.push((
                     name.full_name(resource_type),
                     state.watchers.clone(),
-                    state.delete(),
+                    state.delete(version, now),
                 ));
             }
         });

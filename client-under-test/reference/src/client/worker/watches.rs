@@ -78,6 +78,9 @@ impl Worker {
         let state = by_type
             .entry(parsed.key.clone())
             .or_insert_with(ResourceState::new);
+        // An entry kept after its last watch was cancelled, whose
+        // unsubscription has not gone out yet: subscribed again below.
+        let revived = !first_watcher && state.watchers.is_empty();
         state.watchers.insert(id);
         let cached_events = if first_watcher {
             Vec::new()
@@ -91,6 +94,10 @@ impl Worker {
         }
         if first_watcher {
             self.subscribe_everywhere(resource_type, &parsed);
+        } else if revived {
+            for server in self.authorities[&parsed.authority].channels.clone() {
+                self.channel_subscribe(&server, resource_type, &parsed);
+            }
         }
         self.tell_if_failing(id, &parsed.authority, notified);
     }
@@ -231,9 +238,14 @@ impl Worker {
             return;
         }
         let ignored_deletion = state.deletion_ignored();
-        by_type.remove(&name.key);
-        if by_type.is_empty() {
-            authority.resources.remove(&resource_type);
+        // The entry stays until the request that unsubscribes it goes out
+        // (`forget_unwatched`): a watch started again before then finds its
+        // value, and the server, never told, need not send it again.
+        if self.shared.profile.defects.cache_dropped_on_cancel {
+            by_type.remove(&name.key);
+            if by_type.is_empty() {
+                authority.resources.remove(&resource_type);
+            }
         }
         let channels = authority.channels.clone();
         if ignored_deletion {
