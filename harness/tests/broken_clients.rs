@@ -245,6 +245,16 @@ fn defect(name: &str) -> Defects {
     "a46/csds-nack-details-say-invalid-resource",
     ":31:5:"
 )]
+#[case::channel_csds_timer_details(
+    "csds_old_error_state",
+    "a57/channel-csds-says-does-not-exist-after-the-timer",
+    ":23:5:"
+)]
+#[case::channel_csds_nack_details(
+    "csds_old_error_state",
+    "a46/channel-csds-nack-details-say-invalid-resource",
+    ":21:5:"
+)]
 #[case::a65_mtls_identity("tls_no_identity", "a65/channel-mtls", ":20:5:")]
 #[case::a65_watch_mtls_identity("tls_no_identity", "a65/watch-over-mtls", ":16:5:")]
 #[case::a65_handshake_failure_is_a_connectivity_failure(
