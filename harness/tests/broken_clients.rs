@@ -38,6 +38,7 @@ fn defect(name: &str) -> Defects {
         "new_watcher_misses_pending_error" => d.new_watcher_misses_pending_error = true,
         "cache_dropped_on_cancel" => d.cache_dropped_on_cancel = true,
         "csds_old_error_state" => d.csds_old_error_state = true,
+        "claims_no_client_features" => d.claims_no_client_features = true,
         other => panic!("unknown defect {other}"),
     }
     d
@@ -254,6 +255,11 @@ fn defect(name: &str) -> Defects {
     "csds_old_error_state",
     "a46/channel-csds-nack-details-say-invalid-resource",
     ":21:5:"
+)]
+#[case::node_client_features(
+    "claims_no_client_features",
+    "a27/channel-first-request-node-in-detail",
+    ":26:5:"
 )]
 #[case::a65_mtls_identity("tls_no_identity", "a65/channel-mtls", ":20:5:")]
 #[case::a65_watch_mtls_identity("tls_no_identity", "a65/watch-over-mtls", ":16:5:")]

@@ -161,7 +161,13 @@ impl Bootstrap {
             user_agent_version_type: Some(core::node::UserAgentVersionType::UserAgentVersion(
                 user_agent_version.to_string(),
             )),
-            client_features: vec!["xds.config.resource-in-sotw".to_string()],
+            // What gRPC clients claim (C-core's PopulateNode, grpc-java's
+            // CLIENT_FEATURE_*): no overprovisioning factor in EDS, and
+            // Resource-wrapped entries in SotW responses.
+            client_features: vec![
+                "envoy.lb.does_not_support_overprovisioning".to_string(),
+                "xds.config.resource-in-sotw".to_string(),
+            ],
             ..Default::default()
         };
         if let Some(n) = &self.node {
@@ -527,7 +533,13 @@ mod tests {
         assert_eq!(b.server_listener_resource_name_template, None);
         let node = b.node_proto("ua", "1");
         assert_eq!(node.locality.unwrap().zone, "z1");
-        assert_eq!(node.client_features, vec!["xds.config.resource-in-sotw"]);
+        assert_eq!(
+            node.client_features,
+            vec![
+                "envoy.lb.does_not_support_overprovisioning",
+                "xds.config.resource-in-sotw"
+            ]
+        );
     }
 
     #[test]

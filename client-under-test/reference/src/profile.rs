@@ -110,6 +110,10 @@ pub struct Defects {
     /// CSDS as C-core before A88 filled it: an error state for NACKs only,
     /// the details without "invalid resource: ".
     pub csds_old_error_state: bool,
+    /// The node claims no client features (gRPC clients claim
+    /// `envoy.lb.does_not_support_overprovisioning` and
+    /// `xds.config.resource-in-sotw`).
+    pub claims_no_client_features: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -42,6 +42,8 @@ pub struct DeltaRequestMatcherSpec {
     pub error_contains: Option<OneOrMany>,
     /// The request carries a node.
     pub node: Option<bool>,
+    /// The request's node has these fields.
+    pub node_has: Option<super::node::NodeHasSpec>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -68,6 +70,7 @@ impl Compile for DeltaRequestMatcherSpec {
             error_code: self.error_code.clone(),
             error_contains: self.error_contains.clone(),
             node: self.node,
+            node_has: self.node_has.clone(),
         };
         Ok(DeltaRequestMatcher {
             common: common.compile(scenario)?,

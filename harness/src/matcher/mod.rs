@@ -18,6 +18,7 @@ pub mod csds;
 pub mod delta_request;
 pub mod delta_response;
 pub mod dial;
+pub mod node;
 pub mod request;
 pub mod response;
 pub mod rpc;

@@ -6,6 +6,7 @@ use xds_client_under_test::Capabilities;
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::{RequestKind, ResourceType, code_name};
 
+use super::node::{NodeHas, NodeHasSpec};
 use super::{Check, Compare, Compile, Description, Translate, quoted};
 use crate::scenario::file::{OneOrMany, Spanned};
 use crate::scenario::load::{Checker, Problem, code, keyword, opt, parse_resource_type};
@@ -35,6 +36,9 @@ pub struct RequestMatcherSpec {
     pub error_contains: Option<OneOrMany>,
     /// The request carries a node.
     pub node: Option<bool>,
+    /// The request's node has these fields (a gRPC client sends it on a
+    /// stream's first request only).
+    pub node_has: Option<NodeHasSpec>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -51,6 +55,8 @@ pub struct RequestMatcher {
     pub error_contains: Vec<String>,
     /// Whether the request carries a node.
     pub node: Option<bool>,
+    /// What its node must say.
+    pub node_has: Option<NodeHas>,
 }
 
 impl Compile for RequestMatcherSpec {
@@ -73,6 +79,7 @@ impl Compile for RequestMatcherSpec {
                 .map(OneOrMany::into_vec)
                 .unwrap_or_default(),
             node: self.node,
+            node_has: self.node_has.as_ref().map(NodeHas::from),
         })
     }
 }
@@ -151,6 +158,9 @@ impl Check for RequestMatcher {
                 &request.node.is_some(),
                 bool::to_string,
             );
+        if let Some(has) = &self.node_has {
+            has.compare(request.node.as_ref(), fields);
+        }
         Some(())
     }
 
@@ -174,6 +184,7 @@ impl Check for RequestMatcher {
                 Some(&self.error_contains).filter(|w| !w.is_empty()),
             )
             .given("node", self.node)
+            .given("node_has", self.node_has.as_ref().map(NodeHas::describe))
             .into()
     }
 

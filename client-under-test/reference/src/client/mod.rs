@@ -94,9 +94,12 @@ impl XdsClient {
         config: XdsClientConfig,
         channels: Arc<dyn ads::channel::AdsChannelFactory>,
     ) -> XdsClient {
-        let node = config
+        let mut node = config
             .bootstrap
             .node_proto(&config.user_agent_name, &config.user_agent_version);
+        if config.profile.defects.claims_no_client_features {
+            node.client_features.clear();
+        }
         let scope: Arc<str> = config.client_scope.clone().into();
         let shared = Arc::new(Shared {
             bootstrap: config.bootstrap,
