@@ -16,7 +16,7 @@ use xds_vocabulary::code_name;
 use super::Player;
 use crate::proxy::{ProxyListeners, served_to};
 use crate::scenario::duration::format_duration;
-use crate::scenario::{Step, StepDef, UNTIL_BUDGET};
+use crate::scenario::{RpcUntil, Step, StepDef, UNTIL_BUDGET};
 use crate::timeline::EventKind;
 
 /// The pause between the RPCs of an `rpc ... until` step (virtual time on
@@ -116,7 +116,11 @@ impl Player {
                 until,
             } => {
                 let times = match until {
-                    Some(code) => format!(" until {}", code_name(*code)),
+                    Some(RpcUntil {
+                        code,
+                        backend: Some(backend),
+                    }) => format!(" until {} from {backend}", code_name(*code)),
+                    Some(RpcUntil { code, .. }) => format!(" until {}", code_name(*code)),
                     None if *count > 1 => format!(" x{count}"),
                     None => String::new(),
                 };
@@ -139,11 +143,12 @@ impl Player {
                     request.target = address.to_string();
                     request.authority = Some(listener);
                 }
-                if let Some(code) = until {
+                if let Some(until) = until {
                     let give_up = Instant::now() + UNTIL_BUDGET;
                     loop {
                         let outcome = self.client.rpc(&request).await?;
-                        let settling = outcome.code != *code && Instant::now() < give_up;
+                        let settling = !until.met_by(outcome.code, outcome.backend.as_deref())
+                            && Instant::now() < give_up;
                         self.timeline.record(
                             "client",
                             EventKind::Rpc {

@@ -277,6 +277,10 @@ pub struct RpcSpec {
     /// it ACKs it, so the first RPC after an ACK may still see the old
     /// one. RPCs before the matching one are marked `(settling)`.
     pub until: Option<Spanned<String>>,
+    /// Like `until`, but until an RPC succeeds on this backend: waits for
+    /// traffic to move (a new route, weight or endpoint) rather than
+    /// hoping the client was quick.
+    pub until_backend: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

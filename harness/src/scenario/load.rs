@@ -30,7 +30,7 @@ use super::limits::{
 };
 use super::resources;
 use super::{
-    BootstrapPlan, ClientAuthPlan, ClientPlan, Location, Scenario, ServerCertificatePlan,
+    BootstrapPlan, ClientAuthPlan, ClientPlan, Location, RpcUntil, Scenario, ServerCertificatePlan,
     ServerDef, Step, StepDef, TlsPlan, Window,
 };
 use crate::matcher::{Alternative, MATCHER_KEYS, Matcher, MatcherSpec};
@@ -992,15 +992,34 @@ impl Checker {
                 if count == 0 {
                     return Err(Problem::at(spec, "rpc: count must be at least 1"));
                 }
-                let until = match &r.until {
-                    Some(code) if count > 1 => {
-                        return Err(Problem::at(
+                if let Some(until) = r.until.as_ref().or(r.until_backend.as_ref())
+                    && count > 1
+                {
+                    return Err(Problem::at(
+                        until,
+                        "rpc: `until` and `count` exclude each other",
+                    ));
+                }
+                let until = match (&r.until, &r.until_backend) {
+                    (until, Some(backend)) => {
+                        let backend = self.known_backend(backend)?;
+                        let code = opt(until.as_ref(), code)?.unwrap_or(tonic::Code::Ok);
+                        if code != tonic::Code::Ok {
+                            return Err(Problem::at(
+                                spec,
+                                "rpc: `until_backend` waits for an RPC that succeeds there; `until` can only be OK with it",
+                            ));
+                        }
+                        Some(RpcUntil {
                             code,
-                            "rpc: `until` and `count` exclude each other",
-                        ));
+                            backend: Some(backend),
+                        })
                     }
-                    Some(c) => Some(code(c)?),
-                    None => None,
+                    (Some(c), None) => Some(RpcUntil {
+                        code: code(c)?,
+                        backend: None,
+                    }),
+                    (None, None) => None,
                 };
                 Step::Rpc {
                     target: r.target.value.clone(),
@@ -1505,6 +1524,39 @@ steps:
     }
 
     #[test]
+    fn rpc_until_backend_names_a_declared_backend_and_means_ok() {
+        let s = load(
+            "description: d\nbackends: {b1: {}}\nservers: {main: {}}\nsteps:\n  \
+             - rpc: {target: xds:///s, until_backend: b1}\n",
+        );
+        assert!(
+            matches!(
+                &s.steps[0].step,
+                Step::Rpc { until: Some(RpcUntil { code: tonic::Code::Ok, backend: Some(b) }), .. } if b == "b1"
+            ),
+            "{:?}",
+            s.steps[0].step
+        );
+        let until = RpcUntil {
+            code: tonic::Code::Ok,
+            backend: Some("b1".into()),
+        };
+        assert!(until.met_by(tonic::Code::Ok, Some("b1")));
+        assert!(!until.met_by(tonic::Code::Ok, Some("b2")));
+        assert!(!until.met_by(tonic::Code::Unavailable, Some("b1")));
+        let e = load_error(
+            "description: d\nbackends: {b1: {}}\nservers: {main: {}}\nsteps:\n  \
+             - rpc: {target: xds:///s, until_backend: b2}\n",
+        );
+        assert!(e.message.contains("b2"), "{e}");
+        let e = load_error(
+            "description: d\nbackends: {b1: {}}\nservers: {main: {}}\nsteps:\n  \
+             - rpc: {target: xds:///s, until: UNAVAILABLE, until_backend: b1}\n",
+        );
+        assert!(e.message.contains("`until` can only be OK with it"), "{e}");
+    }
+
+    #[test]
     fn rpc_until_takes_a_status_code_and_no_count() {
         let s = load(
             "description: d\nservers: {main: {}}\nsteps:\n  \
@@ -1514,7 +1566,10 @@ steps:
             matches!(
                 &s.steps[0].step,
                 Step::Rpc {
-                    until: Some(tonic::Code::Unavailable),
+                    until: Some(RpcUntil {
+                        code: tonic::Code::Unavailable,
+                        backend: None
+                    }),
                     count: 1,
                     ..
                 }

@@ -193,6 +193,25 @@ pub struct StepDef {
     pub step: Step,
 }
 
+/// What ends an `rpc ... until` step: an RPC with this code, served (for
+/// `until_backend`) by this backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RpcUntil {
+    pub code: tonic::Code,
+    pub backend: Option<String>,
+}
+
+impl RpcUntil {
+    /// Whether an RPC's outcome ends the step.
+    pub fn met_by(&self, code: tonic::Code, backend: Option<&str>) -> bool {
+        code == self.code
+            && self
+                .backend
+                .as_deref()
+                .is_none_or(|want| backend == Some(want))
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum Step {
     Watch {
@@ -215,8 +234,8 @@ pub enum Step {
         timeout: Duration,
         wait_for_ready: bool,
         count: u32,
-        /// Repeat until an RPC ends with this code (see `RpcSpec::until`).
-        until: Option<tonic::Code>,
+        /// Repeat until an RPC ends like this (see `RpcSpec::until`).
+        until: Option<RpcUntil>,
     },
     SetResources {
         server: String,
