@@ -39,6 +39,7 @@ fn defect(name: &str) -> Defects {
         "cache_dropped_on_cancel" => d.cache_dropped_on_cancel = true,
         "csds_old_error_state" => d.csds_old_error_state = true,
         "claims_no_client_features" => d.claims_no_client_features = true,
+        "ambient_error_never_cleared" => d.ambient_error_never_cleared = true,
         other => panic!("unknown defect {other}"),
     }
     d
@@ -260,6 +261,11 @@ fn defect(name: &str) -> Defects {
     "claims_no_client_features",
     "a27/channel-first-request-node-in-detail",
     ":26:5:"
+)]
+#[case::ambient_error_cleared(
+    "ambient_error_never_cleared",
+    "a57/ambient-error-cleared-by-a-response-that-changes-nothing",
+    ":33:5:"
 )]
 #[case::a65_mtls_identity("tls_no_identity", "a65/channel-mtls", ":20:5:")]
 #[case::a65_watch_mtls_identity("tls_no_identity", "a65/watch-over-mtls", ":16:5:")]

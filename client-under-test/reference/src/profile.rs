@@ -114,6 +114,9 @@ pub struct Defects {
     /// `envoy.lb.does_not_support_overprovisioning` and
     /// `xds.config.resource-in-sotw`).
     pub claims_no_client_features: bool,
+    /// An unchanged resource on a stream after a failure tells watchers
+    /// nothing (A57: the connectivity error is over).
+    pub ambient_error_never_cleared: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -152,7 +152,8 @@ impl Worker {
         parsed: ParsedResponse,
     ) {
         let now = self.now();
-        let channel_failing = self.channel_failing(server);
+        let channel_failing = self.channel_failing(server)
+            && !self.shared.profile.defects.ambient_error_never_cleared;
         // A88: a data error drops the cached value when the server says
         // the control plane cannot alert anyone.
         let drop_on_data_error = self.a88() && server.fail_on_data_errors();
