@@ -11,6 +11,7 @@ pub mod matrix_md;
 #[cfg(test)]
 mod matrix_sample;
 pub mod matrix_write;
+pub mod specs;
 pub mod svg;
 
 pub use matrix_html::matrix_html;
