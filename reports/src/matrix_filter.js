@@ -1,6 +1,7 @@
 // The matrix page's filters (inlined into matrix.html by matrix_html.rs).
 // Without this script the page shows everything; with it, the filter bar
-// appears and hides rows, columns and runs. The view is kept in the URL
+// appears and hides rows, columns and runs (a run follows its row, its
+// column and its verdict). The view is kept in the URL
 // hash (`#hide=pass,na&off=grpc-js&spec=A46&q=fallback`), so a link
 // reproduces it; anchors (`#r3c1`) never hold `=` and are left alone.
 (function () {
@@ -108,7 +109,8 @@
       tr.hidden = !visibleInGroup[tr.getAttribute("data-group")];
     });
     runs.forEach(function (d) {
-      d.hidden = !!hideClient[Number(d.getAttribute("data-c"))];
+      d.hidden = !!hideClient[Number(d.getAttribute("data-c"))] ||
+        !!hideStatus[d.getAttribute("data-s")];
     });
     if (shown) {
       shown.textContent = visibleRows === rows.length
@@ -128,12 +130,17 @@
     }
   }
 
-  // A link to a run (`#r3c1`) opens it.
+  // A link to a run (`#r3c1`) opens it, and shows it if the filters hid
+  // it (a dimmed cell's badge still leads to its run).
   function openTarget() {
     var id = location.hash.slice(1);
     if (!id || id.indexOf("=") >= 0) return;
     var el = document.getElementById(id);
-    if (el && el.tagName === "DETAILS") el.open = true;
+    if (!el || el.tagName !== "DETAILS") return;
+    el.hidden = false;
+    if (el.parentElement) el.parentElement.hidden = false;
+    el.open = true;
+    el.scrollIntoView();
   }
 
   form.addEventListener("change", function () { apply(); remember(); });

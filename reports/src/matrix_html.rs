@@ -625,9 +625,10 @@ fn notes_list(out: &mut String, m: &Matrix, notes: &[Note]) {
 fn run_section(out: &mut String, x: &MatrixCell, client: &str, r: usize, c: usize) {
     let _ = write!(
         out,
-        "<details class=\"run {}\" id=\"{}\" data-c=\"{c}\"{}>\n<summary><span class=\"badge\">{}</span> <b>{}</b>",
+        "<details class=\"run {}\" id=\"{}\" data-c=\"{c}\" data-s=\"{}\"{}>\n<summary><span class=\"badge\">{}</span> <b>{}</b>",
         class(&x.status),
         cell_id(r, c),
+        key(&x.status),
         if x.status.is_failure() {
             " open=\"\""
         } else {
@@ -1201,9 +1202,15 @@ mod tests {
         }
         assert!(html.contains("<select name=\"spec\"><option value=\"\">all</option>"));
         assert!(html.contains("<input type=\"search\" name=\"q\""));
-        // Every cell says its status for the filters, and its column.
+        // Every cell says its status for the filters, and its column; so
+        // does every run.
         let table = &html[html.find("<table class=\"matrix\"").unwrap()..];
+        let (table, runs) = table.split_at(table.find("</table>").unwrap());
         assert_eq!(table.matches("data-s=\"").count(), 8);
+        assert_eq!(runs.matches("data-s=\"").count(), 7);
+        assert!(runs.contains(
+            "<details class=\"run s-fail\" id=\"r2c0\" data-c=\"0\" data-s=\"fail\" open=\"\">"
+        ));
         assert_eq!(
             table
                 .matches("<td class=\"cell s-pass c0\" data-s=\"pass\">")
