@@ -192,12 +192,17 @@ try {
     JSON.stringify(Object.keys(links)));
 
   // 7. A row's YAML link is the scenario file; a cell's txt link its timeline.
-  const yamlHref = await page.$eval(
-    `#matrix tr.row[data-name="${expect.yaml.scenario}"] a.yaml`, (a) => a.href);
-  const yamlPath = fileURLToPath(yamlHref);
-  check(yamlPath === expect.yaml.file, "the YAML link resolves to the scenario file", yamlPath);
-  check(fs.existsSync(yamlPath) && fs.readFileSync(yamlPath, "utf8") === expect.yaml.content,
-    "and that file is the scenario's");
+  // One row's source was absolute, the other's relative to the harness's
+  // working directory: both are linked from the report directory.
+  for (const want of expect.yaml) {
+    const link = await page.$eval(`#matrix tr.row[data-name="${want.scenario}"] a.yaml`,
+      (a) => ({ href: a.getAttribute("href"), url: a.href }));
+    check(link.href === want.href, `${want.scenario}'s YAML link is relative to the report`, link.href);
+    const file = fileURLToPath(link.url);
+    check(file === want.file, "and resolves to the scenario file", file);
+    check(fs.existsSync(file) && fs.readFileSync(file, "utf8") === want.content,
+      "which is that scenario's");
+  }
   const txt = await page.$$eval("#matrix a.txt", (as) => as.map((a) => a.href));
   const missing = txt.filter((href) => !fs.existsSync(fileURLToPath(href)));
   check(txt.length === expect.timeline_links && missing.length === 0,

@@ -522,7 +522,14 @@ fn matrix_page_in_a_browser() {
     let tree = out.join("tree");
     let scenarios = tree.join("scenarios");
     let report_dir = tree.join("reports-out/matrix");
-    let m = matrix(&scenarios);
+    let mut m = matrix(&scenarios);
+    // Sources as the harness has them: `matrix scenarios` reads files
+    // relative to the working directory, the peer test absolute ones.
+    let cwd = std::env::current_dir().expect("a working directory");
+    for row in m.rows.iter_mut().skip(1).step_by(2) {
+        let absolute = PathBuf::from(row.source.take().unwrap());
+        row.source = Some(relative_from(&cwd, &absolute).display().to_string());
+    }
     for row in &m.rows {
         let source = PathBuf::from(row.source.as_ref().unwrap());
         std::fs::create_dir_all(source.parent().unwrap()).unwrap();
@@ -560,7 +567,19 @@ fn matrix_page_in_a_browser() {
         .filter(|x| x.status == CellStatus::NotApplicable && x.detail == NO_WATCH)
         .count();
     let marked_row = m.rows.iter().position(|r| r.scenario == MARKED.0).unwrap();
-    let yaml_row = "a46/nack-keeps-valid-resources";
+    // One row of each kind.
+    let yaml_rows = ["a27/dial-full-chain", "a46/nack-keeps-valid-resources"];
+    let yaml_expected: Vec<_> = yaml_rows
+        .iter()
+        .map(|scenario| {
+            json!({
+                "scenario": scenario,
+                "href": format!("../../scenarios/{scenario}.yaml"),
+                "file": scenarios.join(format!("{scenario}.yaml")),
+                "content": yaml(scenario),
+            })
+        })
+        .collect();
     let profile = tempfile::tempdir().expect("a temporary profile directory");
     let config = json!({
         "page": report_dir.join("matrix.html"),
@@ -579,11 +598,7 @@ fn matrix_page_in_a_browser() {
             "spec_choice": "A71",
             "groups": groups,
             "search": { "q": "nack", "rows": names(&|r| r.scenario.contains("nack")) },
-            "yaml": {
-                "scenario": yaml_row,
-                "file": scenarios.join(format!("{yaml_row}.yaml")),
-                "content": yaml(yaml_row),
-            },
+            "yaml": yaml_expected,
             "timeline_links": m.rows.iter().flat_map(|r| &r.cells).filter(|x| x.timeline_file.is_some()).count(),
             "note": { "text": NO_WATCH, "count": note_count },
             "failing_mark": { "id": format!("r{marked_row}c{}", MARKED.1), "expected": EXPECTED },
@@ -592,6 +607,14 @@ fn matrix_page_in_a_browser() {
     // The oracle itself must be what the checks assume.
     assert_eq!(all_pass.len(), 4);
     assert_eq!(note_count, 11);
+    let relative: Vec<bool> = yaml_rows
+        .iter()
+        .map(|s| {
+            let row = m.rows.iter().find(|r| r.scenario == *s).unwrap();
+            Path::new(row.source.as_ref().unwrap()).is_relative()
+        })
+        .collect();
+    assert_eq!(relative, [false, true], "one absolute source, one relative");
     assert!(!all_pass.contains(&m.rows[0].scenario.as_str()));
     assert_eq!(m.rows[0].cells[0].status, CellStatus::Pass);
     let config_path = out.join("check-config.json");
@@ -641,6 +664,20 @@ fn matrix_page_in_a_browser() {
             "no screenshot {shot}"
         );
     }
+}
+
+/// The path from directory `base` to `target`, both absolute and
+/// normalised (as `current_dir` and the test's own paths are).
+fn relative_from(base: &Path, target: &Path) -> PathBuf {
+    let base: Vec<_> = base.components().collect();
+    let target: Vec<_> = target.components().collect();
+    let common = base.iter().zip(&target).take_while(|(a, b)| a == b).count();
+    let mut out = PathBuf::new();
+    for _ in common..base.len() {
+        out.push("..");
+    }
+    out.extend(&target[common..]);
+    out
 }
 
 fn yaml(scenario: &str) -> String {
