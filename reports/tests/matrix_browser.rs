@@ -408,10 +408,11 @@ fn ensure_playwright(root: &Path, out: &Path) -> PathBuf {
     }
 }
 
-/// Processes whose command line names `profile` as their user data
-/// directory (Chromium's, for this run only), with their process groups.
+/// Processes whose command line names the run's profile directory
+/// (Chromium's: the browser's `--user-data-dir`, its crash handlers'
+/// `--database` in it; unique to this run), with their process groups.
 fn processes_using(profile: &Path) -> Vec<(i32, i32)> {
-    let needle = format!("--user-data-dir={}", profile.display());
+    let needle = profile.display().to_string();
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return found;
@@ -428,8 +429,8 @@ fn processes_using(profile: &Path) -> Vec<(i32, i32)> {
             continue;
         };
         if !cmdline
-            .split(|b| *b == 0)
-            .any(|arg| arg == needle.as_bytes())
+            .windows(needle.len())
+            .any(|w| w == needle.as_bytes())
         {
             continue;
         }
@@ -468,7 +469,9 @@ fn wait_gone(pid: i32, limit: Duration) {
 }
 
 /// Kills every process still using `profile` (their whole groups: a
-/// renderer need not name the profile) and returns their pids.
+/// renderer need not name the profile) and returns their pids. (Killed
+/// processes may linger as zombies until PID 1 reaps them; they have no
+/// command line, so they are not counted.)
 fn end_chromium(profile: &Path) -> Vec<i32> {
     let found = processes_using(profile);
     // SAFETY: getpgrp(2) cannot fail; kill(2) on processes this run started
