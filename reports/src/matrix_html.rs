@@ -22,12 +22,14 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::MAX_LINE;
 use crate::escape::{short, url_path, xml};
 use crate::matrix::{CellStatus, Matrix, MatrixCell, MatrixRow};
 use crate::matrix_md::{MISSING_LABEL, MISSING_REASON, NO_REASON, STATUSES, cell, count, title};
 use crate::paths::source_href;
 use crate::specs::{group_of, group_rank, spec};
 use crate::svg::timeline_svg_marked;
+use xds_vocabulary::cut::cut;
 
 const SCRIPT: &str = include_str!("matrix_filter.js");
 
@@ -549,10 +551,12 @@ fn table_cell(
         key(&x.status)
     );
     let full = x.detail.trim();
+    // A tooltip is for a reason, not for a 64 KB failure message (twice
+    // per cell): that one is whole in the run.
     let title = if full.is_empty() {
         String::new()
     } else {
-        format!(" title=\"{}\"", xml(full))
+        format!(" title=\"{}\"", xml(&cut(full, MAX_LINE)))
     };
     if has_section(x) {
         let _ = write!(
@@ -1139,6 +1143,19 @@ mod tests {
             "{shown}"
         );
         assert!(why.contains(&format!("title=\"{}\"", long.trim())));
+    }
+
+    #[test]
+    fn a_huge_message_is_whole_in_its_run_only() {
+        let mut m = sample_matrix();
+        let huge = format!("step 7: expected it\n{}", "y".repeat(100_000));
+        m.rows[2].cells[0].detail = huge.clone();
+        let html = matrix_html(&m);
+        let table = &html[html.find("<table class=\"matrix\"").unwrap()..];
+        let table = &table[..table.find("</table>").unwrap()];
+        assert!(table.len() < 20_000, "{}", table.len());
+        assert!(table.contains("more bytes]\""));
+        assert!(section(&html, "r2c0").unwrap().contains(&huge));
     }
 
     #[test]
