@@ -71,7 +71,8 @@ a.badge:hover{outline:2px solid var(--edge)}
 .matrix thead th{position:sticky;top:0;z-index:2;box-shadow:0 1px 0 #cbd5e1;overflow-wrap:anywhere}
 .matrix th.scn>a{color:#0f172a;text-decoration:none;font-weight:600}
 .matrix th.scn>a:hover{text-decoration:underline}
-.matrix .meta{display:block;font-weight:400;margin-top:2px;font-size:12px}
+.matrix .meta{font-weight:400;font-size:12px;margin-left:6px;white-space:nowrap}
+.matrix td,.matrix tbody th{padding:5px 8px}
 .matrix tr.grp th{background:#1e293b;color:#fff;font-weight:600;padding:5px 10px}
 .matrix tr.grp a{color:#fff}
 .matrix tr.grp .t{font-weight:400;color:#cbd5e1;margin-left:6px}
