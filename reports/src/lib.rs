@@ -11,12 +11,14 @@ pub mod matrix_md;
 #[cfg(test)]
 mod matrix_sample;
 pub mod matrix_write;
+pub mod paths;
+pub mod specs;
 pub mod svg;
 
-pub use matrix_html::matrix_html;
+pub use matrix_html::{matrix_html, matrix_html_in};
 pub use matrix_md::matrix_markdown;
 pub use matrix_write::write_matrix;
-pub use svg::timeline_svg;
+pub use svg::{timeline_svg, timeline_svg_marked};
 
 use std::fmt::Write as _;
 use std::io;

@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use crate::matrix::{
-    CellStatus, ClientColumn, DocEvent, DocKind, Matrix, MatrixCell, MatrixRow, TimelineDoc,
+    CellStatus, ClientColumn, DocEvent, DocKind, MarkKind, Matrix, MatrixCell, MatrixRow,
+    TimelineDoc, TimelineMark,
 };
 
 fn ev(
@@ -191,6 +192,29 @@ pub(crate) fn sample_timeline() -> TimelineDoc {
     }
 }
 
+/// A failed expectation on [`sample_timeline`]: a watcher event for c1
+/// within 1 s of the 15 s mark; the nearest candidate was c3's
+/// does-not-exist (event 10).
+pub(crate) fn sample_failing_mark() -> TimelineMark {
+    TimelineMark {
+        kind: MarkKind::Failing,
+        window_ms: Some((15_000, 16_000)),
+        event: Some(10),
+        expected: "watcher event type=CDS name=c1 event=changed".into(),
+    }
+}
+
+/// A divergent alternative on [`sample_timeline`]: the NACK (event 8)
+/// carried the rejected version.
+pub(crate) fn sample_divergent_mark() -> TimelineMark {
+    TimelineMark {
+        kind: MarkKind::Divergent,
+        window_ms: Some((0, 0)),
+        event: Some(8),
+        expected: "request type=CDS kind=nack version=\"1\"".into(),
+    }
+}
+
 /// Two servers and the client: fallback after the primary goes away.
 fn fallback_timeline() -> TimelineDoc {
     use DocKind::*;
@@ -295,7 +319,8 @@ fn cell(status: CellStatus, detail: &str, name: &str, timeline: Option<TimelineD
     }
 }
 
-/// 2 clients × 4 scenarios, covering every status.
+/// 2 clients × 4 scenarios, covering every status; the failure and the
+/// divergence carry marks.
 pub(crate) fn sample_matrix() -> Matrix {
     let t = || Some(sample_timeline());
     Matrix {
@@ -328,12 +353,15 @@ pub(crate) fn sample_matrix() -> Matrix {
                 source: None,
                 cells: vec![
                     cell(CellStatus::Pass, "", "reference/a46__nack-keeps-valid-resources", t()),
-                    cell(
-                        CellStatus::Divergent,
-                        "NACK version_info: sent the rejected version \"1\" (allowed alternative `nack-version: rejected`; the reference sends the last ACKed \"\")",
-                        "grpc-js/a46__nack-keeps-valid-resources",
-                        t(),
-                    ),
+                    MatrixCell {
+                        mark: Some(sample_divergent_mark()),
+                        ..cell(
+                            CellStatus::Divergent,
+                            "NACK version_info: sent the rejected version \"1\" (allowed alternative `nack-version: rejected`; the reference sends the last ACKed \"\")",
+                            "grpc-js/a46__nack-keeps-valid-resources",
+                            t(),
+                        )
+                    },
                 ],
             },
             MatrixRow {
@@ -342,12 +370,15 @@ pub(crate) fn sample_matrix() -> Matrix {
                 description: "With ignore_resource_deletion, a resource missing from a SotW response stays cached.".into(),
                 source: None,
                 cells: vec![
-                    cell(
-                        CellStatus::Fail,
-                        "step 7: expected watcher CDS c1 changed within 1s\n  saw instead at 15.000s: watcher CDS c1: resource does not exist\n  (a deleted resource must be kept: server feature `ignore_resource_deletion`)",
-                        "reference/a57__ignore-resource-deletion",
-                        t(),
-                    ),
+                    MatrixCell {
+                        mark: Some(sample_failing_mark()),
+                        ..cell(
+                            CellStatus::Fail,
+                            "step 7: expected watcher CDS c1 changed within 1s\n  saw instead at 15.000s: watcher CDS c1: resource does not exist\n  (a deleted resource must be kept: server feature `ignore_resource_deletion`)",
+                            "reference/a57__ignore-resource-deletion",
+                            t(),
+                        )
+                    },
                     cell(
                         CellStatus::KnownFailure,
                         "known failure: grpc-js does not implement ignore_resource_deletion (tracked upstream)",

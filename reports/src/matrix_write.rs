@@ -4,18 +4,19 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::matrix::Matrix;
-use crate::matrix_html::matrix_html;
+use crate::matrix_html::matrix_html_in;
 use crate::matrix_md::matrix_markdown;
 
 /// Writes `matrix.md` and `matrix.html` into `dir` (created if missing);
 /// returns the paths written. The text timelines the cells link to are the
-/// caller's to write.
+/// caller's to write; the scenario files rows link to are linked relative
+/// to `dir`.
 pub fn write_matrix(m: &Matrix, dir: &Path) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let md = dir.join("matrix.md");
     std::fs::write(&md, matrix_markdown(m))?;
     let html = dir.join("matrix.html");
-    std::fs::write(&html, matrix_html(m))?;
+    std::fs::write(&html, matrix_html_in(m, dir))?;
     Ok(vec![md, html])
 }
 
