@@ -40,6 +40,7 @@ fn defect(name: &str) -> Defects {
         "csds_old_error_state" => d.csds_old_error_state = true,
         "claims_no_client_features" => d.claims_no_client_features = true,
         "ambient_error_never_cleared" => d.ambient_error_never_cleared = true,
+        "channel_per_authority" => d.channel_per_authority = true,
         other => panic!("unknown defect {other}"),
     }
     d
@@ -266,6 +267,11 @@ fn defect(name: &str) -> Defects {
     "ambient_error_never_cleared",
     "a57/ambient-error-cleared-by-a-response-that-changes-nothing",
     ":33:5:"
+)]
+#[case::a47_one_channel_per_server(
+    "channel_per_authority",
+    "a47/same-server-at-top-level-and-in-an-authority-is-one-channel",
+    ":24:5:"
 )]
 #[case::a65_mtls_identity("tls_no_identity", "a65/channel-mtls", ":20:5:")]
 #[case::a65_watch_mtls_identity("tls_no_identity", "a65/watch-over-mtls", ":16:5:")]

@@ -117,6 +117,10 @@ pub struct Defects {
     /// An unchanged resource on a stream after a failure tells watchers
     /// nothing (A57: the connectivity error is over).
     pub ambient_error_never_cleared: bool,
+    /// A server an authority names gets a channel of its own, even when
+    /// the top level (or another authority) names the same server (A47:
+    /// one channel per server).
+    pub channel_per_authority: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

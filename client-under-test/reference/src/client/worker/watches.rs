@@ -196,10 +196,23 @@ impl Worker {
         let authority = authority
             .as_deref()
             .filter(|_| !self.shared.profile.defects.authorities_ignored);
-        self.shared
+        let mut servers = self
+            .shared
             .bootstrap
             .servers_for_authority(authority)
-            .to_vec()
+            .to_vec();
+        if let Some(name) = authority
+            && self.shared.profile.defects.channel_per_authority
+        {
+            // Channels are keyed by server config: marking it per
+            // authority gives each authority its own channel.
+            for server in &mut servers {
+                server
+                    .server_features
+                    .push(format!("defect-authority:{name}"));
+            }
+        }
+        servers
     }
 
     pub(super) fn report_fallback_if_not_first(
