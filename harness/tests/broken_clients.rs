@@ -41,6 +41,7 @@ fn defect(name: &str) -> Defects {
         "claims_no_client_features" => d.claims_no_client_features = true,
         "ambient_error_never_cleared" => d.ambient_error_never_cleared = true,
         "channel_per_authority" => d.channel_per_authority = true,
+        "context_params_as_written" => d.context_params_as_written = true,
         other => panic!("unknown defect {other}"),
     }
     d
@@ -272,6 +273,11 @@ fn defect(name: &str) -> Defects {
     "channel_per_authority",
     "a47/same-server-at-top-level-and-in-an-authority-is-one-channel",
     ":24:5:"
+)]
+#[case::a47_canonical_context_parameters(
+    "context_params_as_written",
+    "a47/context-parameters-in-canonical-order",
+    ":21:5:"
 )]
 #[case::a65_mtls_identity("tls_no_identity", "a65/channel-mtls", ":20:5:")]
 #[case::a65_watch_mtls_identity("tls_no_identity", "a65/watch-over-mtls", ":16:5:")]

@@ -121,6 +121,9 @@ pub struct Defects {
     /// the top level (or another authority) names the same server (A47:
     /// one channel per server).
     pub channel_per_authority: bool,
+    /// An xdstp:// name keeps its context parameters in the order written
+    /// (A47: sorted, so equivalent names are one).
+    pub context_params_as_written: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -206,6 +206,19 @@ pub(crate) fn check_reachable(steps: &[StepDef]) -> Result<(), Problem> {
     Ok(())
 }
 
+/// A resource name as clients key it: an xdstp:// name's context
+/// parameters sorted (gRFC A47), so `?b=2&a=1` and `?a=1&b=2` are one name.
+fn canonical(name: &str) -> String {
+    match name.split_once('?') {
+        Some((path, query)) if name.starts_with("xdstp:") => {
+            let mut params: Vec<&str> = query.split('&').collect();
+            params.sort_unstable();
+            format!("{path}?{}", params.join("&"))
+        }
+        _ => name.to_string(),
+    }
+}
+
 struct Reachable<'a> {
     watched: &'a BTreeSet<(ResourceType, String)>,
     dialled: &'a BTreeSet<String>,
@@ -222,9 +235,11 @@ impl Reachable<'_> {
                     Some(t) => vec![t],
                     None => ResourceType::ALL.to_vec(),
                 };
+                let name = &canonical(name);
                 let seen = types.iter().any(|t| {
-                    self.watched.contains(&(*t, name.clone()))
-                        || self.watched.contains(&(*t, "*".to_string()))
+                    self.watched.iter().any(|(w, watched)| {
+                        w == t && (watched == "*" || canonical(watched) == *name)
+                    })
                 });
                 (!seen).then(|| {
                     let what = w

@@ -27,6 +27,15 @@ impl Worker {
                 _ => Ok(parsed),
             });
         let parsed = match parsed {
+            Ok(mut parsed) if self.shared.profile.defects.context_params_as_written => {
+                // The query as the watch wrote it, not in canonical order.
+                if let (Some((id, _)), Some((_, query))) =
+                    (parsed.key.split_once('?'), name.split_once('?'))
+                {
+                    parsed.key = format!("{id}?{query}");
+                }
+                parsed
+            }
             Ok(parsed) => parsed,
             Err(error) => {
                 self.watchers.insert(
