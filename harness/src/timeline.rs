@@ -97,8 +97,32 @@ impl CsdsStatus {
 pub struct CsdsEntry {
     pub status: CsdsStatus,
     pub version: String,
-    /// `error_state.details` of a NACKED resource.
+    /// `error_state.details`, if the entry has an error state.
     pub error: Option<String>,
+    /// What the timeline does not show but expectations may check.
+    pub detail: CsdsDetail,
+}
+
+/// The rest of a CSDS entry: timestamps and versions a timeline line
+/// leaves out (timestamps differ on every run), which `csds` expectations
+/// can still check.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CsdsDetail {
+    /// `error_state.version_info` (empty without an error state).
+    pub error_version: String,
+    /// `error_state.last_update_attempt` is set.
+    pub error_time: bool,
+    /// `last_updated` is set.
+    pub last_updated: bool,
+    /// `xds_config` is set (the entry holds a resource).
+    pub config: bool,
+}
+
+impl CsdsEntry {
+    /// What a timeline line shows: a change of anything else is no event.
+    pub fn shown(&self) -> (CsdsStatus, &str, Option<&str>) {
+        (self.status, &self.version, self.error.as_deref())
+    }
 }
 
 /// How many events one run's timeline holds. A client that floods the

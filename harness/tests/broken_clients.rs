@@ -279,6 +279,7 @@ fn defect(name: &str) -> Defects {
     "a47/context-parameters-in-canonical-order",
     ":21:5:"
 )]
+#[case::csds_error_state_in_full("csds_old_error_state", "a46/csds-error-state-in-full", ":37:5:")]
 #[case::a65_mtls_identity("tls_no_identity", "a65/channel-mtls", ":20:5:")]
 #[case::a65_watch_mtls_identity("tls_no_identity", "a65/watch-over-mtls", ":16:5:")]
 #[case::a65_handshake_failure_is_a_connectivity_failure(

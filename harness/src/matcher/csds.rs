@@ -29,6 +29,16 @@ pub struct CsdsMatcherSpec {
     pub version: Option<String>,
     /// Substring of the entry's error_state details.
     pub error_contains: Option<String>,
+    /// error_state.version_info: the version of the response that failed
+    /// (`""`: the error came from no response, e.g. the timer).
+    pub error_version: Option<String>,
+    /// Whether error_state.last_update_attempt is set (C-core sets it when
+    /// a response caused the error).
+    pub error_time: Option<bool>,
+    /// Whether the entry's last_updated is set (a resource was accepted).
+    pub last_updated: Option<bool>,
+    /// Whether the entry carries its resource (xds_config).
+    pub config: Option<bool>,
     /// The ClientConfig's `client_scope` (gRFC A71): the channel target,
     /// e.g. `xds:///svc` (`xds:/svc` as C-core spells it matches too), or
     /// `#server`; `""` for the reference client's own watches. Any scope
@@ -43,6 +53,10 @@ pub struct CsdsMatcher {
     pub status: Option<CsdsStatus>,
     pub version: Option<String>,
     pub error_contains: Option<String>,
+    pub error_version: Option<String>,
+    pub error_time: Option<bool>,
+    pub last_updated: Option<bool>,
+    pub config: Option<bool>,
     pub client_scope: Option<String>,
 }
 
@@ -62,6 +76,10 @@ impl Compile for CsdsMatcherSpec {
             })?,
             version: self.version.clone(),
             error_contains: self.error_contains.clone(),
+            error_version: self.error_version.clone(),
+            error_time: self.error_time,
+            last_updated: self.last_updated,
+            config: self.config,
             client_scope: self.client_scope.clone(),
         })
     }
@@ -89,6 +107,13 @@ impl CsdsMatcher {
                     .error_contains
                     .as_ref()
                     .is_none_or(|w| e.error.as_deref().is_some_and(|d| d.contains(w.as_str())))
+                && self
+                    .error_version
+                    .as_ref()
+                    .is_none_or(|v| e.error.is_some() && *v == e.detail.error_version)
+                && self.error_time.is_none_or(|t| t == e.detail.error_time)
+                && self.last_updated.is_none_or(|t| t == e.detail.last_updated)
+                && self.config.is_none_or(|t| t == e.detail.config)
         })
     }
 }
@@ -103,8 +128,6 @@ fn canonical_scope(scope: &str) -> Cow<'_, str> {
 }
 
 impl Check for CsdsMatcher {
-    /// Never: no single event shows a state; the runner checks
-    /// [`CsdsMatcher::state_matches`] instead.
     /// CSDS is a state, not an event: the runner checks it against the
     /// client's CSDS view (`CsdsState::shows`), never against events.
     fn compare(
@@ -124,6 +147,10 @@ impl Check for CsdsMatcher {
             .given("status", self.status.map(csds_status_name))
             .given_debug("version", self.version.as_ref())
             .given_debug("error_contains", self.error_contains.as_ref())
+            .given_debug("error_version", self.error_version.as_ref())
+            .given("error_time", self.error_time)
+            .given("last_updated", self.last_updated)
+            .given("config", self.config)
             .into()
     }
 
@@ -142,6 +169,7 @@ mod tests {
             status,
             version: "1".into(),
             error: None,
+            detail: Default::default(),
         };
         let cds = ResourceType::Cluster.type_url().to_string();
         let state = BTreeMap::from([
@@ -160,6 +188,10 @@ mod tests {
             status: Some(status),
             version: None,
             error_contains: None,
+            error_version: None,
+            error_time: None,
+            last_updated: None,
+            config: None,
             client_scope: scope.map(str::to_string),
         };
         assert!(m(Some("xds:///a"), CsdsStatus::Acked).state_matches(&state));

@@ -8,7 +8,7 @@ use envoy_types::pb::envoy::admin::v3::ClientResourceStatus;
 
 use super::Player;
 use crate::matcher::csds::CsdsMatcher;
-use crate::timeline::{CsdsChange, CsdsEntry, CsdsStatus, EventKind, Timeline};
+use crate::timeline::{CsdsChange, CsdsDetail, CsdsEntry, CsdsStatus, EventKind, Timeline};
 
 /// `(client_scope, type_url, name)`, the name as the scenario writes it.
 type CsdsKey = (String, String, String);
@@ -37,16 +37,22 @@ impl CsdsState {
             } else {
                 format!("[{scope}] ")
             };
+            let detail = &entry.detail;
             out.push_str(&format!(
-                "  {scope}{} {name}: {} version={:?}{}\n",
+                "  {scope}{} {name}: {} version={:?}{} last_updated={} config={}\n",
                 crate::timeline::type_name(type_url),
                 crate::timeline::csds_status_name(entry.status),
                 entry.version,
                 entry
                     .error
                     .as_ref()
-                    .map(|e| format!(" error={e:?}"))
-                    .unwrap_or_default()
+                    .map(|e| format!(
+                        " error={e:?} error_version={:?} error_time={}",
+                        detail.error_version, detail.error_time
+                    ))
+                    .unwrap_or_default(),
+                detail.last_updated,
+                detail.config,
             ));
         }
         out
@@ -61,7 +67,9 @@ impl CsdsState {
         let mut changes = Vec::new();
         for key in keys {
             let (from, to) = (self.entries.get(key), now.get(key));
-            if from != to {
+            // Only what a timeline line shows makes an event; the state
+            // below (what expectations check) takes everything.
+            if from.map(CsdsEntry::shown) != to.map(CsdsEntry::shown) {
                 changes.push(CsdsChange {
                     client_scope: key.0.clone(),
                     type_url: key.1.clone(),
@@ -107,12 +115,26 @@ impl Player {
                     self.normalizer.translate(&entry.name).into_owned(),
                 );
                 let error = entry.error_state.as_ref().map(|e| e.details.clone());
+                let detail = CsdsDetail {
+                    error_version: entry
+                        .error_state
+                        .as_ref()
+                        .map(|e| e.version_info.clone())
+                        .unwrap_or_default(),
+                    error_time: entry
+                        .error_state
+                        .as_ref()
+                        .is_some_and(|e| e.last_update_attempt.is_some()),
+                    last_updated: entry.last_updated.is_some(),
+                    config: entry.xds_config.is_some(),
+                };
                 now.insert(
                     key,
                     CsdsEntry {
                         status,
                         version: entry.version_info.clone(),
                         error,
+                        detail,
                     },
                 );
             }
