@@ -343,6 +343,11 @@ impl ClientUnderTest for ReferenceClient {
     }
 
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {
+        if self.defects.csds_fails_without_channels && self.dials.is_empty() {
+            return Err(ClientError::Failed(
+                "CSDS: no xDS client yet (a broken client's answer)".into(),
+            ));
+        }
         let started = self.started()?;
         let mut clients = vec![started.watch_client.clone()];
         clients.extend(self.dials.values().map(|d| d.client.clone()));

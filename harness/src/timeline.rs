@@ -341,6 +341,8 @@ pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> S
             EventKind::Csds(_)
             | EventKind::Client(ObservedEvent::Client(ClientEvent::Log { .. }))
             | EventKind::Client(ObservedEvent::ChannelState { .. }) => continue,
+            // Whether a poll failed, and when it works again, is timing.
+            EventKind::Note(_) if event.source == "csds" => continue,
             EventKind::Rpc { settling: true, .. } => continue,
             EventKind::Backend(BackendEvent::RpcServed { .. })
                 if settled_serves.remove(&(group_of[index], event.source.as_str())) =>

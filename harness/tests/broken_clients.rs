@@ -42,6 +42,7 @@ fn defect(name: &str) -> Defects {
         "ambient_error_never_cleared" => d.ambient_error_never_cleared = true,
         "channel_per_authority" => d.channel_per_authority = true,
         "context_params_as_written" => d.context_params_as_written = true,
+        "csds_fails_without_channels" => d.csds_fails_without_channels = true,
         other => panic!("unknown defect {other}"),
     }
     d
@@ -280,6 +281,11 @@ fn defect(name: &str) -> Defects {
     ":21:5:"
 )]
 #[case::csds_error_state_in_full("csds_old_error_state", "a46/csds-error-state-in-full", ":37:5:")]
+#[case::csds_before_any_channel(
+    "csds_fails_without_channels",
+    "a71/channel-csds-before-any-xds-channel-is-empty",
+    ":18:5:"
+)]
 #[case::a65_mtls_identity("tls_no_identity", "a65/channel-mtls", ":20:5:")]
 #[case::a65_watch_mtls_identity("tls_no_identity", "a65/watch-over-mtls", ":16:5:")]
 #[case::a65_handshake_failure_is_a_connectivity_failure(

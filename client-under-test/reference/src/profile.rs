@@ -124,6 +124,9 @@ pub struct Defects {
     /// An xdstp:// name keeps its context parameters in the order written
     /// (A47: sorted, so equivalent names are one).
     pub context_params_as_written: bool,
+    /// CSDS fails before any target is dialled (gRPC answers an empty
+    /// response: no XdsClient is no error).
+    pub csds_fails_without_channels: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

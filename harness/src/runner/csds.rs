@@ -17,16 +17,34 @@ type CsdsKey = (String, String, String);
 #[derive(Default)]
 pub(super) struct CsdsState {
     entries: BTreeMap<CsdsKey, CsdsEntry>,
+    /// Why the last poll failed, if it did: the view is then unknown, and
+    /// shows nothing (an `ABSENT` must not pass because CSDS is down).
+    poll_error: Option<String>,
 }
 
 impl CsdsState {
     /// Whether the view shows what `matcher` describes.
     pub(super) fn shows(&self, matcher: &CsdsMatcher) -> bool {
-        matcher.state_matches(&self.entries)
+        self.poll_error.is_none() && matcher.state_matches(&self.entries)
+    }
+
+    /// A poll failed: on the timeline when the reason is new, not at
+    /// every poll of a client whose CSDS is down.
+    fn poll_failed(&mut self, error: String, timeline: &Timeline) {
+        if self.poll_error.as_ref() != Some(&error) {
+            timeline.record(
+                "csds",
+                EventKind::Note(format!("CSDS poll failed: {error}")),
+            );
+            self.poll_error = Some(error);
+        }
     }
 
     /// The view, one resource a line, for failure messages.
     pub(super) fn describe(&self) -> String {
+        if let Some(error) = &self.poll_error {
+            return format!("  (unknown: the last CSDS poll failed: {error})\n");
+        }
         if self.entries.is_empty() {
             return "  (nothing)\n".to_string();
         }
@@ -92,9 +110,14 @@ impl Player {
         if !self.csds_capable {
             return;
         }
-        let Ok(response) = self.client.csds().await else {
-            return;
+        let response = match self.client.csds().await {
+            Ok(response) => response,
+            Err(e) => return self.csds_state.poll_failed(e.to_string(), &self.timeline),
         };
+        if self.csds_state.poll_error.take().is_some() {
+            self.timeline
+                .record("csds", EventKind::Note("CSDS poll works again".into()));
+        }
         let mut now = BTreeMap::new();
         for config in &response.config {
             for entry in &config.generic_xds_configs {
@@ -140,5 +163,47 @@ impl Player {
             }
         }
         self.csds_state.replace(now, &self.timeline);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matcher::csds::CsdsMatcher;
+
+    #[test]
+    fn a_failed_poll_shows_nothing_and_is_told_once() {
+        let timeline = Timeline::new(tokio::time::Instant::now());
+        let mut state = CsdsState::default();
+        let absent = CsdsMatcher {
+            resource_type: None,
+            name: Some("c1".into()),
+            status: Some(CsdsStatus::Absent),
+            version: None,
+            error_contains: None,
+            error_version: None,
+            error_time: None,
+            last_updated: None,
+            config: None,
+            client_scope: None,
+        };
+        assert!(state.shows(&absent), "nothing polled yet: c1 is absent");
+        state.poll_failed("connection refused".into(), &timeline);
+        state.poll_failed("connection refused".into(), &timeline);
+        assert!(!state.shows(&absent), "unknown is not absent");
+        assert!(
+            state
+                .describe()
+                .contains("the last CSDS poll failed: connection refused")
+        );
+        let notes: Vec<String> = timeline
+            .events()
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Note(text) => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(notes, ["CSDS poll failed: connection refused"]);
     }
 }
