@@ -585,6 +585,9 @@ pub struct RawSpec {
     pub type_url: Option<String>,
     /// The entry's Any.value as hex (default empty).
     pub hex: Option<Spanned<String>>,
+    /// `true` instead of `hex`: a body no protobuf decoder reads (a
+    /// length-delimited field whose length runs past the end).
+    pub undecodable: Option<bool>,
 }
 
 // The three forms that take one matcher; their matcher keys (`request`,

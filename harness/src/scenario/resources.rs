@@ -605,9 +605,19 @@ fn proto(json: &Spanned<SpannedJson>) -> Result<ServedResource, Problem> {
 
 fn raw(spec: &RawSpec) -> Result<ServedResource, Problem> {
     let resource_type = parse_resource_type(&spec.resource_type)?;
-    let value = match &spec.hex {
-        None => Vec::new(),
-        Some(hex) => decode_hex(&hex.value).map_err(|e| Problem::at(hex, format!("hex: {e}")))?,
+    let value = match (&spec.hex, spec.undecodable) {
+        (Some(hex), Some(true)) => {
+            return Err(Problem::at(
+                hex,
+                "raw: `hex` and `undecodable` exclude each other",
+            ));
+        }
+        (Some(hex), _) => {
+            decode_hex(&hex.value).map_err(|e| Problem::at(hex, format!("hex: {e}")))?
+        }
+        // Field 1, length-delimited, 127 bytes long: none follow.
+        (None, Some(true)) => UNDECODABLE.to_vec(),
+        (None, _) => Vec::new(),
     };
     let type_url = spec
         .type_url
@@ -619,6 +629,9 @@ fn raw(spec: &RawSpec) -> Result<ServedResource, Problem> {
         Any { type_url, value },
     ))
 }
+
+/// What `undecodable: true` serves: a tag and a length with nothing after.
+const UNDECODABLE: [u8; 2] = [0x0a, 0x7f];
 
 /// Hex digits in pairs; ASCII whitespace between them is ignored so long
 /// dumps can be wrapped.
