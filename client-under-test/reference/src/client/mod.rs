@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::bootstrap::Bootstrap;
 use crate::observer::ClientObserver;
 use crate::profile::ClientProfile;
-use crate::resource::ResourceType;
+use crate::resource::{DecodeContext, ResourceType};
 use crate::transport::tls::TlsDefects;
 use crate::transport::{TcpTransport, XdsTransportFactory};
 use crate::watcher::ResourceWatcher;
@@ -98,7 +98,12 @@ impl XdsClient {
             .bootstrap
             .node_proto(&config.user_agent_name, &config.user_agent_version);
         let scope: Arc<str> = config.client_scope.clone().into();
+        let decode = DecodeContext {
+            certificate_providers: config.bootstrap.certificate_providers.clone(),
+            broken_rule: config.profile.defects.broken_validation,
+        };
         let shared = Arc::new(Shared {
+            decode,
             bootstrap: config.bootstrap,
             profile: config.profile,
             channels,

@@ -13,7 +13,7 @@ use prost::Message;
 
 use super::common::{parse_socket_address, parts_per_million};
 use super::validation::FieldScope;
-use super::{DecodeError, ValidationErrors, XdsResource};
+use super::{DecodeContext, DecodeError, ValidationErrors, ValidationRule, XdsResource};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct EndpointsResource {
@@ -125,7 +125,10 @@ impl EndpointsResource {
 /// Decodes and validates a serialized
 /// `envoy.config.endpoint.v3.ClusterLoadAssignment`. Its name is
 /// `cluster_name`.
-pub(super) fn decode(bytes: &[u8]) -> (Option<String>, Result<XdsResource, DecodeError>) {
+pub(super) fn decode(
+    bytes: &[u8],
+    context: &DecodeContext,
+) -> (Option<String>, Result<XdsResource, DecodeError>) {
     let cla = match ClusterLoadAssignment::decode(bytes) {
         Ok(cla) => cla,
         Err(e) => {
@@ -138,7 +141,9 @@ pub(super) fn decode(bytes: &[u8]) -> (Option<String>, Result<XdsResource, Decod
             );
         }
     };
-    let mut errors = ValidationErrors::new("ClusterLoadAssignment");
+    // C-core words this resource's errors differently from the others'.
+    let mut errors = ValidationErrors::in_context("ClusterLoadAssignment", context)
+        .with_heading("errors parsing EDS resource");
     let parsed = parse_cla(&cla, &mut FieldScope::root(&mut errors));
     let result = errors
         .into_result(Some(parsed))
@@ -182,6 +187,10 @@ fn parse_priorities(cla: &ClusterLoadAssignment, scope: &mut FieldScope<'_>) -> 
             .or_default()
             .localities;
         if localities.contains_key(&locality.name) {
+            // A client that skips the check keeps the first one.
+            if !scope.enforces(ValidationRule::LocalitiesUnique) {
+                continue;
+            }
             scope.error(format!(
                 "duplicate locality {} found in priority {}",
                 locality.name.human_readable(),
@@ -191,9 +200,11 @@ fn parse_priorities(cla: &ClusterLoadAssignment, scope: &mut FieldScope<'_>) -> 
             localities.insert(locality.name.clone(), locality);
         }
     }
-    // Priorities must be contiguous from 0 (C-core: "priority N empty").
+    // Priorities must be contiguous from 0 (C-core: "priority N empty"); a
+    // client that skips the check closes the gaps.
     let mut expected: u32 = 0;
-    for &priority in by_priority.keys() {
+    let checked = scope.enforces(ValidationRule::PrioritiesContiguous);
+    for &priority in by_priority.keys().filter(|_| checked) {
         // One error per gap, however large: C-core's one per missing
         // priority would be unbounded.
         match priority.saturating_sub(expected) {
@@ -237,7 +248,9 @@ fn parse_locality(
         return None;
     }
     let Some(locality) = &locality_endpoints.locality else {
-        scope.at(".locality").error("field not present");
+        if scope.enforces(ValidationRule::LocalityPresent) {
+            scope.at(".locality").error("field not present");
+        }
         return None;
     };
     let name = LocalityName {
@@ -252,7 +265,7 @@ fn parse_locality(
             continue;
         };
         for address in addresses {
-            if !addresses_seen.insert(address) {
+            if !addresses_seen.insert(address) && scope.enforces(ValidationRule::AddressesUnique) {
                 scope.error(format!(
                     "duplicate endpoint address \"{}\"",
                     address_uri(address)
@@ -281,7 +294,7 @@ fn parse_endpoint(
         _ => return None,
     };
     let lb_weight = lb_endpoint.load_balancing_weight.map_or(1, |w| w.value);
-    if lb_weight == 0 {
+    if lb_weight == 0 && scope.enforces(ValidationRule::EndpointWeight) {
         scope
             .at(".load_balancing_weight")
             .error("must be greater than 0");
@@ -363,7 +376,7 @@ mod tests {
     fn decode_cla(
         cla: &ClusterLoadAssignment,
     ) -> (Option<String>, Result<XdsResource, DecodeError>) {
-        decode(&cla.encode_to_vec())
+        decode(&cla.encode_to_vec(), &DecodeContext::default())
     }
 
     fn parsed(cla: &ClusterLoadAssignment) -> EndpointsResource {
@@ -760,7 +773,7 @@ mod tests {
 
     #[test]
     fn undecodable_bytes() {
-        let (name, result) = decode(&[0x12]);
+        let (name, result) = decode(&[0x12], &DecodeContext::default());
         assert_eq!(name, None);
         assert!(matches!(
             result,
@@ -811,7 +824,7 @@ mod tests {
         assert!(
             errors
                 .to_string()
-                .starts_with("errors validating ClusterLoadAssignment resource: [")
+                .starts_with("errors parsing EDS resource: [")
         );
     }
 }
