@@ -397,7 +397,12 @@ fn a_broken_rule_fails_its_scenario(
 #[case::priorities_contiguous(
     ValidationRule::PrioritiesContiguous,
     "validation/eds-priority-gap-is-rejected",
-    ":34:5:"
+    ":36:5:"
+)]
+#[case::priority_bound(
+    ValidationRule::PriorityBound,
+    "validation/eds-priority-beyond-the-locality-count-is-rejected",
+    ":27:5:"
 )]
 #[case::localities_unique(
     ValidationRule::LocalitiesUnique,

@@ -18,8 +18,6 @@
 //!   C-core checks another field there).
 //! - A server Listener with `listener_filters` is NACKed, as gRFC A36
 //!   requires; C-core 1.85 ignores the field (it ACKs and serves).
-//! - A run of empty priorities gives one error ("priorities A to B empty"),
-//!   not one per number, so a huge priority cannot blow up the error list.
 //! - Rust `regex` stands in for RE2 (near-identical dialects); IPv6 zone ids
 //!   are not accepted in addresses.
 //! - A server Listener's DownstreamTlsContext is not put through the

@@ -201,6 +201,8 @@ pub enum ValidationRule {
     // ClusterLoadAssignment (gRFC A27, A61).
     /// A locality with a weight must have a `locality`.
     LocalityPresent,
+    /// A locality's priority must be below the number of localities.
+    PriorityBound,
     /// Priorities must run from 0 without a gap.
     PrioritiesContiguous,
     /// A locality may appear once per priority.
