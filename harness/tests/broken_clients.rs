@@ -257,32 +257,32 @@ fn a_broken_rule_fails_its_scenario(
 #[case::xff_num_trusted_hops(
     ValidationRule::XffNumTrustedHops,
     "validation/hcm-xff-num-trusted-hops-is-rejected",
-    ":31:5:"
+    ":33:5:"
 )]
 #[case::original_ip_detection_extensions(
     ValidationRule::OriginalIpDetectionExtensions,
     "validation/hcm-original-ip-detection-extensions-are-rejected",
-    ":44:5:"
+    ":46:5:"
 )]
 #[case::path_regex(
     ValidationRule::PathRegex,
     "validation/route-invalid-path-regex-is-rejected",
-    ":33:5:"
+    ":35:5:"
 )]
 #[case::header_regex(
     ValidationRule::HeaderRegex,
     "validation/route-invalid-header-regex-is-rejected",
-    ":41:5:"
+    ":43:5:"
 )]
 #[case::header_match_specifier(
     ValidationRule::HeaderMatchSpecifier,
     "validation/route-header-matcher-without-a-match-is-rejected",
-    ":34:5:"
+    ":36:5:"
 )]
 #[case::header_range(
     ValidationRule::HeaderRange,
     "validation/route-header-range-end-before-start-is-rejected",
-    ":41:5:"
+    ":43:5:"
 )]
 #[case::unsupported_cluster_specifier_ignored(
     ValidationRule::UnsupportedClusterSpecifierIgnored,
@@ -292,12 +292,12 @@ fn a_broken_rule_fails_its_scenario(
 #[case::optional_plugin_routes_ignored(
     ValidationRule::OptionalPluginRoutesIgnored,
     "validation/route-optional-unsupported-plugin-is-ignored",
-    ":40:5:"
+    ":42:5:"
 )]
 #[case::plugin_type(
     ValidationRule::PluginType,
     "validation/route-unsupported-plugin-is-rejected",
-    ":33:5:"
+    ":35:5:"
 )]
 #[case::retry_num_retries(
     ValidationRule::RetryNumRetries,
@@ -307,27 +307,27 @@ fn a_broken_rule_fails_its_scenario(
 #[case::retry_base_interval(
     ValidationRule::RetryBaseInterval,
     "validation/route-retry-backoff-without-base-interval-is-rejected",
-    ":32:5:"
+    ":34:5:"
 )]
 #[case::weighted_cluster_weight(
     ValidationRule::WeightedClusterWeight,
     "validation/route-weighted-cluster-without-weight-is-rejected",
-    ":42:5:"
+    ":44:5:"
 )]
 #[case::weighted_clusters_non_empty(
     ValidationRule::WeightedClustersNonEmpty,
     "validation/route-weighted-clusters-all-zero-is-rejected",
-    ":22:5:"
+    ":24:5:"
 )]
 #[case::weighted_clusters_total(
     ValidationRule::WeightedClustersTotal,
     "validation/route-weighted-cluster-weights-overflow-is-rejected",
-    ":23:5:"
+    ":25:5:"
 )]
 #[case::zero_weight_clusters_dropped(
     ValidationRule::ZeroWeightClustersDropped,
     "validation/route-weighted-cluster-zero-weight-is-dropped",
-    ":27:5:"
+    ":29:5:"
 )]
 #[case::discovery_type(
     ValidationRule::DiscoveryType,
@@ -392,7 +392,7 @@ fn a_broken_rule_fails_its_scenario(
 #[case::locality_present(
     ValidationRule::LocalityPresent,
     "validation/eds-locality-without-name-is-rejected",
-    ":27:5:"
+    ":29:5:"
 )]
 #[case::priorities_contiguous(
     ValidationRule::PrioritiesContiguous,
@@ -402,12 +402,12 @@ fn a_broken_rule_fails_its_scenario(
 #[case::priority_bound(
     ValidationRule::PriorityBound,
     "validation/eds-priority-beyond-the-locality-count-is-rejected",
-    ":27:5:"
+    ":29:5:"
 )]
 #[case::localities_unique(
     ValidationRule::LocalitiesUnique,
     "validation/eds-duplicate-locality-is-rejected",
-    ":24:5:"
+    ":26:5:"
 )]
 #[case::addresses_unique(
     ValidationRule::AddressesUnique,
@@ -417,17 +417,57 @@ fn a_broken_rule_fails_its_scenario(
 #[case::port_range(
     ValidationRule::PortRange,
     "validation/eds-port-out-of-range-is-rejected",
-    ":26:5:"
+    ":28:5:"
 )]
 #[case::address_is_ip(
     ValidationRule::AddressIsIp,
     "validation/eds-non-ip-address-is-rejected",
-    ":28:5:"
+    ":30:5:"
 )]
 #[case::endpoint_weight(
     ValidationRule::EndpointWeight,
     "validation/eds-endpoint-weight-zero-is-rejected",
-    ":36:5:"
+    ":38:5:"
+)]
+#[case::watch_xff(
+    ValidationRule::XffNumTrustedHops,
+    "validation/watch-listener-errors-reach-only-their-watchers",
+    ":54:5:"
+)]
+#[case::watch_original_ip(
+    ValidationRule::OriginalIpDetectionExtensions,
+    "validation/watch-listener-errors-reach-only-their-watchers",
+    ":56:5:"
+)]
+#[case::watch_path_regex(
+    ValidationRule::PathRegex,
+    "validation/watch-route-errors-reach-only-their-watchers",
+    ":49:5:"
+)]
+#[case::watch_num_retries(
+    ValidationRule::RetryNumRetries,
+    "validation/watch-route-errors-reach-only-their-watchers",
+    ":51:5:"
+)]
+#[case::watch_discovery_type(
+    ValidationRule::DiscoveryType,
+    "validation/watch-cluster-errors-reach-only-their-watchers",
+    ":40:5:"
+)]
+#[case::watch_lrs_server(
+    ValidationRule::LrsServerSelf,
+    "validation/watch-cluster-errors-reach-only-their-watchers",
+    ":42:5:"
+)]
+#[case::watch_duplicate_locality(
+    ValidationRule::LocalitiesUnique,
+    "validation/watch-endpoints-errors-reach-only-their-watchers",
+    ":42:5:"
+)]
+#[case::watch_port(
+    ValidationRule::PortRange,
+    "validation/watch-endpoints-errors-reach-only-their-watchers",
+    ":44:5:"
 )]
 fn a_broken_validation_rule_fails_its_scenario(
     #[case] rule: ValidationRule,
