@@ -357,7 +357,7 @@ fn a_broken_rule_fails_its_scenario(
 #[case::outlier_detection_percent(
     ValidationRule::OutlierDetectionPercent,
     "validation/cds-outlier-detection-percentages-over-100-are-rejected",
-    ":38:5:"
+    ":39:5:"
 )]
 #[case::duration_range(
     ValidationRule::DurationRange,
