@@ -9,7 +9,7 @@ use xds_conformance::differential::run_variants;
 use xds_conformance::scenario::load_file;
 use xds_conformance::suite::manifest_dir;
 use xds_conformance_reports::Verdict;
-use xds_reference_client::Defects;
+use xds_reference_client::{Defects, ValidationRule};
 
 fn defect(name: &str) -> Defects {
     let mut d = Defects::default();
@@ -303,6 +303,245 @@ fn a_broken_rule_fails_its_scenario(
     #[case] scenario: &str,
     #[case] failing_at: &str,
 ) {
+    fails_where_expected(defect_name, defect(defect_name), scenario, failing_at);
+}
+
+/// gRPC's resource validation, one rule broken at a time: the rules
+/// `scenarios/validation/` checks, each against its scenario, failing at
+/// the expectation that sees the resource accepted (a NACK expected),
+/// rejected (an ACK expected) or used (a subscription that must not
+/// happen).
+#[rstest]
+#[case::xff_num_trusted_hops(
+    ValidationRule::XffNumTrustedHops,
+    "validation/hcm-xff-num-trusted-hops-is-rejected",
+    ":33:5:"
+)]
+#[case::original_ip_detection_extensions(
+    ValidationRule::OriginalIpDetectionExtensions,
+    "validation/hcm-original-ip-detection-extensions-are-rejected",
+    ":46:5:"
+)]
+#[case::path_regex(
+    ValidationRule::PathRegex,
+    "validation/route-invalid-path-regex-is-rejected",
+    ":35:5:"
+)]
+#[case::header_regex(
+    ValidationRule::HeaderRegex,
+    "validation/route-invalid-header-regex-is-rejected",
+    ":43:5:"
+)]
+#[case::header_match_specifier(
+    ValidationRule::HeaderMatchSpecifier,
+    "validation/route-header-matcher-without-a-match-is-rejected",
+    ":36:5:"
+)]
+#[case::header_range(
+    ValidationRule::HeaderRange,
+    "validation/route-header-range-end-before-start-is-rejected",
+    ":43:5:"
+)]
+#[case::unsupported_cluster_specifier_ignored(
+    ValidationRule::UnsupportedClusterSpecifierIgnored,
+    "validation/route-unsupported-cluster-specifier-is-ignored",
+    ":33:5:"
+)]
+#[case::optional_plugin_routes_ignored(
+    ValidationRule::OptionalPluginRoutesIgnored,
+    "validation/route-optional-unsupported-plugin-is-ignored",
+    ":42:5:"
+)]
+#[case::plugin_type(
+    ValidationRule::PluginType,
+    "validation/route-unsupported-plugin-is-rejected",
+    ":35:5:"
+)]
+#[case::retry_num_retries(
+    ValidationRule::RetryNumRetries,
+    "validation/route-retry-zero-retries-is-rejected",
+    ":39:5:"
+)]
+#[case::retry_base_interval(
+    ValidationRule::RetryBaseInterval,
+    "validation/route-retry-backoff-without-base-interval-is-rejected",
+    ":34:5:"
+)]
+#[case::weighted_cluster_weight(
+    ValidationRule::WeightedClusterWeight,
+    "validation/route-weighted-cluster-without-weight-is-rejected",
+    ":44:5:"
+)]
+#[case::weighted_clusters_non_empty(
+    ValidationRule::WeightedClustersNonEmpty,
+    "validation/route-weighted-clusters-all-zero-is-rejected",
+    ":24:5:"
+)]
+#[case::weighted_clusters_total(
+    ValidationRule::WeightedClustersTotal,
+    "validation/route-weighted-cluster-weights-overflow-is-rejected",
+    ":25:5:"
+)]
+#[case::zero_weight_clusters_dropped(
+    ValidationRule::ZeroWeightClustersDropped,
+    "validation/route-weighted-cluster-zero-weight-is-dropped",
+    ":29:5:"
+)]
+#[case::discovery_type(
+    ValidationRule::DiscoveryType,
+    "validation/cds-static-discovery-type-is-rejected",
+    ":49:5:"
+)]
+#[case::eds_config_source(
+    ValidationRule::EdsConfigSource,
+    "validation/cds-eds-config-source-must-be-ads-or-self",
+    ":25:5:"
+)]
+#[case::custom_cluster_type(
+    ValidationRule::CustomClusterType,
+    "validation/cds-custom-cluster-type-must-be-aggregate",
+    ":27:5:"
+)]
+#[case::logical_dns_shape(
+    ValidationRule::LogicalDnsShape,
+    "validation/cds-logical-dns-needs-exactly-one-endpoint",
+    ":28:5:"
+)]
+#[case::lrs_server_self(
+    ValidationRule::LrsServerSelf,
+    "validation/cds-lrs-server-must-be-self",
+    ":25:5:"
+)]
+#[case::outlier_detection_percent(
+    ValidationRule::OutlierDetectionPercent,
+    "validation/cds-outlier-detection-percentages-over-100-are-rejected",
+    ":39:5:"
+)]
+#[case::duration_range(
+    ValidationRule::DurationRange,
+    "validation/cds-outlier-detection-negative-interval-is-rejected",
+    ":26:5:"
+)]
+#[case::ring_hash_sizes(
+    ValidationRule::RingHashSizes,
+    "validation/cds-ring-hash-ring-size-is-bounded",
+    ":26:5:"
+)]
+#[case::transport_socket_type(
+    ValidationRule::TransportSocketType,
+    "validation/cds-transport-socket-must-be-tls",
+    ":28:5:"
+)]
+#[case::tls_ca_certificates(
+    ValidationRule::TlsCaCertificates,
+    "validation/cds-tls-without-ca-certificates-is-rejected",
+    ":31:5:"
+)]
+#[case::tls_unsupported_feature(
+    ValidationRule::TlsUnsupportedFeature,
+    "validation/cds-tls-unsupported-features-are-rejected",
+    ":35:5:"
+)]
+#[case::tls_certificate_provider_instance(
+    ValidationRule::TlsCertificateProviderInstance,
+    "validation/cds-tls-unknown-certificate-provider-is-rejected",
+    ":33:5:"
+)]
+#[case::locality_present(
+    ValidationRule::LocalityPresent,
+    "validation/eds-locality-without-name-is-rejected",
+    ":29:5:"
+)]
+#[case::priorities_contiguous(
+    ValidationRule::PrioritiesContiguous,
+    "validation/eds-priority-gap-is-rejected",
+    ":36:5:"
+)]
+#[case::priority_bound(
+    ValidationRule::PriorityBound,
+    "validation/eds-priority-beyond-the-locality-count-is-rejected",
+    ":29:5:"
+)]
+#[case::localities_unique(
+    ValidationRule::LocalitiesUnique,
+    "validation/eds-duplicate-locality-is-rejected",
+    ":26:5:"
+)]
+#[case::addresses_unique(
+    ValidationRule::AddressesUnique,
+    "validation/eds-duplicate-address-is-rejected",
+    ":33:5:"
+)]
+#[case::port_range(
+    ValidationRule::PortRange,
+    "validation/eds-port-out-of-range-is-rejected",
+    ":28:5:"
+)]
+#[case::address_is_ip(
+    ValidationRule::AddressIsIp,
+    "validation/eds-non-ip-address-is-rejected",
+    ":30:5:"
+)]
+#[case::endpoint_weight(
+    ValidationRule::EndpointWeight,
+    "validation/eds-endpoint-weight-zero-is-rejected",
+    ":38:5:"
+)]
+#[case::watch_xff(
+    ValidationRule::XffNumTrustedHops,
+    "validation/watch-listener-errors-reach-only-their-watchers",
+    ":54:5:"
+)]
+#[case::watch_original_ip(
+    ValidationRule::OriginalIpDetectionExtensions,
+    "validation/watch-listener-errors-reach-only-their-watchers",
+    ":56:5:"
+)]
+#[case::watch_path_regex(
+    ValidationRule::PathRegex,
+    "validation/watch-route-errors-reach-only-their-watchers",
+    ":49:5:"
+)]
+#[case::watch_num_retries(
+    ValidationRule::RetryNumRetries,
+    "validation/watch-route-errors-reach-only-their-watchers",
+    ":51:5:"
+)]
+#[case::watch_discovery_type(
+    ValidationRule::DiscoveryType,
+    "validation/watch-cluster-errors-reach-only-their-watchers",
+    ":40:5:"
+)]
+#[case::watch_lrs_server(
+    ValidationRule::LrsServerSelf,
+    "validation/watch-cluster-errors-reach-only-their-watchers",
+    ":42:5:"
+)]
+#[case::watch_duplicate_locality(
+    ValidationRule::LocalitiesUnique,
+    "validation/watch-endpoints-errors-reach-only-their-watchers",
+    ":42:5:"
+)]
+#[case::watch_port(
+    ValidationRule::PortRange,
+    "validation/watch-endpoints-errors-reach-only-their-watchers",
+    ":44:5:"
+)]
+fn a_broken_validation_rule_fails_its_scenario(
+    #[case] rule: ValidationRule,
+    #[case] scenario: &str,
+    #[case] failing_at: &str,
+) {
+    let defects = Defects {
+        broken_validation: Some(rule),
+        ..Defects::default()
+    };
+    fails_where_expected(&format!("{rule:?}"), defects, scenario, failing_at);
+}
+
+/// `scenario` passes on the reference client and fails at `failing_at`
+/// (`:LINE:COL:` of the expectation) on one with `defects`.
+fn fails_where_expected(defect_name: &str, defects: Defects, scenario: &str, failing_at: &str) {
     let path =
         manifest_dir(env!("CARGO_MANIFEST_DIR")).join(format!("../scenarios/{scenario}.yaml"));
     let scenario = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
@@ -322,7 +561,6 @@ fn a_broken_rule_fails_its_scenario(
     }
 
     // ...and one fails, there, on the broken one.
-    let defects = defect(defect_name);
     let runs = run_variants(&scenario, &|| {
         Box::new(ReferenceClient::with_defects(defects)) as Box<dyn ClientUnderTest>
     });

@@ -1,7 +1,7 @@
 //! The xDS bootstrap (gRFC A27, with A47 authorities and A71 server lists):
 //! which servers to talk to, as whom, and how to name listener resources.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -30,6 +30,9 @@ pub struct Bootstrap {
     /// an xDS-enabled server on `%s` (its `ip:port`) watches. Without it
     /// no xDS-enabled server can start.
     pub server_listener_resource_name_template: Option<String>,
+    /// The instance names of `certificate_providers` (gRFC A29): the only
+    /// ones a Cluster's or Listener's TLS context may name.
+    pub certificate_providers: BTreeSet<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -200,6 +203,7 @@ fn parse(value: &Value, errors: &mut Errors) -> Bootstrap {
         authorities: BTreeMap::new(),
         client_default_listener_resource_name_template: "%s".to_string(),
         server_listener_resource_name_template: None,
+        certificate_providers: BTreeSet::new(),
     };
     let Some(obj) = value.as_object() else {
         errors.push((String::new(), "is not a JSON object".to_string()));
@@ -231,6 +235,14 @@ fn parse(value: &Value, errors: &mut Errors) -> Bootstrap {
                 "server_listener_resource_name_template".into(),
                 "is not a string".into(),
             )),
+        }
+    }
+    if let Some(v) = obj.get("certificate_providers") {
+        // Only the names matter here: validating each plugin's config is
+        // the job of whoever would make the certificates.
+        match v.as_object() {
+            Some(map) => bootstrap.certificate_providers = map.keys().cloned().collect(),
+            None => errors.push(("certificate_providers".into(), "is not an object".into())),
         }
     }
     if let Some(v) = obj.get("authorities") {
@@ -539,6 +551,31 @@ mod tests {
                 "envoy.lb.does_not_support_overprovisioning",
                 "xds.config.resource-in-sotw"
             ]
+        );
+    }
+
+    #[test]
+    fn certificate_provider_instances_are_named() {
+        assert!(
+            Bootstrap::from_json(MINIMAL)
+                .unwrap()
+                .certificate_providers
+                .is_empty()
+        );
+        let with = MINIMAL.replace(
+            r#""node""#,
+            r#""certificate_providers":{"roots":{"plugin_name":"file_watcher"},"id":{}},"node""#,
+        );
+        let names: Vec<String> = Bootstrap::from_json(&with)
+            .unwrap()
+            .certificate_providers
+            .into_iter()
+            .collect();
+        assert_eq!(names, ["id", "roots"]);
+        let bad = MINIMAL.replace(r#""node""#, r#""certificate_providers":[],"node""#);
+        assert_eq!(
+            Bootstrap::from_json(&bad).unwrap_err().errors,
+            vec![("certificate_providers".into(), "is not an object".into())]
         );
     }
 

@@ -20,7 +20,7 @@ use crate::bootstrap::Bootstrap;
 use crate::client::ads::{Deletions, ParsedResponse, delta, sotw};
 use crate::name::ResourceName;
 use crate::resolver::XdsTarget;
-use crate::resource::{ResourceType, XdsResource, decode_resource};
+use crate::resource::{DecodeContext, ResourceType, XdsResource, decode_resource};
 
 /// What one input reached, so a replay can tell a corpus that exercises
 /// validation from one that is all noise.
@@ -43,20 +43,26 @@ pub fn response(data: &[u8]) -> Decoded {
         && let Some(resource_type) = ResourceType::from_type_url(&response.type_url)
     {
         let entries = response.resources.len();
-        let parsed = sotw::parse(resource_type, response.clone());
+        let parsed = sotw::parse(&DecodeContext::default(), resource_type, response.clone());
         check(&parsed, entries, 0, &mut decoded);
         // Parsing is a function of the bytes: the same NACK every time
         // (hash-ordered maps in a resource must not leak into it).
-        same(&parsed, &sotw::parse(resource_type, response));
+        same(
+            &parsed,
+            &sotw::parse(&DecodeContext::default(), resource_type, response),
+        );
     }
     if let Ok(response) = DeltaDiscoveryResponse::decode(data)
         && let Some(resource_type) = ResourceType::from_type_url(&response.type_url)
     {
         let entries = response.resources.len();
         let removed = response.removed_resources.len();
-        let parsed = delta::parse(resource_type, response.clone());
+        let parsed = delta::parse(&DecodeContext::default(), resource_type, response.clone());
         check(&parsed, entries, removed, &mut decoded);
-        same(&parsed, &delta::parse(resource_type, response));
+        same(
+            &parsed,
+            &delta::parse(&DecodeContext::default(), resource_type, response),
+        );
     }
     decoded
 }

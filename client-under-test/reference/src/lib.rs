@@ -31,6 +31,6 @@ pub use bootstrap::{Bootstrap, BootstrapError, XdsServerConfig};
 pub use client::{WatchId, XdsClient, XdsClientConfig};
 pub use observer::{ClientEvent, ClientObserver, LogLevel};
 pub use profile::{ClientProfile, DataErrorHandling, Defects, RetryAfterGoodStream};
-pub use resource::{ResourceType, XdsResource};
+pub use resource::{ResourceType, ValidationRule, XdsResource};
 pub use transport::{TcpTransport, XdsTransportFactory};
 pub use watcher::{ResourceWatcher, WatcherEvent, XdsError};

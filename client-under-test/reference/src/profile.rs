@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::backoff::BackoffConfig;
+use crate::resource::ValidationRule;
 
 /// What the client does after an ADS stream that had received a response
 /// closes. Both reset the backoff (gRFC A57).
@@ -127,6 +128,11 @@ pub struct Defects {
     /// CSDS fails before any target is dialled (gRPC answers an empty
     /// response: no XdsClient is no error).
     pub csds_fails_without_channels: bool,
+    /// One validation rule of gRPC's resource parsers not enforced: what
+    /// it rejects is accepted, what it ignores is used (or rejected). One
+    /// field for all of them, so each rule a scenario checks can be broken
+    /// on its own.
+    pub broken_validation: Option<ValidationRule>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::bootstrap::Bootstrap;
 use crate::observer::ClientObserver;
 use crate::profile::ClientProfile;
-use crate::resource::ResourceType;
+use crate::resource::{DecodeContext, ResourceType};
 use crate::transport::tls::TlsDefects;
 use crate::transport::{TcpTransport, XdsTransportFactory};
 use crate::watcher::ResourceWatcher;
@@ -101,7 +101,12 @@ impl XdsClient {
             node.client_features.clear();
         }
         let scope: Arc<str> = config.client_scope.clone().into();
+        let decode = DecodeContext {
+            certificate_providers: config.bootstrap.certificate_providers.clone(),
+            broken_rule: config.profile.defects.broken_validation,
+        };
         let shared = Arc::new(Shared {
+            decode,
             bootstrap: config.bootstrap,
             profile: config.profile,
             channels,

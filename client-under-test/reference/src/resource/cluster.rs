@@ -9,9 +9,7 @@ use envoy_types::pb::envoy::config::core::v3::{
     transport_socket::ConfigType as TransportSocketConfig,
 };
 use envoy_types::pb::envoy::extensions::clusters::aggregate::v3::ClusterConfig;
-use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
-    CertificateValidationContext, UpstreamTlsContext, common_tls_context::ValidationContextType,
-};
+use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext;
 use envoy_types::pb::envoy::extensions::upstreams::http::v3::HttpProtocolOptions;
 use envoy_types::pb::google::protobuf::Duration;
 use prost::Message;
@@ -20,8 +18,9 @@ use super::common::{
     ExtensionValue, extract_extension, is_ads_or_self, join_host_port, parse_duration,
 };
 use super::lb_policy_registry::{self, DEFAULT_MIN_RING_SIZE, MAX_RING_SIZE};
+use super::tls::validate_common_tls_context;
 use super::validation::FieldScope;
-use super::{DecodeError, ValidationErrors, XdsResource};
+use super::{DecodeContext, DecodeError, ValidationErrors, ValidationRule, XdsResource};
 
 const AGGREGATE_CLUSTER_TYPE: &str = "envoy.extensions.clusters.aggregate.v3.ClusterConfig";
 const UPSTREAM_TLS_CONTEXT_TYPE: &str =
@@ -107,7 +106,10 @@ impl ClusterResource {
 }
 
 /// Decodes and validates a serialized `envoy.config.cluster.v3.Cluster`.
-pub(super) fn decode(bytes: &[u8]) -> (Option<String>, Result<XdsResource, DecodeError>) {
+pub(super) fn decode(
+    bytes: &[u8],
+    context: &DecodeContext,
+) -> (Option<String>, Result<XdsResource, DecodeError>) {
     let cluster = match Cluster::decode(bytes) {
         Ok(cluster) => cluster,
         Err(e) => {
@@ -120,8 +122,8 @@ pub(super) fn decode(bytes: &[u8]) -> (Option<String>, Result<XdsResource, Decod
             );
         }
     };
-    let mut errors = ValidationErrors::new("Cluster");
-    let parsed = parse_cluster(&cluster, &mut FieldScope::root(&mut errors));
+    let mut errors = ValidationErrors::in_context("Cluster", context);
+    let parsed = parse_cluster(&cluster, context, &mut FieldScope::root(&mut errors));
     let result = errors
         .into_result(parsed)
         .map(XdsResource::Cluster)
@@ -130,12 +132,20 @@ pub(super) fn decode(bytes: &[u8]) -> (Option<String>, Result<XdsResource, Decod
 }
 
 /// C-core's `CdsResourceParse`, limited to what this client's value carries
-/// plus every check that can reject the resource without a bootstrap.
-fn parse_cluster(cluster: &Cluster, scope: &mut FieldScope<'_>) -> Option<ClusterResource> {
+/// plus every check that can reject the resource.
+fn parse_cluster(
+    cluster: &Cluster,
+    context: &DecodeContext,
+    scope: &mut FieldScope<'_>,
+) -> Option<ClusterResource> {
     let kind = parse_kind(cluster, scope);
     let lb_policy = parse_lb_policy(cluster, scope);
     if let Some(transport_socket) = &cluster.transport_socket {
-        validate_transport_socket(transport_socket, &mut scope.at(".transport_socket"));
+        validate_transport_socket(
+            transport_socket,
+            context,
+            &mut scope.at(".transport_socket"),
+        );
     }
     // C-core still records the LRS server when the ConfigSource is wrong;
     // the error makes the resource invalid anyway.
@@ -144,6 +154,7 @@ fn parse_cluster(cluster: &Cluster, scope: &mut FieldScope<'_>) -> Option<Cluste
             lrs_server.config_source_specifier,
             Some(envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier::Self_(_))
         )
+        && scope.enforces(ValidationRule::LrsServerSelf)
     {
         scope.at(".lrs_server").error("ConfigSource is not self");
     }
@@ -172,6 +183,10 @@ fn parse_kind(cluster: &Cluster, scope: &mut FieldScope<'_>) -> Option<ClusterKi
         Some(ClusterDiscoveryType::ClusterType(custom)) => {
             parse_aggregate(custom, &mut scope.at(".cluster_type.typed_config"))
         }
+        // A client that skips the check takes any other type for EDS.
+        _ if !scope.enforces(ValidationRule::DiscoveryType) => Some(ClusterKind::Eds {
+            eds_service_name: None,
+        }),
         // STATIC (also the default), STRICT_DNS, ORIGINAL_DST, unknown values.
         _ => {
             scope.at(".type").error("unknown discovery type");
@@ -188,9 +203,13 @@ fn parse_eds(cluster: &Cluster, scope: &mut FieldScope<'_>) -> Option<ClusterKin
     };
     match &eds_config.eds_config {
         None => scope.at(".eds_config").error("field not present"),
-        Some(source) if !is_ads_or_self(source) => scope
-            .at(".eds_config")
-            .error("ConfigSource is not ads or self"),
+        Some(source)
+            if !is_ads_or_self(source) && scope.enforces(ValidationRule::EdsConfigSource) =>
+        {
+            scope
+                .at(".eds_config")
+                .error("ConfigSource is not ads or self")
+        }
         Some(_) => {}
     }
     // An xdstp cluster name is not a valid EDS resource name (gRFC A47).
@@ -210,20 +229,30 @@ fn parse_logical_dns(cluster: &Cluster, scope: &mut FieldScope<'_>) -> Option<Cl
         return None;
     };
     let mut scope = scope.at(".endpoints");
-    let [locality] = load_assignment.endpoints.as_slice() else {
-        scope.error(format!(
-            "must contain exactly one locality for LOGICAL_DNS cluster, found {}",
-            load_assignment.endpoints.len()
-        ));
-        return None;
+    // A client that skips the shape check resolves the first one.
+    let lenient = !scope.enforces(ValidationRule::LogicalDnsShape);
+    let locality = match load_assignment.endpoints.as_slice() {
+        [locality] => locality,
+        [locality, ..] if lenient => locality,
+        localities => {
+            scope.error(format!(
+                "must contain exactly one locality for LOGICAL_DNS cluster, found {}",
+                localities.len()
+            ));
+            return None;
+        }
     };
     let mut scope = scope.at("[0].lb_endpoints");
-    let [lb_endpoint] = locality.lb_endpoints.as_slice() else {
-        scope.error(format!(
-            "must contain exactly one endpoint for LOGICAL_DNS cluster, found {}",
-            locality.lb_endpoints.len()
-        ));
-        return None;
+    let lb_endpoint = match locality.lb_endpoints.as_slice() {
+        [lb_endpoint] => lb_endpoint,
+        [lb_endpoint, ..] if lenient => lb_endpoint,
+        lb_endpoints => {
+            scope.error(format!(
+                "must contain exactly one endpoint for LOGICAL_DNS cluster, found {}",
+                lb_endpoints.len()
+            ));
+            return None;
+        }
     };
     let mut scope = scope.at("[0].endpoint");
     let Some(envoy_types::pb::envoy::config::endpoint::v3::lb_endpoint::HostIdentifier::Endpoint(
@@ -278,6 +307,12 @@ fn parse_aggregate(
         .strip_prefix("type.googleapis.com/")
         .unwrap_or(&typed_config.type_url);
     if type_name != AGGREGATE_CLUSTER_TYPE {
+        // A client that skips the check takes it for an empty aggregate.
+        if !scope.enforces(ValidationRule::CustomClusterType) {
+            return Some(ClusterKind::Aggregate {
+                prioritized_cluster_names: Vec::new(),
+            });
+        }
         scope
             .at(".type_url")
             .error(format!("unknown cluster_type extension: {type_name}"));
@@ -331,9 +366,10 @@ fn parse_ring_hash(cluster: &Cluster, scope: &mut FieldScope<'_>) -> LbPolicy {
     let mut max_ring_size = MAX_RING_SIZE;
     if let Some(LbConfig::RingHashLbConfig(config)) = &cluster.lb_config {
         let mut scope = scope.at(".ring_hash_lb_config");
+        let checked = scope.enforces(ValidationRule::RingHashSizes);
         if let Some(max) = config.maximum_ring_size {
             max_ring_size = max.value;
-            if max_ring_size == 0 || max_ring_size > MAX_RING_SIZE {
+            if checked && (max_ring_size == 0 || max_ring_size > MAX_RING_SIZE) {
                 scope
                     .at(".maximum_ring_size")
                     .error("must be in the range of 1 to 8388608");
@@ -342,10 +378,10 @@ fn parse_ring_hash(cluster: &Cluster, scope: &mut FieldScope<'_>) -> LbPolicy {
         if let Some(min) = config.minimum_ring_size {
             min_ring_size = min.value;
             let mut scope = scope.at(".minimum_ring_size");
-            if min_ring_size == 0 || min_ring_size > MAX_RING_SIZE {
+            if checked && (min_ring_size == 0 || min_ring_size > MAX_RING_SIZE) {
                 scope.error("must be in the range of 1 to 8388608");
             }
-            if min_ring_size > max_ring_size {
+            if checked && min_ring_size > max_ring_size {
                 scope.error("cannot be greater than maximum_ring_size");
             }
         }
@@ -359,9 +395,13 @@ fn parse_ring_hash(cluster: &Cluster, scope: &mut FieldScope<'_>) -> LbPolicy {
     }
 }
 
-/// Only TLS is supported. The certificate provider instance names are not
-/// checked: that needs the bootstrap, which decoding does not see.
-fn validate_transport_socket(transport_socket: &TransportSocket, scope: &mut FieldScope<'_>) {
+/// Only TLS is supported, with certificates as gRFC A29 has them
+/// (`tls::validate_common_tls_context`).
+fn validate_transport_socket(
+    transport_socket: &TransportSocket,
+    context: &DecodeContext,
+    scope: &mut FieldScope<'_>,
+) {
     let mut scope = scope.at(".typed_config");
     let Some(TransportSocketConfig::TypedConfig(any)) = &transport_socket.config_type else {
         scope.error("field not present");
@@ -372,9 +412,11 @@ fn validate_transport_socket(transport_socket: &TransportSocket, scope: &mut Fie
     };
     let mut scope = scope.at(&extension.field);
     if extension.type_name != UPSTREAM_TLS_CONTEXT_TYPE {
-        scope
-            .at(".type_url")
-            .error("unsupported transport socket type");
+        if scope.enforces(ValidationRule::TransportSocketType) {
+            scope
+                .at(".type_url")
+                .error("unsupported transport socket type");
+        }
         return;
     }
     let tls_context = match &extension.value {
@@ -385,37 +427,13 @@ fn validate_transport_socket(transport_socket: &TransportSocket, scope: &mut Fie
         scope.error("can't decode UpstreamTlsContext");
         return;
     };
-    if !has_ca_certs(&tls_context) {
-        scope
-            .at(".common_tls_context")
-            .error("no CA certs configured");
-    }
-}
-
-/// Whether the CommonTlsContext names root certificates the way gRPC reads
-/// them: a CA certificate provider instance or the system roots.
-// C-core still honours the deprecated combined-context provider instance.
-#[allow(deprecated)]
-fn has_ca_certs(tls_context: &UpstreamTlsContext) -> bool {
-    fn in_validation_context(context: Option<&CertificateValidationContext>) -> bool {
-        context.is_some_and(|c| {
-            c.ca_certificate_provider_instance.is_some() || c.system_root_certs.is_some()
-        })
-    }
-    let Some(common) = &tls_context.common_tls_context else {
-        return false;
-    };
-    match &common.validation_context_type {
-        Some(ValidationContextType::ValidationContext(context)) => {
-            in_validation_context(Some(context))
-        }
-        Some(ValidationContextType::CombinedValidationContext(combined)) => {
-            in_validation_context(combined.default_validation_context.as_ref())
-                || combined
-                    .validation_context_certificate_provider_instance
-                    .is_some()
-        }
-        _ => false,
+    let mut scope = scope.at(".common_tls_context");
+    let has_ca_certs = tls_context
+        .common_tls_context
+        .as_ref()
+        .is_some_and(|common| validate_common_tls_context(common, context, &mut scope));
+    if !has_ca_certs && scope.enforces(ValidationRule::TlsCaCertificates) {
+        scope.error("no CA certs configured");
     }
 }
 
@@ -479,15 +497,17 @@ fn validate_outlier_detection(outlier_detection: &OutlierDetection, scope: &mut 
             outlier_detection.enforcing_failure_percentage,
         ),
     ];
+    let checked = scope.enforces(ValidationRule::OutlierDetectionPercent);
     for (field, value) in percentages {
-        if value.is_some_and(|v| v.value > 100) {
+        if checked && value.is_some_and(|v| v.value > 100) {
             scope.at(field).error("value must be <= 100");
         }
     }
     // The threshold is only read when failure-percentage ejection is on.
-    if outlier_detection
-        .enforcing_failure_percentage
-        .is_some_and(|v| v.value != 0)
+    if checked
+        && outlier_detection
+            .enforcing_failure_percentage
+            .is_some_and(|v| v.value != 0)
         && outlier_detection
             .failure_percentage_threshold
             .is_some_and(|v| v.value > 100)
@@ -525,14 +545,14 @@ mod tests {
     };
     use envoy_types::pb::envoy::extensions::load_balancing_policies::ring_hash::v3::RingHash;
     use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
-        CertificateProviderPluginInstance, CommonTlsContext,
-        certificate_validation_context::SystemRootCerts,
+        CertificateProviderPluginInstance, CertificateValidationContext, CommonTlsContext,
+        certificate_validation_context::SystemRootCerts, common_tls_context::ValidationContextType,
     };
     use envoy_types::pb::google::protobuf::{self, UInt32Value, UInt64Value};
     use rstest::rstest;
 
     fn decode_cluster(cluster: &Cluster) -> (Option<String>, Result<XdsResource, DecodeError>) {
-        decode(&cluster.encode_to_vec())
+        decode(&cluster.encode_to_vec(), &DecodeContext::default())
     }
 
     fn parsed(cluster: &Cluster) -> ClusterResource {
@@ -1051,18 +1071,50 @@ mod tests {
 
     #[rstest]
     #[case(validation_context(CertificateValidationContext {
-        ca_certificate_provider_instance: Some(CertificateProviderPluginInstance::default()),
+        ca_certificate_provider_instance: Some(CertificateProviderPluginInstance {
+            instance_name: "roots".into(),
+            certificate_name: String::new(),
+        }),
         ..Default::default()
     }))]
     #[case(validation_context(CertificateValidationContext {
         system_root_certs: Some(SystemRootCerts {}),
         ..Default::default()
     }))]
-    fn tls_with_ca_certs(#[case] context: CommonTlsContext) {
-        parsed(&Cluster {
-            transport_socket: tls(context),
+    fn tls_with_ca_certs(#[case] tls_context: CommonTlsContext) {
+        let cluster = Cluster {
+            transport_socket: tls(tls_context),
+            ..eds_cluster("c")
+        };
+        let context = DecodeContext {
+            certificate_providers: ["roots".to_string()].into(),
+            ..Default::default()
+        };
+        valid(decode(&cluster.encode_to_vec(), &context));
+    }
+
+    #[test]
+    fn tls_instances_must_be_in_the_bootstrap() {
+        let tls_context = validation_context(CertificateValidationContext {
+            ca_certificate_provider_instance: Some(CertificateProviderPluginInstance {
+                instance_name: "roots".into(),
+                certificate_name: String::new(),
+            }),
+            ..Default::default()
+        });
+        let errors = errors_of(&Cluster {
+            transport_socket: tls(tls_context),
             ..eds_cluster("c")
         });
+        assert_eq!(
+            errors.errors,
+            vec![(
+                format!(
+                    "{TLS_VALUE}.common_tls_context.validation_context.ca_certificate_provider_instance.instance_name"
+                ),
+                "unrecognized certificate provider instance name: roots".into()
+            )]
+        );
     }
 
     const TLS_VALUE: &str = "transport_socket.typed_config.value[envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext]";
@@ -1212,7 +1264,7 @@ mod tests {
 
     #[test]
     fn undecodable_bytes() {
-        let (name, result) = decode(&[0x0a, 0x05, b'a']);
+        let (name, result) = decode(&[0x0a, 0x05, b'a'], &DecodeContext::default());
         assert_eq!(name, None);
         assert!(matches!(
             result,

@@ -13,7 +13,7 @@ use envoy_types::pb::envoy::r#type::v3::fractional_percent::DenominatorType;
 use envoy_types::pb::google::protobuf;
 use prost::Message;
 
-use super::validation::FieldScope;
+use super::validation::{FieldScope, ValidationRule};
 
 /// Both spellings of the TypedStruct wrapper gRPC unwraps.
 const TYPED_STRUCT_TYPES: [&str; 2] = ["xds.type.v3.TypedStruct", "udpa.type.v1.TypedStruct"];
@@ -113,6 +113,12 @@ pub(super) fn parse_duration(
     duration: &protobuf::Duration,
     scope: &mut FieldScope<'_>,
 ) -> Option<Duration> {
+    if !scope.enforces(ValidationRule::DurationRange) {
+        // Any duration is taken; one that cannot be a Duration counts as 0.
+        let seconds = u64::try_from(duration.seconds).unwrap_or(0);
+        let nanos = u32::try_from(duration.nanos).unwrap_or(0).min(999_999_999);
+        return Some(Duration::new(seconds, nanos));
+    }
     let seconds = u64::try_from(duration.seconds)
         .ok()
         .filter(|s| *s <= 315_576_000_000);
@@ -173,12 +179,19 @@ pub(super) fn parse_socket_address(
         Some(PortSpecifier::PortValue(port)) => port,
         _ => 0,
     };
-    let Ok(port) = u16::try_from(port) else {
-        scope.at(".port_value").error("invalid port");
-        return None;
+    let port = match u16::try_from(port) {
+        Ok(port) => port,
+        // A client that skips the check keeps the low 16 bits, as a C cast.
+        Err(_) if !scope.enforces(ValidationRule::PortRange) => port as u16,
+        Err(_) => {
+            scope.at(".port_value").error("invalid port");
+            return None;
+        }
     };
     match socket_address.address.parse::<IpAddr>() {
         Ok(ip) => Some(SocketAddr::new(ip, port)),
+        // One that skips it drops the endpoint without a word.
+        Err(_) if !scope.enforces(ValidationRule::AddressIsIp) => None,
         Err(_) => {
             scope.error(format!(
                 "Failed to parse address:{}",

@@ -13,7 +13,7 @@ use prost::Message;
 
 use super::common::{parse_socket_address, parts_per_million};
 use super::validation::FieldScope;
-use super::{DecodeError, ValidationErrors, XdsResource};
+use super::{DecodeContext, DecodeError, ValidationErrors, ValidationRule, XdsResource};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct EndpointsResource {
@@ -125,7 +125,10 @@ impl EndpointsResource {
 /// Decodes and validates a serialized
 /// `envoy.config.endpoint.v3.ClusterLoadAssignment`. Its name is
 /// `cluster_name`.
-pub(super) fn decode(bytes: &[u8]) -> (Option<String>, Result<XdsResource, DecodeError>) {
+pub(super) fn decode(
+    bytes: &[u8],
+    context: &DecodeContext,
+) -> (Option<String>, Result<XdsResource, DecodeError>) {
     let cla = match ClusterLoadAssignment::decode(bytes) {
         Ok(cla) => cla,
         Err(e) => {
@@ -138,7 +141,9 @@ pub(super) fn decode(bytes: &[u8]) -> (Option<String>, Result<XdsResource, Decod
             );
         }
     };
-    let mut errors = ValidationErrors::new("ClusterLoadAssignment");
+    // C-core words this resource's errors differently from the others'.
+    let mut errors = ValidationErrors::in_context("ClusterLoadAssignment", context)
+        .with_heading("errors parsing EDS resource");
     let parsed = parse_cla(&cla, &mut FieldScope::root(&mut errors));
     let result = errors
         .into_result(Some(parsed))
@@ -167,14 +172,19 @@ fn parse_cla(cla: &ClusterLoadAssignment, scope: &mut FieldScope<'_>) -> Endpoin
 }
 
 fn parse_priorities(cla: &ClusterLoadAssignment, scope: &mut FieldScope<'_>) -> Vec<Priority> {
-    // Keyed by priority so a huge priority number costs nothing until the
-    // gap check below rejects it.
     let mut by_priority: BTreeMap<u32, Priority> = BTreeMap::new();
     let mut addresses_seen = HashSet::new();
+    // Every priority is below the number of localities (each parsed
+    // locality checks its own), so the gaps below are bounded too.
+    let locality_count = cla.endpoints.len();
     for (i, locality_endpoints) in cla.endpoints.iter().enumerate() {
         let mut scope = scope.at(&format!("[{i}]"));
-        let Some(locality) = parse_locality(locality_endpoints, &mut addresses_seen, &mut scope)
-        else {
+        let Some(locality) = parse_locality(
+            locality_endpoints,
+            locality_count,
+            &mut addresses_seen,
+            &mut scope,
+        ) else {
             continue;
         };
         let localities = &mut by_priority
@@ -182,6 +192,10 @@ fn parse_priorities(cla: &ClusterLoadAssignment, scope: &mut FieldScope<'_>) -> 
             .or_default()
             .localities;
         if localities.contains_key(&locality.name) {
+            // A client that skips the check keeps the first one.
+            if !scope.enforces(ValidationRule::LocalitiesUnique) {
+                continue;
+            }
             scope.error(format!(
                 "duplicate locality {} found in priority {}",
                 locality.name.human_readable(),
@@ -191,18 +205,15 @@ fn parse_priorities(cla: &ClusterLoadAssignment, scope: &mut FieldScope<'_>) -> 
             localities.insert(locality.name.clone(), locality);
         }
     }
-    // Priorities must be contiguous from 0 (C-core: "priority N empty").
+    // Priorities must be contiguous from 0: one error per empty priority,
+    // as C-core gives; a client that skips the check closes the gaps.
     let mut expected: u32 = 0;
-    for &priority in by_priority.keys() {
-        // One error per gap, however large: C-core's one per missing
-        // priority would be unbounded.
-        match priority.saturating_sub(expected) {
-            0 => {}
-            1 => scope.error(format!("priority {expected} empty")),
-            _ => scope.error(format!(
-                "priorities {expected} to {} empty",
-                priority.saturating_sub(1)
-            )),
+    let checked = scope.enforces(ValidationRule::PrioritiesContiguous);
+    for &priority in by_priority.keys().filter(|_| checked) {
+        // At most one error per locality, even in a client that lets a
+        // priority past the bound (`Defects::broken_validation`).
+        for empty in (expected..priority).take(locality_count) {
+            scope.error(format!("priority {empty} empty"));
         }
         expected = priority.saturating_add(1);
     }
@@ -225,6 +236,7 @@ fn parse_priorities(cla: &ClusterLoadAssignment, scope: &mut FieldScope<'_>) -> 
 /// errors.
 fn parse_locality(
     locality_endpoints: &LocalityLbEndpoints,
+    locality_count: usize,
     addresses_seen: &mut HashSet<SocketAddr>,
     scope: &mut FieldScope<'_>,
 ) -> Option<Locality> {
@@ -237,7 +249,9 @@ fn parse_locality(
         return None;
     }
     let Some(locality) = &locality_endpoints.locality else {
-        scope.at(".locality").error("field not present");
+        if scope.enforces(ValidationRule::LocalityPresent) {
+            scope.at(".locality").error("field not present");
+        }
         return None;
     };
     let name = LocalityName {
@@ -252,7 +266,7 @@ fn parse_locality(
             continue;
         };
         for address in addresses {
-            if !addresses_seen.insert(address) {
+            if !addresses_seen.insert(address) && scope.enforces(ValidationRule::AddressesUnique) {
                 scope.error(format!(
                     "duplicate endpoint address \"{}\"",
                     address_uri(address)
@@ -260,6 +274,16 @@ fn parse_locality(
             }
         }
         endpoints.push(endpoint);
+    }
+    // C-core (1.85) bounds a priority by the number of localities, which
+    // also bounds what the gap check has to say.
+    let priority = locality_endpoints.priority;
+    if usize::try_from(priority).map_or(true, |p| p >= locality_count)
+        && scope.enforces(ValidationRule::PriorityBound)
+    {
+        scope.at(".priority").error(format!(
+            "priority {priority} >= number of localities ({locality_count})"
+        ));
     }
     (scope.error_count() == errors_before).then_some(Locality {
         name,
@@ -281,7 +305,7 @@ fn parse_endpoint(
         _ => return None,
     };
     let lb_weight = lb_endpoint.load_balancing_weight.map_or(1, |w| w.value);
-    if lb_weight == 0 {
+    if lb_weight == 0 && scope.enforces(ValidationRule::EndpointWeight) {
         scope
             .at(".load_balancing_weight")
             .error("must be greater than 0");
@@ -363,7 +387,7 @@ mod tests {
     fn decode_cla(
         cla: &ClusterLoadAssignment,
     ) -> (Option<String>, Result<XdsResource, DecodeError>) {
-        decode(&cla.encode_to_vec())
+        decode(&cla.encode_to_vec(), &DecodeContext::default())
     }
 
     fn parsed(cla: &ClusterLoadAssignment) -> EndpointsResource {
@@ -564,19 +588,73 @@ mod tests {
     }
 
     #[rstest]
-    #[case(vec![0, 2], "priority 1 empty")]
-    #[case(vec![1], "priority 0 empty")]
-    #[case(vec![0, 10], "priorities 1 to 9 empty")]
-    #[case(vec![u32::MAX], "priorities 0 to 4294967294 empty")]
-    fn sparse_priorities(#[case] priorities: Vec<u32>, #[case] message: &str) {
+    #[case(vec![0, 0, 2], &["priority 1 empty"])]
+    #[case(vec![1, 1], &["priority 0 empty"])]
+    #[case(vec![0, 3, 3, 3], &["priority 1 empty", "priority 2 empty"])]
+    fn sparse_priorities(#[case] priorities: Vec<u32>, #[case] messages: &[&str]) {
         let localities = priorities
             .iter()
             .enumerate()
             .map(|(i, p)| locality(&format!("r{i}"), Some(1), *p, vec![]))
             .collect();
+        let expected: Vec<(String, String)> = messages
+            .iter()
+            .map(|m| ("endpoints".to_string(), m.to_string()))
+            .collect();
+        assert_eq!(errors_of(&cla("c1", localities)).errors, expected);
+    }
+
+    #[rstest]
+    #[case(vec![0, 2], 1, "priority 2 >= number of localities (2)")]
+    #[case(vec![1], 0, "priority 1 >= number of localities (1)")]
+    #[case(vec![0, u32::MAX], 1, "priority 4294967295 >= number of localities (2)")]
+    fn priorities_are_bounded_by_the_number_of_localities(
+        #[case] priorities: Vec<u32>,
+        #[case] index: usize,
+        #[case] message: &str,
+    ) {
+        let localities = priorities
+            .iter()
+            .enumerate()
+            .map(|(i, p)| locality(&format!("r{i}"), Some(1), *p, vec![]))
+            .collect();
+        // The locality out of bounds is left out, so no gap is reported.
         assert_eq!(
             errors_of(&cla("c1", localities)).errors,
-            vec![("endpoints".into(), message.to_string())]
+            vec![(format!("endpoints[{index}].priority"), message.to_string())]
+        );
+    }
+
+    #[test]
+    fn localities_without_weight_count_toward_the_bound() {
+        let e = parsed(&cla(
+            "c1",
+            vec![
+                locality("a", Some(1), 0, vec![]),
+                locality("ignored", None, 0, vec![]),
+                locality("b", Some(1), 1, vec![]),
+            ],
+        ));
+        assert_eq!(e.priorities.len(), 2);
+    }
+
+    #[test]
+    fn a_client_past_the_bound_still_reports_few_gaps() {
+        let localities = vec![
+            locality("a", Some(1), 0, vec![]),
+            locality("b", Some(1), u32::MAX, vec![]),
+        ];
+        let context = DecodeContext {
+            broken_rule: Some(ValidationRule::PriorityBound),
+            ..Default::default()
+        };
+        let errors = invalid(decode(&cla("c1", localities).encode_to_vec(), &context));
+        assert_eq!(
+            errors.errors,
+            vec![
+                ("endpoints".to_string(), "priority 1 empty".to_string()),
+                ("endpoints".to_string(), "priority 2 empty".to_string()),
+            ]
         );
     }
 
@@ -760,7 +838,7 @@ mod tests {
 
     #[test]
     fn undecodable_bytes() {
-        let (name, result) = decode(&[0x12]);
+        let (name, result) = decode(&[0x12], &DecodeContext::default());
         assert_eq!(name, None);
         assert!(matches!(
             result,
@@ -804,6 +882,7 @@ mod tests {
                 "endpoints[0].locality",
                 "endpoints[1].lb_endpoints[0].endpoint.address",
                 "endpoints[1].lb_endpoints[1].endpoint.address.socket_address",
+                "endpoints[1].priority",
                 "policy.drop_overloads[0].category",
                 "policy.drop_overloads[0].drop_percentage",
             ]
@@ -811,7 +890,7 @@ mod tests {
         assert!(
             errors
                 .to_string()
-                .starts_with("errors validating ClusterLoadAssignment resource: [")
+                .starts_with("errors parsing EDS resource: [")
         );
     }
 }

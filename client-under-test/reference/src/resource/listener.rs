@@ -15,7 +15,9 @@ use prost::Message;
 use super::common::{Extension, ExtensionValue, extract_extension, is_ads_or_self, parse_duration};
 use super::http_filters::KnownFilter;
 use super::validation::FieldScope;
-use super::{DecodeError, RouteConfigResource, ValidationErrors, XdsResource};
+use super::{
+    DecodeContext, DecodeError, RouteConfigResource, ValidationErrors, ValidationRule, XdsResource,
+};
 
 const HCM_TYPE: &str =
     "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager";
@@ -65,7 +67,10 @@ impl ListenerResource {
 
 /// Decodes and validates a serialized `envoy.config.listener.v3.Listener`.
 /// Returns the resource name whenever the message decoded, even if invalid.
-pub(super) fn decode(bytes: &[u8]) -> (Option<String>, Result<XdsResource, DecodeError>) {
+pub(super) fn decode(
+    bytes: &[u8],
+    context: &DecodeContext,
+) -> (Option<String>, Result<XdsResource, DecodeError>) {
     let listener = match Listener::decode(bytes) {
         Ok(listener) => listener,
         Err(e) => {
@@ -78,7 +83,7 @@ pub(super) fn decode(bytes: &[u8]) -> (Option<String>, Result<XdsResource, Decod
             );
         }
     };
-    let mut errors = ValidationErrors::new("Listener");
+    let mut errors = ValidationErrors::in_context("Listener", context);
     let mut scope = FieldScope::root(&mut errors);
     // C-core: an api_listener makes it a client's, else an address a
     // server's (a Listener with both is a client's, for Istio's sake).
@@ -135,10 +140,12 @@ pub(super) fn parse_hcm(
         return None;
     };
     // gRFC A41: gRPC never trusts forwarded-for headers.
-    if hcm.xff_num_trusted_hops != 0 {
+    if hcm.xff_num_trusted_hops != 0 && scope.enforces(ValidationRule::XffNumTrustedHops) {
         scope.at(".xff_num_trusted_hops").error("must be zero");
     }
-    if !hcm.original_ip_detection_extensions.is_empty() {
+    if !hcm.original_ip_detection_extensions.is_empty()
+        && scope.enforces(ValidationRule::OriginalIpDetectionExtensions)
+    {
         scope
             .at(".original_ip_detection_extensions")
             .error("must be empty");
@@ -294,7 +301,10 @@ mod tests {
     }
 
     fn decode_hcm(hcm: &HcmProto) -> (Option<String>, Result<XdsResource, DecodeError>) {
-        decode(&api_listener("l1", hcm).encode_to_vec())
+        decode(
+            &api_listener("l1", hcm).encode_to_vec(),
+            &DecodeContext::default(),
+        )
     }
 
     fn listener_value(
@@ -398,7 +408,7 @@ mod tests {
 
     #[test]
     fn undecodable_bytes() {
-        let (name, result) = decode(&[0xff, 0xff]);
+        let (name, result) = decode(&[0xff, 0xff], &DecodeContext::default());
         assert_eq!(name, None);
         assert!(
             matches!(
@@ -458,7 +468,7 @@ mod tests {
         #[case] field: &str,
         #[case] message: &str,
     ) {
-        let decoded = decode(&listener.encode_to_vec());
+        let decoded = decode(&listener.encode_to_vec(), &DecodeContext::default());
         assert_eq!(
             decoded.0.as_deref(),
             Some("l"),

@@ -18,13 +18,15 @@
 //!   C-core checks another field there).
 //! - A server Listener with `listener_filters` is NACKed, as gRFC A36
 //!   requires; C-core 1.85 ignores the field (it ACKs and serves).
-//! - A run of empty priorities gives one error ("priorities A to B empty"),
-//!   not one per number, so a huge priority cannot blow up the error list.
 //! - Rust `regex` stands in for RE2 (near-identical dialects); IPv6 zone ids
 //!   are not accepted in addresses.
-//! - Not validated: certificate-provider instance names, metadata, deep
-//!   RBAC / StatefulSession / GcpAuthn configs (decoded only), custom LB
-//!   policies given as TypedStruct (skipped).
+//! - A server Listener's DownstreamTlsContext is not put through the
+//!   CommonTlsContext checks a Cluster's gets (unsupported features,
+//!   certificate provider instances the bootstrap must declare).
+//! - Not validated: metadata, deep RBAC / StatefulSession / GcpAuthn
+//!   configs (decoded only), custom LB policies given as TypedStruct
+//!   (skipped), the bootstrap's certificate provider configs (only their
+//!   names are read).
 
 mod cluster;
 mod common;
@@ -36,6 +38,7 @@ mod route;
 mod server_listener;
 #[cfg(test)]
 pub(crate) mod test_support;
+mod tls;
 mod validation;
 
 pub use cluster::{ClusterKind, ClusterResource, LbPolicy};
@@ -51,8 +54,9 @@ pub use server_listener::{
     CidrRange, DestinationIp, DownstreamTls, FilterChainData, FilterChainMap,
     ServerListenerResource, SourceIp,
 };
-pub use validation::ValidationErrors;
+pub use validation::{ValidationErrors, ValidationRule};
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -146,23 +150,59 @@ impl fmt::Display for DecodeError {
     }
 }
 
+/// What validation depends on beyond a resource's bytes, as C-core's
+/// `XdsResourceType::DecodeContext` gives its parsers the bootstrap.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DecodeContext {
+    /// The bootstrap's `certificate_providers` instance names: a TLS
+    /// context may only name these.
+    pub certificate_providers: BTreeSet<String>,
+    /// The one rule a deliberately broken client does not enforce
+    /// (`Defects::broken_validation`); `None` in every real profile.
+    pub broken_rule: Option<ValidationRule>,
+}
+
 /// Decodes one entry of a (SotW) DiscoveryResponse whose `type_url` is
 /// `expected.type_url()`: the entry itself, or the resource inside its
-/// `Resource` wrapper, whose name then names it.
+/// `Resource` wrapper, whose name then names it. Validated as for a
+/// bootstrap without certificate providers.
 pub fn decode_entry(expected: ResourceType, entry: &Any) -> DecodedEntry {
+    decode_entry_in(&DecodeContext::default(), expected, entry)
+}
+
+/// [`decode_entry`] under `context`.
+pub fn decode_entry_in(
+    context: &DecodeContext,
+    expected: ResourceType,
+    entry: &Any,
+) -> DecodedEntry {
     match codec::unwrap(entry) {
-        Ok(Unwrapped::Plain(any)) => decode_resource(expected, None, any),
-        Ok(Unwrapped::Wrapped { name, resource }) => {
-            decode_resource(expected, (!name.is_empty()).then_some(name), &resource)
-        }
+        Ok(Unwrapped::Plain(any)) => decode_resource_in(context, expected, None, any),
+        Ok(Unwrapped::Wrapped { name, resource }) => decode_resource_in(
+            context,
+            expected,
+            (!name.is_empty()).then_some(name),
+            &resource,
+        ),
         Err(e) => failed(None, DecodeError::Wrapper(e)),
     }
 }
 
 /// Decodes one resource of type `expected`; `name`, when given (a
 /// `Resource` wrapper's, or a delta response's), names it whatever the
-/// message says.
+/// message says. Validated as for a bootstrap without certificate
+/// providers.
 pub fn decode_resource(expected: ResourceType, name: Option<String>, any: &Any) -> DecodedEntry {
+    decode_resource_in(&DecodeContext::default(), expected, name, any)
+}
+
+/// [`decode_resource`] under `context`.
+pub fn decode_resource_in(
+    context: &DecodeContext,
+    expected: ResourceType,
+    name: Option<String>,
+    any: &Any,
+) -> DecodedEntry {
     if any.type_url != expected.type_url() {
         return failed(
             name,
@@ -174,10 +214,10 @@ pub fn decode_resource(expected: ResourceType, name: Option<String>, any: &Any) 
     }
     let bytes = any.value.as_slice();
     let (decoded_name, result) = match expected {
-        ResourceType::Listener => listener::decode(bytes),
-        ResourceType::RouteConfiguration => route::decode(bytes),
-        ResourceType::Cluster => cluster::decode(bytes),
-        ResourceType::ClusterLoadAssignment => endpoint::decode(bytes),
+        ResourceType::Listener => listener::decode(bytes, context),
+        ResourceType::RouteConfiguration => route::decode(bytes, context),
+        ResourceType::Cluster => cluster::decode(bytes, context),
+        ResourceType::ClusterLoadAssignment => endpoint::decode(bytes, context),
     };
     DecodedEntry {
         name: name.or(decoded_name),

@@ -16,7 +16,7 @@ use super::common::{
 };
 use super::http_filters::KnownFilter;
 use super::validation::FieldScope;
-use super::{DecodeError, ValidationErrors, XdsResource};
+use super::{DecodeContext, DecodeError, ValidationErrors, ValidationRule, XdsResource};
 
 const FILTER_CONFIG_TYPE: &str = "envoy.config.route.v3.FilterConfig";
 
@@ -136,7 +136,10 @@ impl Route {
 }
 
 /// Decodes and validates a serialized `envoy.config.route.v3.RouteConfiguration`.
-pub(super) fn decode(bytes: &[u8]) -> (Option<String>, Result<XdsResource, DecodeError>) {
+pub(super) fn decode(
+    bytes: &[u8],
+    context: &DecodeContext,
+) -> (Option<String>, Result<XdsResource, DecodeError>) {
     let route_config = match proto::RouteConfiguration::decode(bytes) {
         Ok(route_config) => route_config,
         Err(e) => {
@@ -149,7 +152,7 @@ pub(super) fn decode(bytes: &[u8]) -> (Option<String>, Result<XdsResource, Decod
             );
         }
     };
-    let mut errors = ValidationErrors::new("RouteConfiguration");
+    let mut errors = ValidationErrors::in_context("RouteConfiguration", context);
     let parsed = parse_route_configuration(&route_config, &mut FieldScope::root(&mut errors));
     let result = errors
         .into_result(Some(parsed))
@@ -214,7 +217,8 @@ fn parse_cluster_specifier_plugins(
         else {
             continue;
         };
-        if plugin.is_optional {
+        // A client that skips the type check treats every plugin as optional.
+        if plugin.is_optional || !scope.enforces(ValidationRule::PluginType) {
             plugins.insert(name, Plugin::OptionalUnsupported);
         } else {
             scope
@@ -325,6 +329,8 @@ fn parse_path_matcher(
         Some(PathSpecifier::SafeRegex(regex)) => {
             match check_regex(&regex.regex) {
                 Ok(()) => Some(PathMatcher::SafeRegex(regex.regex.clone())),
+                // One that skips the check drops the route without a word.
+                Err(_) if !scope.enforces(ValidationRule::PathRegex) => None,
                 Err(e) => {
                     scope.error(format!("error creating path matcher: Invalid regex string specified in matcher: {e}"));
                     None
@@ -396,27 +402,38 @@ fn parse_header_matchers(
                 match string_match(string_matcher) {
                     Some(matcher) => (matcher, !string_matcher.ignore_case),
                     None => {
-                        scope.at(".string_match").error("invalid string matcher");
+                        if scope.enforces(ValidationRule::HeaderMatchSpecifier) {
+                            scope.at(".string_match").error("invalid string matcher");
+                        }
                         continue;
                     }
                 }
             }
             None => {
-                scope.error("invalid header matcher");
+                if scope.enforces(ValidationRule::HeaderMatchSpecifier) {
+                    scope.error("invalid header matcher");
+                }
                 continue;
             }
         };
         let problem = match &matcher {
-            HeaderMatch::SafeRegex(regex) => check_regex(regex)
-                .err()
-                .map(|e| format!("Invalid regex string specified in matcher: {e}")),
-            HeaderMatch::Range { start, end } if start > end => Some(
+            HeaderMatch::SafeRegex(regex) => check_regex(regex).err().map(|e| {
+                (
+                    ValidationRule::HeaderRegex,
+                    format!("Invalid regex string specified in matcher: {e}"),
+                )
+            }),
+            HeaderMatch::Range { start, end } if start > end => Some((
+                ValidationRule::HeaderRange,
                 "Invalid range specifier specified: end cannot be smaller than start.".to_string(),
-            ),
+            )),
             _ => None,
         };
-        if let Some(problem) = problem {
-            scope.error(format!("cannot create header matcher: {problem}"));
+        if let Some((rule, problem)) = problem {
+            // A client that skips the check drops the matcher without a word.
+            if scope.enforces(rule) {
+                scope.error(format!("cannot create header matcher: {problem}"));
+            }
             continue;
         }
         matchers.push(HeaderMatcher {
@@ -502,10 +519,18 @@ fn parse_route_action(
                 scope.error("must be non-empty");
             } else if !plugins.contains_key(name) {
                 scope.error(format!("unknown cluster specifier plugin name \"{name}\""));
+            } else if !scope.enforces(ValidationRule::OptionalPluginRoutesIgnored) {
+                scope.error("optional cluster specifier plugin is not supported");
             }
             None
         }
-        _ => None,
+        // `cluster_header`, or none: gRPC ignores the route.
+        _ => {
+            if !scope.enforces(ValidationRule::UnsupportedClusterSpecifierIgnored) {
+                scope.error("unsupported cluster specifier");
+            }
+            None
+        }
     }
 }
 
@@ -535,12 +560,15 @@ fn validate_header_hash_policy(
 }
 
 fn validate_retry_policy(retry_policy: &proto::RetryPolicy, scope: &mut FieldScope<'_>) {
-    if retry_policy.num_retries.is_some_and(|n| n.value == 0) {
+    if retry_policy.num_retries.is_some_and(|n| n.value == 0)
+        && scope.enforces(ValidationRule::RetryNumRetries)
+    {
         scope.at(".num_retries").error("must be greater than 0");
     }
     if let Some(back_off) = &retry_policy.retry_back_off {
         let mut scope = scope.at(".retry_back_off");
         match &back_off.base_interval {
+            None if !scope.enforces(ValidationRule::RetryBaseInterval) => {}
             None => scope.at(".base_interval").error("field not present"),
             Some(d) => {
                 parse_duration(d, &mut scope.at(".base_interval"));
@@ -569,11 +597,18 @@ fn parse_weighted_clusters(
             scope.at(".name").error("must be non-empty");
         }
         let weight = match cluster.weight {
+            // A client that skips the check takes a missing weight as 0.
+            None if !scope.enforces(ValidationRule::WeightedClusterWeight) => continue,
             None => {
                 scope.at(".weight").error("field not present");
                 0
             }
-            Some(weight) if weight.value == 0 => continue,
+            Some(weight)
+                if weight.value == 0
+                    && scope.enforces(ValidationRule::ZeroWeightClustersDropped) =>
+            {
+                continue;
+            }
             Some(weight) => weight.value,
         };
         total_weight += u64::from(weight);
@@ -583,8 +618,12 @@ fn parse_weighted_clusters(
         });
     }
     if clusters.is_empty() {
-        scope.error("no valid clusters specified");
-    } else if total_weight > u64::from(u32::MAX) {
+        if scope.enforces(ValidationRule::WeightedClustersNonEmpty) {
+            scope.error("no valid clusters specified");
+        }
+    } else if total_weight > u64::from(u32::MAX)
+        && scope.enforces(ValidationRule::WeightedClustersTotal)
+    {
         scope.error("sum of cluster weights exceeds uint32 max");
     }
     clusters
@@ -663,7 +702,7 @@ mod tests {
     fn decode_rc(
         rc: &proto::RouteConfiguration,
     ) -> (Option<String>, Result<XdsResource, DecodeError>) {
-        decode(&rc.encode_to_vec())
+        decode(&rc.encode_to_vec(), &DecodeContext::default())
     }
 
     fn value(decoded: (Option<String>, Result<XdsResource, DecodeError>)) -> RouteConfigResource {
@@ -784,7 +823,7 @@ mod tests {
 
     #[test]
     fn undecodable_bytes() {
-        let (name, result) = decode(b"\xff");
+        let (name, result) = decode(b"\xff", &DecodeContext::default());
         assert_eq!(name, None);
         assert!(matches!(
             result,

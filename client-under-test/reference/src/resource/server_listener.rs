@@ -555,7 +555,7 @@ fn add_for_transport_protocol(
 mod tests {
     use super::*;
     use crate::resource::test_support::*;
-    use crate::resource::{DecodeError, XdsResource, listener::decode};
+    use crate::resource::{DecodeContext, DecodeError, XdsResource, listener::decode};
     use envoy_types::pb::envoy::config::core::v3::{CidrRange as Cidr, TransportSocket};
     use envoy_types::pb::envoy::config::listener::v3::{Filter, ListenerFilter};
     use envoy_types::pb::envoy::extensions::filters::http::fault::v3::HttpFault;
@@ -594,7 +594,7 @@ mod tests {
     }
 
     fn decoded(listener: &Listener) -> (Option<String>, Result<XdsResource, DecodeError>) {
-        decode(&listener.encode_to_vec())
+        decode(&listener.encode_to_vec(), &DecodeContext::default())
     }
 
     fn value(listener: &Listener) -> ServerListenerResource {

@@ -3,20 +3,45 @@
 
 use std::fmt;
 
+use super::DecodeContext;
+
 /// Every problem found in one resource: `(field path, message)` pairs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ValidationErrors {
     /// The message type validated, e.g. "Cluster".
     pub resource: &'static str,
+    /// The text the list follows, e.g. "errors validating Cluster resource"
+    /// (C-core words EDS's differently).
+    pub heading: String,
     pub errors: Vec<(String, String)>,
+    /// The rule this validation breaks on purpose
+    /// (`Defects::broken_validation`); `None` in every real profile.
+    broken_rule: Option<ValidationRule>,
 }
 
 impl ValidationErrors {
     pub fn new(resource: &'static str) -> Self {
         ValidationErrors {
             resource,
+            heading: format!("errors validating {resource} resource"),
             errors: Vec::new(),
+            broken_rule: None,
         }
+    }
+
+    /// Errors of a resource validated under `context`: the rule it breaks
+    /// on purpose, if any, is not enforced.
+    pub(super) fn in_context(resource: &'static str, context: &DecodeContext) -> Self {
+        ValidationErrors {
+            broken_rule: context.broken_rule,
+            ..ValidationErrors::new(resource)
+        }
+    }
+
+    /// The same errors under another heading.
+    pub(super) fn with_heading(mut self, heading: &str) -> Self {
+        self.heading = heading.to_string();
+        self
     }
 
     pub fn add(&mut self, field: impl Into<String>, message: impl Into<String>) {
@@ -45,7 +70,7 @@ impl ValidationErrors {
 impl fmt::Display for ValidationErrors {
     /// `errors validating Cluster resource: [field:lb_policy error:...; ...]`
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "errors validating {} resource: [", self.resource)?;
+        write!(f, "{}: [", self.heading)?;
         for (i, (field, message)) in self.errors.iter().enumerate() {
             if i > 0 {
                 f.write_str("; ")?;
@@ -97,4 +122,97 @@ impl<'a> FieldScope<'a> {
     pub(super) fn error_count(&self) -> usize {
         self.errors.errors.len()
     }
+
+    /// Whether `rule` holds here: false only in a client built to break it
+    /// (`Defects::broken_validation`), so every check names the rule it
+    /// makes and the broken clients can lift one at a time.
+    pub(super) fn enforces(&self, rule: ValidationRule) -> bool {
+        self.errors.broken_rule != Some(rule)
+    }
+}
+
+/// A validation rule of gRPC C-core's parsers that a scenario under
+/// `scenarios/validation/` checks, by name, so a deliberately broken
+/// reference client can break exactly one (`Defects::broken_validation`).
+/// A rule that rejects something is broken by accepting it; a rule that
+/// ignores something (a route, a cluster, an endpoint) is broken by
+/// using it or rejecting the resource instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ValidationRule {
+    // Listener: the HttpConnectionManager (gRFC A41).
+    /// `xff_num_trusted_hops` must be zero.
+    XffNumTrustedHops,
+    /// `original_ip_detection_extensions` must be empty.
+    OriginalIpDetectionExtensions,
+    // RouteConfiguration (gRFC A28, A44).
+    /// A route's `safe_regex` path matcher must compile.
+    PathRegex,
+    /// A header matcher's regex must compile.
+    HeaderRegex,
+    /// A header matcher must say how it matches (a `string_match` too).
+    HeaderMatchSpecifier,
+    /// A header `range_match` must not end before it starts.
+    HeaderRange,
+    /// A route whose cluster specifier gRPC does not support
+    /// (`cluster_header`, none) is ignored, not an error.
+    UnsupportedClusterSpecifierIgnored,
+    /// A route naming an optional cluster specifier plugin of a type gRPC
+    /// does not support is ignored, not an error.
+    OptionalPluginRoutesIgnored,
+    /// A non-optional cluster specifier plugin must be of a supported type.
+    PluginType,
+    /// `retry_policy.num_retries` must be greater than 0.
+    RetryNumRetries,
+    /// `retry_policy.retry_back_off` must have a `base_interval`.
+    RetryBaseInterval,
+    /// Every weighted cluster must have a weight.
+    WeightedClusterWeight,
+    /// Weighted clusters must leave at least one cluster with a weight.
+    WeightedClustersNonEmpty,
+    /// Weighted clusters' weights must sum to at most 2^32 - 1.
+    WeightedClustersTotal,
+    /// A weighted cluster of weight 0 is dropped, never used.
+    ZeroWeightClustersDropped,
+    // Cluster (gRFC A27, A29, A37, A42, A50).
+    /// The discovery type must be EDS, LOGICAL_DNS or an aggregate cluster.
+    DiscoveryType,
+    /// `eds_cluster_config.eds_config` must be ADS or self.
+    EdsConfigSource,
+    /// A `cluster_type` extension must be an aggregate cluster's config.
+    CustomClusterType,
+    /// A LOGICAL_DNS cluster has exactly one locality with one endpoint.
+    LogicalDnsShape,
+    /// `lrs_server` must be `self`.
+    LrsServerSelf,
+    /// Outlier detection's percentages must be at most 100.
+    OutlierDetectionPercent,
+    /// A duration must be non-negative and in protobuf's range.
+    DurationRange,
+    /// Ring sizes must be in 1..=8388608, the minimum not above the maximum.
+    RingHashSizes,
+    /// A `transport_socket` must be an UpstreamTlsContext.
+    TransportSocketType,
+    /// An UpstreamTlsContext must name CA certificates.
+    TlsCaCertificates,
+    /// CommonTlsContext features gRPC does not support must be unset.
+    TlsUnsupportedFeature,
+    /// A certificate provider instance must be one the bootstrap declares.
+    TlsCertificateProviderInstance,
+    // ClusterLoadAssignment (gRFC A27, A61).
+    /// A locality with a weight must have a `locality`.
+    LocalityPresent,
+    /// A locality's priority must be below the number of localities.
+    PriorityBound,
+    /// Priorities must run from 0 without a gap.
+    PrioritiesContiguous,
+    /// A locality may appear once per priority.
+    LocalitiesUnique,
+    /// An address may appear once in the whole resource.
+    AddressesUnique,
+    /// A port must fit in 16 bits.
+    PortRange,
+    /// An endpoint address must be an IP address.
+    AddressIsIp,
+    /// An endpoint's `load_balancing_weight`, if set, must be above 0.
+    EndpointWeight,
 }

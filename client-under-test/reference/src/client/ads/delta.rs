@@ -22,7 +22,7 @@ use xds_vocabulary::codec::WrapperError;
 use super::{Deletions, ParsedResponse, TypeState, nack_status};
 use crate::name::ResourceName;
 use crate::profile::Defects;
-use crate::resource::{DecodeError, DecodedEntry, ResourceType, decode_resource};
+use crate::resource::{DecodeContext, DecodeError, DecodedEntry, ResourceType, decode_resource_in};
 
 /// What a delta channel remembers across its streams: the version of each
 /// resource accepted from the server (what `initial_resource_versions`
@@ -183,6 +183,7 @@ pub(crate) fn request(
 /// (among resources, among removals, or in both) is an error of the NACK,
 /// and its later occurrence is ignored.
 pub(crate) fn parse(
+    context: &DecodeContext,
     resource_type: ResourceType,
     response: DeltaDiscoveryResponse,
 ) -> ParsedResponse {
@@ -191,7 +192,7 @@ pub(crate) fn parse(
     for (index, resource) in response.resources.into_iter().enumerate() {
         let name = (!resource.name.is_empty()).then_some(resource.name);
         let decoded = match &resource.resource {
-            Some(any) => decode_resource(resource_type, name, any),
+            Some(any) => decode_resource_in(context, resource_type, name, any),
             // No TTL support (the client does not claim
             // `xds.config.supports-resource-ttl`): a Resource without a
             // body is no heartbeat here, and not usable.
@@ -323,7 +324,7 @@ mod tests {
             removed_resources: vec!["c3".into(), "c1".into(), "c3".into()],
             ..Default::default()
         };
-        let parsed = parse(ResourceType::Cluster, response);
+        let parsed = parse(&DecodeContext::default(), ResourceType::Cluster, response);
         assert_eq!(parsed.entries.len(), 2);
         assert_eq!(parsed.entries[0].version, "4");
         assert!(parsed.entries[0].resource.is_ok());

@@ -10,7 +10,7 @@ use envoy_types::pb::envoy::config::core::v3::Node;
 use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 
 use super::{Deletions, ParsedResponse, TypeState, nack_status};
-use crate::resource::{ResourceType, decode_entry};
+use crate::resource::{DecodeContext, ResourceType, decode_entry_in};
 
 /// What a SotW channel remembers across its streams: per type, the
 /// version of the last response accepted in full (a NACK carries it).
@@ -56,10 +56,14 @@ pub(crate) fn request(
 /// without a name, a name given twice, an invalid resource, an unparsable
 /// name) becomes an error of the NACK; an invalid resource with a name is
 /// still an entry, so its watchers hear of it (gRFC A46).
-pub(crate) fn parse(resource_type: ResourceType, response: DiscoveryResponse) -> ParsedResponse {
+pub(crate) fn parse(
+    context: &DecodeContext,
+    resource_type: ResourceType,
+    response: DiscoveryResponse,
+) -> ParsedResponse {
     let mut parsed = ParsedResponse::new(resource_type, response.nonce, response.version_info);
     for (index, entry) in response.resources.iter().enumerate() {
-        let decoded = decode_entry(resource_type, entry);
+        let decoded = decode_entry_in(context, resource_type, entry);
         let version = parsed.version.clone();
         parsed.add(index, decoded, version);
     }
@@ -125,7 +129,7 @@ mod tests {
             resources: vec![cluster("c1"), cluster("c1"), Any::default()],
             ..Default::default()
         };
-        let parsed = parse(ResourceType::Cluster, response);
+        let parsed = parse(&DecodeContext::default(), ResourceType::Cluster, response);
         assert_eq!(parsed.entries.len(), 1);
         assert_eq!(parsed.entries[0].name, name("c1"));
         assert_eq!(parsed.entries[0].version, "1");
@@ -144,6 +148,7 @@ mod tests {
     #[test]
     fn rds_and_eds_responses_delete_nothing() {
         let parsed = parse(
+            &DecodeContext::default(),
             ResourceType::ClusterLoadAssignment,
             DiscoveryResponse::default(),
         );

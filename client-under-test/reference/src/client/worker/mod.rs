@@ -44,7 +44,7 @@ use crate::bootstrap::{Bootstrap, XdsServerConfig};
 use crate::name::ResourceName;
 use crate::observer::{ClientEvent, ClientObserver, LogLevel};
 use crate::profile::{ClientProfile, DataErrorHandling, RetryAfterGoodStream};
-use crate::resource::ResourceType;
+use crate::resource::{DecodeContext, ResourceType};
 use crate::watcher::{ResourceWatcher, WatcherEvent, XdsError, code_name};
 
 /// Identifies one watch, for cancelling it.
@@ -68,6 +68,9 @@ pub(crate) enum Command {
 
 /// What does not change while the client runs.
 pub(crate) struct Shared {
+    /// What validating a resource needs besides its bytes (from the
+    /// bootstrap and the profile).
+    pub decode: DecodeContext,
     pub bootstrap: Bootstrap,
     pub profile: ClientProfile,
     pub channels: Arc<dyn AdsChannelFactory>,

@@ -47,8 +47,8 @@ impl Worker {
             return self.log(LogLevel::Error, message);
         };
         let mut parsed = match response {
-            Response::Sotw(response) => sotw::parse(resource_type, response),
-            Response::Delta(response) => delta::parse(resource_type, response),
+            Response::Sotw(response) => sotw::parse(&self.shared.decode, resource_type, response),
+            Response::Delta(response) => delta::parse(&self.shared.decode, resource_type, response),
         };
         // Seen on this stream: their does-not-exist timers are moot.
         if let Some(call) = self.call_mut(server) {
