@@ -13,7 +13,7 @@ use xds_vocabulary::ResourceType;
 use super::{Check, Compare, Compile, Description, Translate, quoted};
 use crate::scenario::file::Spanned;
 use crate::scenario::load::{Checker, Problem, opt, parse_resource_type};
-use crate::timeline::{EventKind, TimelineEvent, type_name};
+use crate::timeline::{EventKind, TimelineEvent};
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -85,17 +85,11 @@ impl Check for DeltaResponseMatcher {
                 .map(|(_, r)| r.version.as_str())
         };
         fields
-            .eq(
-                "server",
+            .server_and_type(
                 self.server.as_deref(),
                 event.source.as_str(),
-                str::to_string,
-            )
-            .eq(
-                "type",
-                self.resource_type.map(|t| t.type_url()),
+                self.resource_type,
                 response.type_url.as_str(),
-                type_name,
             )
             .set("resources", &self.resources, &response.resource_names, text)
             .set("removed", &self.removed, &delta.removed_resources, text)

@@ -252,6 +252,31 @@ pub(crate) trait Check {
     }
 }
 
+/// For the forms of several matchers: `Some` if one of `matchers` meets
+/// `event`; else one failed field named `form` if the event is of a kind
+/// one of them looks for, `None` if it is of none.
+fn any_meets<'m>(
+    matchers: impl Iterator<Item = &'m Matcher>,
+    event: &TimelineEvent,
+    text: Translate<'_>,
+    fields: &mut Compare,
+    form: &'static str,
+) -> Option<()> {
+    let mut of_kind = false;
+    for matcher in matchers {
+        let mut own = Compare::fast();
+        if matcher.check().compare(event, text, &mut own).is_some() {
+            of_kind = true;
+            if own.ok {
+                return Some(());
+            }
+        }
+    }
+    of_kind.then(|| {
+        fields.check(form, true, || false, String::new, String::new);
+    })
+}
+
 /// `in_order`, seen one event at a time: an event is of interest if one of
 /// the sequence's matchers meets it (the runner does the ordering).
 impl Check for Vec<Matcher> {
@@ -261,19 +286,7 @@ impl Check for Vec<Matcher> {
         text: Translate<'_>,
         fields: &mut Compare,
     ) -> Option<()> {
-        let mut of_kind = false;
-        for matcher in self {
-            let mut own = Compare::fast();
-            if matcher.check().compare(event, text, &mut own).is_some() {
-                of_kind = true;
-                if own.ok {
-                    return Some(());
-                }
-            }
-        }
-        of_kind.then(|| {
-            fields.check("in_order", true, || false, String::new, String::new);
-        })
+        any_meets(self.iter(), event, text, fields, "in_order")
     }
 
     fn describe(&self) -> String {
@@ -416,6 +429,25 @@ impl Compare {
     }
 }
 
+impl Compare {
+    /// The server an event happened on and the resource type its message
+    /// carries, as every wire matcher checks them.
+    pub(crate) fn server_and_type(
+        &mut self,
+        server: Option<&str>,
+        source: &str,
+        resource_type: Option<xds_vocabulary::ResourceType>,
+        type_url: &str,
+    ) -> &mut Self {
+        self.eq("server", server, source, str::to_string).eq(
+            "type",
+            resource_type.map(|t| t.type_url()),
+            type_url,
+            crate::timeline::type_name,
+        )
+    }
+}
+
 /// Names as a scenario file lists them: `[a,b]`; long lists cut.
 pub(crate) fn list<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> String {
     const SHOWN: usize = 20;
@@ -482,24 +514,13 @@ impl Check for Vec<Alternative> {
         text: Translate<'_>,
         fields: &mut Compare,
     ) -> Option<()> {
-        let mut of_kind = false;
-        for alternative in self {
-            let mut own = Compare::fast();
-            if alternative
-                .matcher
-                .check()
-                .compare(event, text, &mut own)
-                .is_some()
-            {
-                of_kind = true;
-                if own.ok {
-                    return Some(());
-                }
-            }
-        }
-        of_kind.then(|| {
-            fields.check("any_of", true, || false, String::new, String::new);
-        })
+        any_meets(
+            self.iter().map(|a| &a.matcher),
+            event,
+            text,
+            fields,
+            "any_of",
+        )
     }
 
     fn describe(&self) -> String {

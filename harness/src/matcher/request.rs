@@ -10,7 +10,7 @@ use super::node::{NodeHas, NodeHasSpec};
 use super::{Check, Compare, Compile, Description, Translate, quoted};
 use crate::scenario::file::{OneOrMany, Spanned};
 use crate::scenario::load::{Checker, Problem, code, keyword, opt, parse_resource_type};
-use crate::timeline::{EventKind, TimelineEvent, type_name};
+use crate::timeline::{EventKind, TimelineEvent};
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -99,17 +99,11 @@ impl Check for RequestMatcher {
         };
         let error = request.error_detail.as_ref();
         fields
-            .eq(
-                "server",
+            .server_and_type(
                 self.server.as_deref(),
                 event.source.as_str(),
-                str::to_string,
-            )
-            .eq(
-                "type",
-                self.resource_type.map(|t| t.type_url()),
+                self.resource_type,
                 request.type_url.as_str(),
-                type_name,
             )
             .set("names", &self.names, request.subscription(), text)
             // A delta request has no version_info: one expectation serves

@@ -8,7 +8,7 @@ use xds_vocabulary::ResourceType;
 use super::{Check, Compare, Compile, Description, Translate, quoted};
 use crate::scenario::file::Spanned;
 use crate::scenario::load::{Checker, Problem, opt, parse_resource_type};
-use crate::timeline::{EventKind, TimelineEvent, type_name};
+use crate::timeline::{EventKind, TimelineEvent};
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -63,17 +63,11 @@ impl Check for ResponseMatcher {
             return None;
         };
         fields
-            .eq(
-                "server",
+            .server_and_type(
                 self.server.as_deref(),
                 event.source.as_str(),
-                str::to_string,
-            )
-            .eq(
-                "type",
-                self.resource_type.map(|t| t.type_url()),
+                self.resource_type,
                 response.type_url.as_str(),
-                type_name,
             )
             .set("names", &self.names, &response.resource_names, text)
             .eq(
