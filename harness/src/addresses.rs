@@ -344,13 +344,51 @@ pub fn free_listening_address(canonical: &str) -> std::io::Result<SocketAddr> {
     let mut last = None;
     for ip in candidates {
         // Bound and let go: the client binds it next (a port another
-        // process takes meanwhile makes the run fail, never pass).
+        // process takes meanwhile makes the run fail, never pass). Ports
+        // come from below the kernel's ephemeral range, which outgoing
+        // connections draw from: with many clients connecting at once, a
+        // port bound to 0 and let go was taken by a connection before the
+        // client could listen on it (seen in CI: C-core aborts on it).
+        // A port in use is no error here: the next one is tried, and the
+        // kernel picks one after them.
+        for _ in 0..LISTEN_PORT_TRIES {
+            if let Ok(listener) =
+                std::net::TcpListener::bind(SocketAddr::new(ip, next_listen_port()))
+            {
+                return listener.local_addr();
+            }
+        }
         match std::net::TcpListener::bind(SocketAddr::new(ip, 0)) {
             Ok(listener) => return listener.local_addr(),
             Err(e) => last = Some(e),
         }
     }
     Err(last.unwrap_or_else(|| std::io::Error::other("no address to bind")))
+}
+
+/// Ports handed to clients to listen on: below Linux's default ephemeral
+/// range (32768-60999), above the well-known and registered ones most
+/// services use.
+const LISTEN_PORTS: std::ops::Range<u32> = 20_000..32_768;
+
+/// How many of them to try before falling back to a kernel-chosen port.
+const LISTEN_PORT_TRIES: usize = 64;
+
+/// The next port of [`LISTEN_PORTS`], round robin from a start that
+/// differs between processes, so one run never hands out a port twice
+/// while it has others left and two harnesses rarely meet.
+fn next_listen_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let span = LISTEN_PORTS.end - LISTEN_PORTS.start;
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id() % span,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    let offset = NEXT.fetch_add(1, Ordering::Relaxed) % span;
+    u16::try_from(LISTEN_PORTS.start + offset).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -373,6 +411,18 @@ mod tests {
         let other = free_listening_address("10.0.0.1:80").unwrap();
         assert_eq!(other.ip(), std::net::Ipv4Addr::LOCALHOST);
         assert!(free_listening_address("not an address").is_err());
+    }
+
+    #[test]
+    fn listening_ports_avoid_the_ephemeral_range_and_do_not_repeat() {
+        let ports: Vec<u16> = (0..50)
+            .map(|_| free_listening_address("127.0.0.1:80").unwrap().port())
+            .collect();
+        for port in &ports {
+            assert!((20_000..32_768).contains(port), "{port}");
+        }
+        let distinct: std::collections::BTreeSet<_> = ports.iter().collect();
+        assert_eq!(distinct.len(), ports.len(), "{ports:?}");
     }
     use envoy_types::pb::envoy::config::core::v3::Address;
     use envoy_types::pb::envoy::config::endpoint::v3::{Endpoint, LbEndpoint, LocalityLbEndpoints};

@@ -112,7 +112,12 @@ impl Player {
         }
         let response = match self.client.csds().await {
             Ok(response) => response,
-            Err(e) => return self.csds_state.poll_failed(e.to_string(), &self.timeline),
+            // Its first line: a crashed client's error carries its stderr.
+            Err(e) => {
+                let error = e.to_string();
+                let first = error.lines().next().unwrap_or_default().to_string();
+                return self.csds_state.poll_failed(first, &self.timeline);
+            }
         };
         if self.csds_state.poll_error.take().is_some() {
             self.timeline
