@@ -527,6 +527,11 @@ fn a_broken_rule_fails_its_scenario(
     "validation/watch-endpoints-errors-reach-only-their-watchers",
     ":44:5:"
 )]
+#[case::wrapper_names_its_resource(
+    ValidationRule::WrapperNamesItsResource,
+    "a46/wrapped-undecodable-body-is-charged-to-its-name",
+    ":25:5:"
+)]
 fn a_broken_validation_rule_fails_its_scenario(
     #[case] rule: ValidationRule,
     #[case] scenario: &str,

@@ -178,12 +178,13 @@ pub fn decode_entry_in(
 ) -> DecodedEntry {
     match codec::unwrap(entry) {
         Ok(Unwrapped::Plain(any)) => decode_resource_in(context, expected, None, any),
-        Ok(Unwrapped::Wrapped { name, resource }) => decode_resource_in(
-            context,
-            expected,
-            (!name.is_empty()).then_some(name),
-            &resource,
-        ),
+        Ok(Unwrapped::Wrapped { name, resource }) => {
+            // Broken, the wrapper's name is dropped: a body that does
+            // not decode is then nobody's.
+            let named = !name.is_empty()
+                && context.broken_rule != Some(ValidationRule::WrapperNamesItsResource);
+            decode_resource_in(context, expected, named.then_some(name), &resource)
+        }
         Err(e) => failed(None, DecodeError::Wrapper(e)),
     }
 }

@@ -215,4 +215,8 @@ pub enum ValidationRule {
     AddressIsIp,
     /// An endpoint's `load_balancing_weight`, if set, must be above 0.
     EndpointWeight,
+    // Any type (xds.config.resource-in-sotw).
+    /// A `Resource` wrapper's name names what it wraps, a body that does
+    /// not decode too: its error is that name's.
+    WrapperNamesItsResource,
 }
