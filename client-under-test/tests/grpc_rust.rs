@@ -200,6 +200,7 @@ impl Setup {
 
     fn send(&self, type_url: &str, version: &str, nonce: &str, resources: Vec<ServedResource>) {
         let sent = self.server.send_response(ScriptedResponse {
+            resource_errors: Vec::new(),
             type_url: type_url.to_string(),
             version_info: Some(version.to_string()),
             nonce: Some(nonce.to_string()),
@@ -573,6 +574,7 @@ async fn invalid_update_of_a_cached_resource_drops_it() {
     settle().await;
     let send = |version: &str, service: &str| {
         server.send_response(ScriptedResponse {
+            resource_errors: Vec::new(),
             type_url: CDS.into(),
             version_info: Some(version.into()),
             nonce: None,

@@ -37,7 +37,7 @@ pub struct MaxConnectionAge {
 }
 
 /// A response a scenario sends by hand.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ScriptedResponse {
     pub type_url: String,
     /// `None`: the type's current store version.
@@ -46,10 +46,42 @@ pub struct ScriptedResponse {
     pub nonce: Option<String>,
     /// Sent as given: any subset, extras, duplicates, invalid entries.
     pub resources: Vec<ServedResource>,
+    /// `resource_errors` (xRFC TP3), as given.
+    pub resource_errors: Vec<ScriptedResourceError>,
+}
+
+/// A per-resource error a server reports in a response (xRFC TP3's
+/// `ResourceError`): what gRFC A88 clients read as a data error (NOT_FOUND,
+/// PERMISSION_DENIED) or a transient one (any other code).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScriptedResourceError {
+    /// `None` sends the error without a `resource_name` (a malformed one).
+    pub name: Option<String>,
+    /// `error_detail.code`; `None` sends no `error_detail` at all.
+    pub code: Option<i32>,
+    pub message: String,
+}
+
+impl ScriptedResourceError {
+    /// The wire form.
+    pub fn to_proto(&self) -> envoy_types::pb::envoy::service::discovery::v3::ResourceError {
+        use envoy_types::pb::envoy::service::discovery::v3::{ResourceError, ResourceName};
+        ResourceError {
+            resource_name: self.name.as_ref().map(|name| ResourceName {
+                name: name.clone(),
+                ..Default::default()
+            }),
+            error_detail: self.code.map(|code| envoy_types::pb::google::rpc::Status {
+                code,
+                message: self.message.clone(),
+                details: Vec::new(),
+            }),
+        }
+    }
 }
 
 /// A delta response a scenario sends by hand.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ScriptedDeltaResponse {
     pub type_url: String,
     /// `None`: the type's current store version.
@@ -61,6 +93,8 @@ pub struct ScriptedDeltaResponse {
     pub resources: Vec<ScriptedDeltaResource>,
     /// `removed_resources`, as given.
     pub removed: Vec<String>,
+    /// `resource_errors` (xRFC TP3), as given.
+    pub resource_errors: Vec<ScriptedResourceError>,
 }
 
 /// One `Resource` of a scripted delta response.

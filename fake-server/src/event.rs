@@ -244,6 +244,28 @@ pub struct RecordedResponse {
     pub encoded_len: usize,
     /// What a delta response itself said; `None` for SotW.
     pub delta: Option<RecordedDeltaResponse>,
+    /// Its `resource_errors` (xRFC TP3), in order.
+    pub resource_errors: Vec<RecordedResourceError>,
+}
+
+/// One of a response's `resource_errors`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedResourceError {
+    /// `None`: sent without a `resource_name`.
+    pub name: Option<String>,
+    /// `error_detail`'s code and message; `None`: sent without one.
+    pub status: Option<(i32, String)>,
+}
+
+impl RecordedResourceError {
+    pub fn from_proto(
+        error: &envoy_types::pb::envoy::service::discovery::v3::ResourceError,
+    ) -> Self {
+        RecordedResourceError {
+            name: error.resource_name.as_ref().map(|n| n.name.clone()),
+            status: error_detail(error.error_detail.as_ref()),
+        }
+    }
 }
 
 /// The fields only a `DeltaDiscoveryResponse` has.

@@ -39,7 +39,7 @@ mod stream;
 
 pub use config::{
     EventObserver, MaxConnectionAge, ScriptedDeltaResource, ScriptedDeltaResponse,
-    ScriptedResponse, ServerConfig, ServingMode,
+    ScriptedResourceError, ScriptedResponse, ServerConfig, ServingMode,
 };
 pub use connection::{ConnectionInfo, ServerConnection};
 pub use fault::FaultError;

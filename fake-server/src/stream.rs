@@ -13,7 +13,9 @@ use tonic::Status;
 use xds_vocabulary::{AdsProtocol, RequestKind};
 
 use crate::delta::rules::DeltaType;
-use crate::event::{RecordedDeltaResource, RecordedDeltaResponse, RecordedResponse};
+use crate::event::{
+    RecordedDeltaResource, RecordedDeltaResponse, RecordedResourceError, RecordedResponse,
+};
 use crate::sotw::rules::SotwType;
 
 /// Where a stream's responses go; an `Err` ends the stream with that status.
@@ -106,6 +108,11 @@ impl Outgoing {
                 resource_names: names,
                 encoded_len: r.encoded_len(),
                 delta: None,
+                resource_errors: r
+                    .resource_errors
+                    .iter()
+                    .map(RecordedResourceError::from_proto)
+                    .collect(),
             },
             Outgoing::Delta(r) => RecordedResponse {
                 type_url: r.type_url.clone(),
@@ -128,6 +135,11 @@ impl Outgoing {
                         .collect(),
                     removed_resources: r.removed_resources.clone(),
                 }),
+                resource_errors: r
+                    .resource_errors
+                    .iter()
+                    .map(RecordedResourceError::from_proto)
+                    .collect(),
             },
         }
     }

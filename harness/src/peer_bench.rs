@@ -1117,6 +1117,7 @@ mod tests {
             response: RecordedResponse {
                 encoded_len: 0,
                 delta: None,
+                resource_errors: Vec::new(),
                 type_url: ResourceType::Cluster.type_url().to_string(),
                 version_info: "1".into(),
                 nonce: nonce.into(),

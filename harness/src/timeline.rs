@@ -934,6 +934,28 @@ fn describe_request(stream: u64, r: &RecordedRequest) -> String {
 }
 
 fn describe_response(arrow: &str, stream: u64, response: &RecordedResponse) -> String {
+    let mut s = describe_response_body(arrow, stream, response);
+    if !response.resource_errors.is_empty() {
+        let errors: Vec<String> = response
+            .resource_errors
+            .iter()
+            .map(|e| {
+                let name = e.name.as_deref().unwrap_or("(no name)");
+                match &e.status {
+                    Some((code, message)) => format!(
+                        "{name}:{}",
+                        status_text(tonic::Code::from_i32(*code), message)
+                    ),
+                    None => format!("{name}:(no error_detail)"),
+                }
+            })
+            .collect();
+        let _ = write!(s, " resource_errors=[{}]", errors.join(","));
+    }
+    s
+}
+
+fn describe_response_body(arrow: &str, stream: u64, response: &RecordedResponse) -> String {
     let Some(delta) = &response.delta else {
         return format!(
             "{arrow} [s{stream}] DiscoveryResponse {} version={:?} nonce={:?} resources={}",

@@ -9,7 +9,7 @@ use xds_conformance::differential::run_variants;
 use xds_conformance::scenario::load_file;
 use xds_conformance::suite::manifest_dir;
 use xds_conformance_reports::Verdict;
-use xds_reference_client::{Defects, ValidationRule};
+use xds_reference_client::{Defects, ServerErrorRule, ValidationRule};
 
 fn defect(name: &str) -> Defects {
     let mut d = Defects::default();
@@ -600,4 +600,60 @@ fn fails_where_expected(defect_name: &str, defects: Defects, scenario: &str, fai
             );
         }
     }
+}
+
+/// Each rule of gRFC A88 for errors a server reports per resource (xRFC
+/// TP3 `resource_errors`), broken on its own, fails the scenario that
+/// checks it, at the expectation that checks it.
+#[rstest]
+#[case::read(
+    ServerErrorRule::Read,
+    "a88/server-error-without-a-value-is-a-resource-error",
+    ":27:5:"
+)]
+#[case::read_on_delta(
+    ServerErrorRule::Read,
+    "delta/a88-server-errors-in-a-delta-response",
+    ":37:5:"
+)]
+#[case::ambient_when_cached(
+    ServerErrorRule::AmbientWhenCached,
+    "a88/server-error-with-a-cached-value-is-ambient",
+    ":36:5:"
+)]
+#[case::drop_only_for_data_errors(
+    ServerErrorRule::DropOnlyForDataErrors,
+    "a88/fail-on-data-errors-drops-the-value-for-not-found-only",
+    ":34:5:"
+)]
+#[case::not_a_deletion(
+    ServerErrorRule::NotADeletion,
+    "a88/server-error-is-not-a-deletion",
+    ":40:5:"
+)]
+#[case::stops_the_timer(
+    ServerErrorRule::StopsTheTimer,
+    "a88/server-error-without-a-value-is-a-resource-error",
+    ":44:5:"
+)]
+#[case::malformed_nacked(
+    ServerErrorRule::MalformedNacked,
+    "a88/malformed-server-errors-are-nacked",
+    ":26:5:"
+)]
+#[case::csds_received_error(
+    ServerErrorRule::CsdsReceivedError,
+    "a88/server-error-without-a-value-is-a-resource-error",
+    ":33:5:"
+)]
+fn a_broken_server_error_rule_fails_its_scenario(
+    #[case] rule: ServerErrorRule,
+    #[case] scenario: &str,
+    #[case] failing_at: &str,
+) {
+    let defects = Defects {
+        broken_server_errors: Some(rule),
+        ..Defects::default()
+    };
+    fails_where_expected(&format!("{rule:?}"), defects, scenario, failing_at);
 }

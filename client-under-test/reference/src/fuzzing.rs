@@ -17,7 +17,7 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::Message;
 
 use crate::bootstrap::Bootstrap;
-use crate::client::ads::{Deletions, ParsedResponse, delta, sotw};
+use crate::client::ads::{Deletions, ParsedResponse, ResourceErrors, delta, sotw};
 use crate::name::ResourceName;
 use crate::resolver::XdsTarget;
 use crate::resource::{DecodeContext, ResourceType, XdsResource, decode_resource};
@@ -43,13 +43,25 @@ pub fn response(data: &[u8]) -> Decoded {
         && let Some(resource_type) = ResourceType::from_type_url(&response.type_url)
     {
         let entries = response.resources.len();
-        let parsed = sotw::parse(&DecodeContext::default(), resource_type, response.clone());
+        let reported = response.resource_errors.len();
+        let parsed = sotw::parse(
+            &DecodeContext::default(),
+            resource_type,
+            response.clone(),
+            ResourceErrors::Read,
+        );
         check(&parsed, entries, 0, &mut decoded);
+        check_server_errors(&parsed, reported);
         // Parsing is a function of the bytes: the same NACK every time
         // (hash-ordered maps in a resource must not leak into it).
         same(
             &parsed,
-            &sotw::parse(&DecodeContext::default(), resource_type, response),
+            &sotw::parse(
+                &DecodeContext::default(),
+                resource_type,
+                response,
+                ResourceErrors::Read,
+            ),
         );
     }
     if let Ok(response) = DeltaDiscoveryResponse::decode(data)
@@ -57,14 +69,47 @@ pub fn response(data: &[u8]) -> Decoded {
     {
         let entries = response.resources.len();
         let removed = response.removed_resources.len();
-        let parsed = delta::parse(&DecodeContext::default(), resource_type, response.clone());
+        let reported = response.resource_errors.len();
+        let parsed = delta::parse(
+            &DecodeContext::default(),
+            resource_type,
+            response.clone(),
+            ResourceErrors::Read,
+        );
         check(&parsed, entries, removed, &mut decoded);
+        check_server_errors(&parsed, reported);
         same(
             &parsed,
-            &delta::parse(&DecodeContext::default(), resource_type, response),
+            &delta::parse(
+                &DecodeContext::default(),
+                resource_type,
+                response,
+                ResourceErrors::Read,
+            ),
         );
     }
     decoded
+}
+
+/// Properties of the per-resource errors read from a response that
+/// reported `reported` of them: each names its resource as it parses
+/// back, and none vanishes without an error of the NACK.
+fn check_server_errors(parsed: &ParsedResponse, reported: usize) {
+    for error in &parsed.server_errors {
+        assert_ne!(error.code, tonic::Code::Ok, "an OK status read as an error");
+        assert_eq!(
+            ResourceName::parse(&error.full_name, parsed.resource_type).as_ref(),
+            Ok(&error.name),
+        );
+    }
+    assert!(parsed.server_errors.len() <= reported);
+    if parsed.errors.is_empty() {
+        assert_eq!(
+            parsed.server_errors.len(),
+            reported,
+            "a resource error vanished silently"
+        );
+    }
 }
 
 /// Properties of a parsed response of `entries` resources and `removed`

@@ -30,7 +30,9 @@ pub mod watcher;
 pub use bootstrap::{Bootstrap, BootstrapError, XdsServerConfig};
 pub use client::{WatchId, XdsClient, XdsClientConfig};
 pub use observer::{ClientEvent, ClientObserver, LogLevel};
-pub use profile::{ClientProfile, DataErrorHandling, Defects, RetryAfterGoodStream};
+pub use profile::{
+    ClientProfile, DataErrorHandling, Defects, RetryAfterGoodStream, ServerErrorRule,
+};
 pub use resource::{ResourceType, ValidationRule, XdsResource};
 pub use transport::{TcpTransport, XdsTransportFactory};
 pub use watcher::{ResourceWatcher, WatcherEvent, XdsError};

@@ -133,6 +133,34 @@ pub struct Defects {
     /// field for all of them, so each rule a scenario checks can be broken
     /// on its own.
     pub broken_validation: Option<ValidationRule>,
+    /// One rule of gRFC A88's handling of server-reported resource errors
+    /// (xRFC TP3) not kept.
+    pub broken_server_errors: Option<ServerErrorRule>,
+}
+
+/// The rules of gRFC A88 for errors a server reports per resource in a
+/// response (xRFC TP3 `resource_errors`), each breakable on its own by
+/// `Defects::broken_server_errors`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerErrorRule {
+    /// They are read at all (broken: ignored, as before A88).
+    Read,
+    /// With a cached value the error is ambient (broken: always a
+    /// resource error, as if nothing were cached).
+    AmbientWhenCached,
+    /// `fail_on_data_errors` drops the value for NOT_FOUND and
+    /// PERMISSION_DENIED only (broken: for every code).
+    DropOnlyForDataErrors,
+    /// A SotW LDS/CDS response reporting an error for a resource does not
+    /// delete it (broken: the resource counts as left out).
+    NotADeletion,
+    /// The error answers the subscription: the does-not-exist timer stops
+    /// (broken: it keeps running).
+    StopsTheTimer,
+    /// A malformed one (no name, an OK status) is NACKed (broken: skipped).
+    MalformedNacked,
+    /// CSDS says RECEIVED_ERROR with the server's message (broken: NACKED).
+    CsdsReceivedError,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -11,7 +11,7 @@ use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource,
 };
 
-use crate::config::ScriptedDeltaResponse;
+use crate::config::{ScriptedDeltaResponse, ScriptedResourceError};
 use crate::event::{RecordedRequest, ServerEvent};
 use crate::state::State;
 use crate::stream::{Outgoing, Protocol};
@@ -143,6 +143,11 @@ impl State {
                     resources: resources.clone(),
                     type_url: type_url.clone(),
                     removed_resources: response.removed.clone(),
+                    resource_errors: response
+                        .resource_errors
+                        .iter()
+                        .map(ScriptedResourceError::to_proto)
+                        .collect(),
                     ..Default::default()
                 };
                 self.send(

@@ -4,9 +4,11 @@
 
 pub(crate) mod rules;
 
-use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
+use envoy_types::pb::envoy::service::discovery::v3::{
+    DiscoveryRequest, DiscoveryResponse, ResourceError,
+};
 
-use crate::config::ScriptedResponse;
+use crate::config::{ScriptedResourceError, ScriptedResponse};
 use crate::event::{RecordedRequest, ServerEvent};
 use crate::resource::ServedResource;
 use crate::state::State;
@@ -63,7 +65,7 @@ impl State {
         sotw.sent = decision.sent;
         if let Some(resources) = decision.respond {
             let version = self.store.version(type_url);
-            self.send_sotw(stream_id, type_url, version, None, &resources);
+            self.send_sotw(stream_id, type_url, version, None, &resources, Vec::new());
         }
     }
 
@@ -89,6 +91,11 @@ impl State {
                     version.clone(),
                     response.nonce.clone(),
                     &response.resources,
+                    response
+                        .resource_errors
+                        .iter()
+                        .map(ScriptedResourceError::to_proto)
+                        .collect(),
                 )
             })
             .count()
@@ -101,11 +108,13 @@ impl State {
         version_info: String,
         nonce: Option<String>,
         resources: &[ServedResource],
+        resource_errors: Vec<ResourceError>,
     ) -> bool {
         let response = DiscoveryResponse {
             version_info,
             resources: resources.iter().map(|r| r.entry.clone()).collect(),
             type_url: type_url.to_string(),
+            resource_errors,
             ..Default::default()
         };
         let names = resources.iter().map(|r| r.name.clone()).collect();

@@ -240,6 +240,7 @@ async fn scripted_delta_responses_go_out_as_given() {
     stream.send(CDS, &["a"], &[], "");
     tokio::task::yield_now().await;
     let sent = server.send_delta_response(ScriptedDeltaResponse {
+        resource_errors: Vec::new(),
         type_url: CDS.into(),
         system_version_info: Some("sys".into()),
         nonce: Some("N".into()),
@@ -273,6 +274,7 @@ async fn scripted_delta_responses_go_out_as_given() {
     // A SotW scripted send does not reach a delta stream.
     assert_eq!(
         server.send_response(xds_fake_server::ScriptedResponse {
+            resource_errors: Vec::new(),
             type_url: CDS.into(),
             version_info: None,
             nonce: None,

@@ -184,6 +184,7 @@ async fn hang_of_every_type_still_lets_scripted_sends_through() {
     client.request(CDS, &["c1"], None);
     assert!(client.is_silent().await);
     server.send_response(xds_fake_server::ScriptedResponse {
+        resource_errors: Vec::new(),
         type_url: CDS.into(),
         version_info: Some("scripted".into()),
         nonce: None,

@@ -153,6 +153,7 @@ async fn a_session_records_connections_and_streams_in_order() {
                 stream: 1,
                 response: xds_fake_server::event::RecordedResponse {
                     delta: None,
+                    resource_errors: Vec::new(),
                     type_url: RDS.into(),
                     version_info: "1".into(),
                     nonce: response.nonce.clone(),

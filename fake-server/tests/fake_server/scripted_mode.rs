@@ -41,6 +41,7 @@ async fn send_response_sends_exactly_what_it_is_given() {
 
     let resources = vec![cluster("a", "1"), cluster("x", "9"), cluster("a", "1")];
     let streams = server.send_response(ScriptedResponse {
+        resource_errors: Vec::new(),
         type_url: CDS.into(),
         version_info: Some("v-script".into()),
         nonce: Some("n-script".into()),
@@ -59,6 +60,7 @@ async fn send_response_sends_exactly_what_it_is_given() {
             stream: 1,
             response: RecordedResponse {
                 delta: None,
+                resource_errors: Vec::new(),
                 type_url: CDS.into(),
                 version_info: "v-script".into(),
                 nonce: "n-script".into(),
@@ -91,6 +93,7 @@ async fn send_response_defaults_to_the_store_version_and_the_next_nonce() {
 
     for _ in 0..2 {
         server.send_response(ScriptedResponse {
+            resource_errors: Vec::new(),
             type_url: RDS.into(),
             version_info: None,
             nonce: None,
@@ -133,6 +136,7 @@ async fn wrapped_and_invalid_entries_go_on_the_wire_as_given() {
     let wrong_type = ServedResource::raw(LDS, "wrong", cluster("wrong", "1").entry);
 
     server.send_response(ScriptedResponse {
+        resource_errors: Vec::new(),
         type_url: LDS.into(),
         version_info: Some("1".into()),
         nonce: None,
@@ -166,6 +170,7 @@ async fn wrapped_and_invalid_entries_go_on_the_wire_as_given() {
 async fn send_response_reaches_every_open_stream_with_its_own_nonce() {
     let (server, network) = serving(ServingMode::Scripted);
     let response = ScriptedResponse {
+        resource_errors: Vec::new(),
         type_url: EDS.into(),
         version_info: Some("1".into()),
         nonce: None,
@@ -195,6 +200,7 @@ async fn a_scripted_send_in_auto_mode_does_not_move_the_auto_baseline() {
     client.request(LDS, &["a"], Some(&first));
 
     server.send_response(ScriptedResponse {
+        resource_errors: Vec::new(),
         type_url: LDS.into(),
         version_info: Some("bogus".into()),
         nonce: None,

@@ -172,6 +172,7 @@ mod tests {
                             .collect(),
                         removed_resources: removed.iter().map(|s| s.to_string()).collect(),
                     }),
+                    resource_errors: Vec::new(),
                 },
             })),
         }

@@ -115,6 +115,7 @@ mod tests {
                 response: RecordedResponse {
                     encoded_len: 0,
                     delta: None,
+                    resource_errors: Vec::new(),
                     type_url: ResourceType::Cluster.type_url().into(),
                     version_info: version.into(),
                     nonce: "1".into(),

@@ -9,7 +9,8 @@ use tokio::time::Instant;
 use xds_client_under_test::{ClientError, RpcRequest};
 use xds_fake_server::fault::Fault;
 use xds_fake_server::{
-    FakeAdsServer, ScriptedDeltaResource, ScriptedDeltaResponse, ScriptedResponse, ServedResource,
+    FakeAdsServer, ScriptedDeltaResource, ScriptedDeltaResponse, ScriptedResourceError,
+    ScriptedResponse, ServedResource,
 };
 use xds_vocabulary::code_name;
 
@@ -217,6 +218,7 @@ impl Player {
                 ttl,
                 no_body,
                 removed,
+                resource_errors,
             } => {
                 self.record_step(format!("{server}: send {resource_type} delta response"));
                 let resources = self.rewrite(resources)?;
@@ -249,6 +251,13 @@ impl Player {
                         nonce: nonce.clone(),
                         resources: entries,
                         removed: removed.iter().map(name).collect(),
+                        resource_errors: resource_errors
+                            .iter()
+                            .map(|e| ScriptedResourceError {
+                                name: e.name.as_ref().map(name),
+                                ..e.clone()
+                            })
+                            .collect(),
                     });
                 if sent == 0 {
                     let message = format!(
@@ -265,6 +274,7 @@ impl Player {
                 version,
                 nonce,
                 resources,
+                resource_errors,
             } => {
                 self.record_step(format!("{server}: send {resource_type} response"));
                 let resources = self.rewrite(resources)?;
@@ -273,6 +283,16 @@ impl Player {
                     version_info: version.clone(),
                     nonce: nonce.clone(),
                     resources,
+                    resource_errors: resource_errors
+                        .iter()
+                        .map(|e| ScriptedResourceError {
+                            name: e
+                                .name
+                                .as_deref()
+                                .map(|n| self.addresses.resource_name(n).into_owned()),
+                            ..e.clone()
+                        })
+                        .collect(),
                 });
                 if sent == 0 {
                     // Actions do not wait; a response needs a stream to go on.

@@ -341,6 +341,25 @@ pub struct SendResponseSpec {
     /// invalid or wrapped ones, or none.
     #[serde(default)]
     pub resources: Vec<Spanned<ResourceSpec>>,
+    /// Per-resource errors the server reports (xRFC TP3 `resource_errors`,
+    /// read by gRFC A88 clients), after the resources.
+    #[serde(default)]
+    pub resource_errors: Vec<ResourceErrorSpec>,
+}
+
+/// One `ResourceError` of a response (xRFC TP3).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceErrorSpec {
+    /// The resource's name; left out, the error has no `resource_name`
+    /// (malformed: gRPC NACKs it).
+    pub name: Option<String>,
+    /// `error_detail`'s gRPC status code name, e.g. NOT_FOUND,
+    /// PERMISSION_DENIED, UNAVAILABLE (OK is malformed: gRPC NACKs it).
+    pub code: Spanned<String>,
+    /// `error_detail`'s message.
+    #[serde(default)]
+    pub message: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -374,6 +393,9 @@ pub struct SendDeltaResponseSpec {
     /// removed_resources, as given (names never sent, duplicates allowed).
     #[serde(default)]
     pub removed: Vec<String>,
+    /// Per-resource errors the server reports (xRFC TP3 `resource_errors`).
+    #[serde(default)]
+    pub resource_errors: Vec<ResourceErrorSpec>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

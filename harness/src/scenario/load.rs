@@ -15,14 +15,15 @@ use std::time::Duration;
 
 use indexmap::IndexMap;
 use serde_saphyr::MessageFormatter as _;
-use xds_fake_server::ServedResource;
 use xds_fake_server::fault::Fault;
+use xds_fake_server::{ScriptedResourceError, ServedResource};
 use xds_vocabulary::status::STATUS_CODES;
 use xds_vocabulary::{AdsProtocol, ResourceType};
 
 use super::duration::parse_duration;
 use super::file::{
-    BootstrapSpec, LimitsSpec, ResourceSpec, ScenarioFile, ServerSpec, Spanned, StepSpec, TlsSpec,
+    BootstrapSpec, LimitsSpec, ResourceErrorSpec, ResourceSpec, ScenarioFile, ServerSpec, Spanned,
+    StepSpec, TlsSpec,
 };
 use super::limits::{
     self, Limits, MAX_FILE_BYTES, MAX_STEPS, MAX_VIRTUAL_TIME, MAX_WALL_TIME, check_count,
@@ -658,6 +659,20 @@ fn protocol(s: &Spanned<String>) -> Result<AdsProtocol, Problem> {
     keyword(s, "protocol", &AdsProtocol::ALL.map(|p| (p.name(), p)))
 }
 
+/// A response's `resource_errors` as the fake server sends them.
+fn resource_errors(specs: &[ResourceErrorSpec]) -> Result<Vec<ScriptedResourceError>, Problem> {
+    specs
+        .iter()
+        .map(|spec| {
+            Ok(ScriptedResourceError {
+                name: spec.name.clone(),
+                code: Some(code(&spec.code)? as i32),
+                message: spec.message.clone(),
+            })
+        })
+        .collect()
+}
+
 pub(crate) fn code(s: &Spanned<String>) -> Result<tonic::Code, Problem> {
     keyword(s, "status code", &STATUS_CODES)
 }
@@ -1052,6 +1067,7 @@ impl Checker {
                 nonce: s.nonce.clone(),
                 // Duplicates allowed: they test how clients cope.
                 resources: resource_list(&s.resources, true, &self.backends)?,
+                resource_errors: resource_errors(&s.resource_errors)?,
             },
             StepSpec::SendDeltaResponse(s) => {
                 let mut ttl = BTreeMap::new();
@@ -1069,6 +1085,7 @@ impl Checker {
                     ttl,
                     no_body: s.no_body.clone(),
                     removed: s.removed.clone(),
+                    resource_errors: resource_errors(&s.resource_errors)?,
                 }
             }
             StepSpec::CloseStream(s) => Step::CloseStream {

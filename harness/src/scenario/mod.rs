@@ -21,7 +21,7 @@ pub use schema::scenario_schema;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use xds_fake_server::ServedResource;
+use xds_fake_server::{ScriptedResourceError, ServedResource};
 use xds_vocabulary::certificates::Signer;
 use xds_vocabulary::{AdsProtocol, ResourceType};
 
@@ -254,6 +254,7 @@ pub enum Step {
         version: Option<String>,
         nonce: Option<String>,
         resources: Vec<ServedResource>,
+        resource_errors: Vec<ScriptedResourceError>,
     },
     SendDeltaResponse {
         server: String,
@@ -267,6 +268,7 @@ pub enum Step {
         /// Names sent without a body, after `resources`.
         no_body: Vec<String>,
         removed: Vec<String>,
+        resource_errors: Vec<ScriptedResourceError>,
     },
     CloseStream {
         server: String,

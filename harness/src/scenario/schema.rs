@@ -236,6 +236,7 @@ fn keywords() -> Vec<Keyword> {
     ];
     for (definition, property) in [
         ("CloseStreamSpec", "code"),
+        ("ResourceErrorSpec", "code"),
         ("CloseStreamsAfterSpec", "code"),
         ("DialMatcherSpec", "code"),
         ("RpcMatcherSpec", "code"),

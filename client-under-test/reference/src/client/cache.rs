@@ -31,6 +31,8 @@ pub(crate) enum CacheStatus {
     DoesNotExist,
     /// A88 with `resource_timer_is_transient_error`: the timer fired.
     Timeout,
+    /// A88: the server reported an error for the resource (xRFC TP3).
+    ReceivedError,
 }
 
 /// One watched resource: its watchers, its value, and what CSDS says.
@@ -44,6 +46,8 @@ pub(crate) struct ResourceState {
     update_time: Option<Instant>,
     failed_version: String,
     failed_details: String,
+    /// The code of an error the server reported (`ReceivedError`).
+    received_code: Code,
     failed_update_time: Option<Instant>,
     /// A53: a deletion of this resource was ignored and not yet cleared.
     ignored_deletion: bool,
@@ -66,6 +70,7 @@ impl ResourceState {
             update_time: None,
             failed_version: String::new(),
             failed_details: String::new(),
+            received_code: Code::Unknown,
             failed_update_time: None,
             ignored_deletion: false,
         }
@@ -135,6 +140,8 @@ impl ResourceState {
                     format!("invalid resource: {}", self.failed_details),
                 ));
             }
+            // The server's status, whatever its message.
+            CacheStatus::ReceivedError => self.received_code,
             _ if self.failed_details.is_empty() => return None,
             CacheStatus::DoesNotExist => Code::NotFound,
             CacheStatus::Timeout => Code::Unavailable,
@@ -236,6 +243,39 @@ impl ResourceState {
     /// true if that ends an ignored deletion (which gRPC logs).
     pub fn end_ignored_deletion(&mut self) -> bool {
         std::mem::take(&mut self.ignored_deletion)
+    }
+
+    /// A88: the server reported `error` for the resource (xRFC TP3) in a
+    /// response of `version`. The value stays unless `drop_value`
+    /// (`fail_on_data_errors` with NOT_FOUND or PERMISSION_DENIED); then
+    /// watchers hear an ambient error with a value, a resource error
+    /// without. CSDS says RECEIVED_ERROR with the server's message
+    /// (`as_nack`: `ServerErrorRule::CsdsReceivedError` broken).
+    pub fn received_error(
+        &mut self,
+        error: XdsError,
+        version: &str,
+        now: Instant,
+        drop_value: bool,
+        as_nack: bool,
+    ) -> WatcherEvent {
+        self.status = if as_nack {
+            CacheStatus::Nacked
+        } else {
+            CacheStatus::ReceivedError
+        };
+        self.failed_version = version.to_string();
+        self.failed_details = error.message.clone();
+        self.received_code = error.code;
+        self.failed_update_time = Some(now);
+        if drop_value {
+            self.drop_value();
+        }
+        if self.value.is_some() {
+            WatcherEvent::AmbientError(error)
+        } else {
+            WatcherEvent::ResourceError(error)
+        }
     }
 
     /// A53, `ignore_resource_deletion`: the deletion changes nothing but a
@@ -349,6 +389,7 @@ impl ResourceState {
             CacheStatus::Nacked => ClientResourceStatus::Nacked,
             CacheStatus::DoesNotExist => ClientResourceStatus::DoesNotExist,
             CacheStatus::Timeout => ClientResourceStatus::Timeout,
+            CacheStatus::ReceivedError => ClientResourceStatus::ReceivedError,
         };
         let mut entry = GenericXdsConfig {
             type_url: type_url.to_string(),
@@ -368,7 +409,10 @@ impl ResourceState {
         // recorded (a NACK, a deletion, the timer, a timeout), its details
         // the status message (a NACK's with "invalid resource: "), and the
         // version and time only when a response caused it.
-        let failed = self.status == CacheStatus::Nacked || !self.failed_details.is_empty();
+        let failed = matches!(
+            self.status,
+            CacheStatus::Nacked | CacheStatus::ReceivedError
+        ) || !self.failed_details.is_empty();
         if failed && !old_shape {
             let details = if self.status == CacheStatus::Nacked {
                 format!("invalid resource: {}", self.failed_details)

@@ -19,7 +19,7 @@ use envoy_types::pb::envoy::service::discovery::v3::{
 };
 use xds_vocabulary::codec::WrapperError;
 
-use super::{Deletions, ParsedResponse, TypeState, nack_status};
+use super::{Deletions, ParsedResponse, ResourceErrors, TypeState, nack_status};
 use crate::name::ResourceName;
 use crate::profile::Defects;
 use crate::resource::{DecodeContext, DecodeError, DecodedEntry, ResourceType, decode_resource_in};
@@ -181,11 +181,14 @@ pub(crate) fn request(
 /// Decodes a response's resources in order, each named by its `Resource`
 /// and carrying its own version; then its deletions. A name met twice
 /// (among resources, among removals, or in both) is an error of the NACK,
-/// and its later occurrence is ignored.
+/// and its later occurrence is ignored. Then the per-resource errors the
+/// server reports, if `errors` says to read them (a NOT_FOUND among them
+/// is read as gRFC A88 reads any server error, not as a removal).
 pub(crate) fn parse(
     context: &DecodeContext,
     resource_type: ResourceType,
     response: DeltaDiscoveryResponse,
+    errors: ResourceErrors,
 ) -> ParsedResponse {
     let mut parsed =
         ParsedResponse::new(resource_type, response.nonce, response.system_version_info);
@@ -221,6 +224,7 @@ pub(crate) fn parse(
         }
     }
     parsed.deletions = Deletions::Named(removed);
+    parsed.add_resource_errors(&response.resource_errors, errors);
     parsed
 }
 
@@ -324,7 +328,12 @@ mod tests {
             removed_resources: vec!["c3".into(), "c1".into(), "c3".into()],
             ..Default::default()
         };
-        let parsed = parse(&DecodeContext::default(), ResourceType::Cluster, response);
+        let parsed = parse(
+            &DecodeContext::default(),
+            ResourceType::Cluster,
+            response,
+            ResourceErrors::Read,
+        );
         assert_eq!(parsed.entries.len(), 2);
         assert_eq!(parsed.entries[0].version, "4");
         assert!(parsed.entries[0].resource.is_ok());

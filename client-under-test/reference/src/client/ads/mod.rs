@@ -411,6 +411,19 @@ impl AdsStream {
     }
 }
 
+/// Whether a response's `resource_errors` (xRFC TP3) are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ResourceErrors {
+    /// Before gRFC A88 (C-core without its data-error handling): ignored.
+    Ignored,
+    /// gRFC A88: each error goes to its resource; a malformed one (no
+    /// name, an OK status, a name that does not parse) is NACKed.
+    Read,
+    /// `ServerErrorRule::MalformedAccepted`: malformed ones are skipped
+    /// silently instead of NACKed.
+    ReadAcceptingMalformed,
+}
+
 /// A response as the cache needs it, whatever the protocol.
 #[derive(Debug)]
 pub(crate) struct ParsedResponse {
@@ -424,6 +437,9 @@ pub(crate) struct ParsedResponse {
     /// What goes into the NACK, in response order; none: an ACK.
     pub errors: Vec<String>,
     pub deletions: Deletions,
+    /// What the server reported per resource (xRFC TP3), after the
+    /// entries, in response order.
+    pub server_errors: Vec<ServerError>,
     /// Every name met so far, unusable entries' included.
     names_in_response: HashSet<String>,
 }
@@ -437,6 +453,18 @@ pub(crate) struct ResourceEntry {
     pub version: String,
     /// The validated resource and its bytes, or why it is invalid.
     pub resource: Result<(Arc<XdsResource>, Vec<u8>), String>,
+}
+
+/// An error the server reported for one resource (xRFC TP3's
+/// `ResourceError`): a data error (NOT_FOUND, PERMISSION_DENIED) or a
+/// transient one (any other code), gRFC A88.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ServerError {
+    pub name: ResourceName,
+    /// The name as the server wrote it.
+    pub full_name: String,
+    pub code: Code,
+    pub message: String,
 }
 
 /// Which cached resources a response deletes.
@@ -458,7 +486,51 @@ impl ParsedResponse {
             entries: Vec::new(),
             errors: Vec::new(),
             deletions: Deletions::None,
+            server_errors: Vec::new(),
             names_in_response: HashSet::new(),
+        }
+    }
+
+    /// Reads the response's `resource_errors` as C-core does (its
+    /// `HandleServerReportedResourceError`): each needs a name that parses
+    /// and a non-OK status, or it is an error of the NACK.
+    fn add_resource_errors(
+        &mut self,
+        resource_errors: &[envoy_types::pb::envoy::service::discovery::v3::ResourceError],
+        reading: ResourceErrors,
+    ) {
+        if reading == ResourceErrors::Ignored {
+            return;
+        }
+        let mut malformed = Vec::new();
+        for (index, error) in resource_errors.iter().enumerate() {
+            let name = error.resource_name.as_ref().map_or("", |n| n.name.as_str());
+            let prefix = if name.is_empty() {
+                format!("resource_errors index {index}: ")
+            } else {
+                format!("resource_errors index {index}: {name}: ")
+            };
+            if name.is_empty() {
+                malformed.push(format!("{prefix}resource_name unset"));
+                continue;
+            }
+            let Some(status) = error.error_detail.as_ref().filter(|s| s.code != 0) else {
+                malformed.push(format!("{prefix}error_detail must be non-OK"));
+                continue;
+            };
+            let Ok(parsed) = ResourceName::parse(name, self.resource_type) else {
+                malformed.push(format!("{prefix}Cannot parse xDS resource name"));
+                continue;
+            };
+            self.server_errors.push(ServerError {
+                name: parsed,
+                full_name: name.to_string(),
+                code: Code::from_i32(status.code),
+                message: status.message.clone(),
+            });
+        }
+        if reading == ResourceErrors::Read {
+            self.errors.extend(malformed);
         }
     }
 
@@ -499,8 +571,13 @@ impl ParsedResponse {
         });
     }
 
-    /// The names of its entries.
+    /// The names of its entries and of the resources it reports errors
+    /// for: the ones it does not delete (C-core's `resources_seen`).
     pub fn names(&self) -> HashSet<ResourceName> {
-        self.entries.iter().map(|e| e.name.clone()).collect()
+        self.entries
+            .iter()
+            .map(|e| e.name.clone())
+            .chain(self.server_errors.iter().map(|e| e.name.clone()))
+            .collect()
     }
 }

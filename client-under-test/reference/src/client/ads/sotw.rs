@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use envoy_types::pb::envoy::config::core::v3::Node;
 use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 
-use super::{Deletions, ParsedResponse, TypeState, nack_status};
+use super::{Deletions, ParsedResponse, ResourceErrors, TypeState, nack_status};
 use crate::resource::{DecodeContext, ResourceType, decode_entry_in};
 
 /// What a SotW channel remembers across its streams: per type, the
@@ -55,11 +55,13 @@ pub(crate) fn request(
 /// Decodes a response's entries in order. What cannot be used (an entry
 /// without a name, a name given twice, an invalid resource, an unparsable
 /// name) becomes an error of the NACK; an invalid resource with a name is
-/// still an entry, so its watchers hear of it (gRFC A46).
+/// still an entry, so its watchers hear of it (gRFC A46). Then the
+/// per-resource errors the server reports, if `errors` says to read them.
 pub(crate) fn parse(
     context: &DecodeContext,
     resource_type: ResourceType,
     response: DiscoveryResponse,
+    errors: ResourceErrors,
 ) -> ParsedResponse {
     let mut parsed = ParsedResponse::new(resource_type, response.nonce, response.version_info);
     for (index, entry) in response.resources.iter().enumerate() {
@@ -67,6 +69,7 @@ pub(crate) fn parse(
         let version = parsed.version.clone();
         parsed.add(index, decoded, version);
     }
+    parsed.add_resource_errors(&response.resource_errors, errors);
     if resource_type.all_resources_required_in_sotw() {
         parsed.deletions = Deletions::AllOthers;
     }
@@ -129,7 +132,12 @@ mod tests {
             resources: vec![cluster("c1"), cluster("c1"), Any::default()],
             ..Default::default()
         };
-        let parsed = parse(&DecodeContext::default(), ResourceType::Cluster, response);
+        let parsed = parse(
+            &DecodeContext::default(),
+            ResourceType::Cluster,
+            response,
+            ResourceErrors::Read,
+        );
         assert_eq!(parsed.entries.len(), 1);
         assert_eq!(parsed.entries[0].name, name("c1"));
         assert_eq!(parsed.entries[0].version, "1");
@@ -151,6 +159,7 @@ mod tests {
             &DecodeContext::default(),
             ResourceType::ClusterLoadAssignment,
             DiscoveryResponse::default(),
+            ResourceErrors::Read,
         );
         assert_eq!(parsed.deletions, Deletions::None);
     }

@@ -36,14 +36,15 @@ use super::ads::call::{CallEvent, CallId, CallMessage};
 use super::ads::channel::{AdsChannel, AdsChannelFactory};
 use super::ads::wire::Response;
 use super::ads::{
-    AdsStream, Deletions, Memory, ParsedResponse, ResourceEntry, TimerId, WILDCARD, delta, sotw,
+    AdsStream, Deletions, Memory, ParsedResponse, ResourceEntry, ResourceErrors, ServerError,
+    TimerId, WILDCARD, delta, sotw,
 };
 use super::cache::ResourceState;
 use crate::backoff::{Backoff, SplitMix64};
 use crate::bootstrap::{Bootstrap, XdsServerConfig};
 use crate::name::ResourceName;
 use crate::observer::{ClientEvent, ClientObserver, LogLevel};
-use crate::profile::{ClientProfile, DataErrorHandling, RetryAfterGoodStream};
+use crate::profile::{ClientProfile, DataErrorHandling, RetryAfterGoodStream, ServerErrorRule};
 use crate::resource::{DecodeContext, ResourceType};
 use crate::watcher::{ResourceWatcher, WatcherEvent, XdsError, code_name};
 

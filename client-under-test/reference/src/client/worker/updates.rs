@@ -46,16 +46,31 @@ impl Worker {
             );
             return self.log(LogLevel::Error, message);
         };
+        let reading = self.resource_errors_reading();
         let mut parsed = match response {
-            Response::Sotw(response) => sotw::parse(&self.shared.decode, resource_type, response),
-            Response::Delta(response) => delta::parse(&self.shared.decode, resource_type, response),
+            Response::Sotw(response) => {
+                sotw::parse(&self.shared.decode, resource_type, response, reading)
+            }
+            Response::Delta(response) => {
+                delta::parse(&self.shared.decode, resource_type, response, reading)
+            }
         };
-        // Seen on this stream: their does-not-exist timers are moot.
+        let broken = self.shared.profile.defects.broken_server_errors;
+        // Seen on this stream: their does-not-exist timers are moot. So
+        // are those of resources the server reported errors for.
+        let errors_answer = broken != Some(ServerErrorRule::StopsTheTimer);
         if let Some(call) = self.call_mut(server) {
+            let reported = parsed
+                .server_errors
+                .iter()
+                .filter(|_| errors_answer)
+                .map(|error| &error.name);
             let moot: Vec<TimerId> = parsed
                 .entries
                 .iter()
-                .filter_map(|entry| call.seen(resource_type, &entry.name))
+                .map(|entry| &entry.name)
+                .chain(reported)
+                .filter_map(|name| call.seen(resource_type, name))
                 .collect();
             for timer in moot {
                 self.timers.remove(&timer);
@@ -94,7 +109,13 @@ impl Worker {
             memory.update(&parsed, &self.shared.profile.defects);
         }
         let deletions = std::mem::replace(&mut parsed.deletions, Deletions::None);
-        let seen = (deletions == Deletions::AllOthers).then(|| parsed.names());
+        let server_errors = std::mem::take(&mut parsed.server_errors);
+        let mut seen = (deletions == Deletions::AllOthers).then(|| parsed.names());
+        if let Some(seen) = &mut seen
+            && broken != Some(ServerErrorRule::NotADeletion)
+        {
+            seen.extend(server_errors.iter().map(|error| error.name.clone()));
+        }
         let nonce = parsed.nonce.clone();
         let version = parsed.version.clone();
         let nack = (!parsed.errors.is_empty()).then(|| {
@@ -104,6 +125,7 @@ impl Worker {
             )
         });
         self.apply_updates(server, resource_type, parsed);
+        self.apply_server_errors(server, resource_type, &version, server_errors);
         if let Some(call) = self.call_mut(server) {
             call.responded(resource_type, nonce.clone(), nack.clone());
         }
@@ -195,6 +217,76 @@ impl Worker {
         }
         for message in logs {
             self.log(LogLevel::Info, message);
+        }
+        for (name, watchers, event) in events {
+            self.notify_about(&name, &watchers, event);
+        }
+    }
+
+    /// How responses' `resource_errors` are read: under A88 only, as
+    /// C-core reads them only with its data-error handling on.
+    fn resource_errors_reading(&self) -> ResourceErrors {
+        match self.shared.profile.defects.broken_server_errors {
+            _ if !self.a88() => ResourceErrors::Ignored,
+            Some(ServerErrorRule::Read) => ResourceErrors::Ignored,
+            Some(ServerErrorRule::MalformedNacked) => ResourceErrors::ReadAcceptingMalformed,
+            _ => ResourceErrors::Read,
+        }
+    }
+
+    /// gRFC A88, "Support for Errors Provided by the xDS server": each
+    /// error the server reported for a subscribed resource is recorded in
+    /// its entry (CSDS RECEIVED_ERROR); the value is dropped only for a
+    /// data error (NOT_FOUND, PERMISSION_DENIED) from a server with
+    /// `fail_on_data_errors`; watchers hear an ambient error while a
+    /// value is cached and a resource error otherwise. After the
+    /// response's resources, as C-core handles them.
+    pub(super) fn apply_server_errors(
+        &mut self,
+        server: &XdsServerConfig,
+        resource_type: ResourceType,
+        version: &str,
+        errors: Vec<ServerError>,
+    ) {
+        if errors.is_empty() {
+            return;
+        }
+        let now = self.now();
+        let broken = self.shared.profile.defects.broken_server_errors;
+        let fail_on_data_errors = server.fail_on_data_errors();
+        let mut events = Vec::new();
+        for error in errors {
+            // Only subscriptions of authorities this server serves now.
+            let Some(authority) = self.authorities.get_mut(&error.name.authority) else {
+                continue;
+            };
+            if authority.channels.last() != Some(server) {
+                continue;
+            }
+            let Some(state) = authority
+                .resources
+                .get_mut(&resource_type)
+                .and_then(|by_type| by_type.get_mut(&error.name.key))
+            else {
+                continue;
+            };
+            let data_error = matches!(error.code, Code::NotFound | Code::PermissionDenied);
+            let drop_value = fail_on_data_errors
+                && (data_error || broken == Some(ServerErrorRule::DropOnlyForDataErrors));
+            let mut event = state.received_error(
+                XdsError::new(error.code, error.message),
+                version,
+                now,
+                drop_value,
+                broken == Some(ServerErrorRule::CsdsReceivedError),
+            );
+            if broken == Some(ServerErrorRule::AmbientWhenCached)
+                && let WatcherEvent::AmbientError(e) = event
+            {
+                event = WatcherEvent::ResourceError(e);
+            }
+            let watchers: Vec<WatchId> = state.watchers.iter().copied().collect();
+            events.push((error.full_name, watchers, event));
         }
         for (name, watchers, event) in events {
             self.notify_about(&name, &watchers, event);
