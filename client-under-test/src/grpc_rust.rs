@@ -642,6 +642,7 @@ impl ClientUnderTest for GrpcRustClient {
             rpc: false,
             dial_config: false,
             csds: false,
+            csds_service: false,
             client_events: false,
             fallback: false,
             serve: false,

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use envoy_types::pb::envoy::service::status::v3::ClientStatusResponse;
+use envoy_types::pb::envoy::service::status::v3::{ClientStatusRequest, ClientStatusResponse};
 use std::time::Duration;
 
 use xds_vocabulary::transport::{DataPlaneConnector, XdsTransportFactory};
@@ -50,7 +50,12 @@ pub struct Capabilities {
     /// gRPC clients don't expose it — they are observed through RPCs,
     /// channel states, CSDS and the wire instead.
     pub dial_config: bool,
+    /// Its CSDS view can be read (polled at every checkpoint).
     pub csds: bool,
+    /// A real ClientStatusDiscoveryService answers requests the harness
+    /// writes (`csds_request` steps: `node_matchers`); Envoy's admin API
+    /// only stands in for one.
+    pub csds_service: bool,
     /// Reports [`ClientEvent`]s (call lifecycle, backoff, timers, logs).
     pub client_events: bool,
     /// gRFC A71 fallback across servers.
@@ -372,6 +377,15 @@ pub trait ClientUnderTest: Send {
     async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError>;
     /// The client's CSDS view: one ClientConfig per client scope.
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError>;
+    /// Sends `request` to the client's CSDS service: its response, or the
+    /// gRPC status it answered with (see [`Capabilities::csds_service`]).
+    async fn csds_request(
+        &mut self,
+        request: ClientStatusRequest,
+    ) -> Result<Result<ClientStatusResponse, XdsError>, ClientError> {
+        let _ = request;
+        Err(ClientError::Unsupported("a CSDS service".into()))
+    }
     /// The client's peak resident set size so far, in bytes, when it can be
     /// told apart from the harness's own (a client in its own process);
     /// None otherwise. Read before [`ClientUnderTest::shutdown`].

@@ -135,6 +135,7 @@ impl AdapterCapabilities {
             // Real clients do not expose their resolved config.
             dial_config: false,
             csds: self.csds,
+            csds_service: self.csds,
             client_events: self.client_events,
             fallback: self.fallback,
             serve: self.serve,
@@ -1437,63 +1438,31 @@ impl ClientUnderTest for ProcessClient {
     }
 
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {
-        self.require(self.capabilities.csds, "csds")?;
-        let timeout = self.timeouts.command;
-        let adapter = self.manifest.name.clone();
-        let running = self.running()?;
-        if let Some(reason) = running.shared.broken_reason() {
-            return Err(running.crashed(reason).await);
-        }
-        let Some(address) = running.hello.csds_address.clone() else {
-            return Err(ClientError::Unsupported(format!(
-                "csds (adapter {adapter}'s hello gave no csds_address)"
-            )));
-        };
-        let mut client = match &running.csds {
-            Some(client) => client.clone(),
-            None => {
-                let endpoint = Channel::from_shared(format!("http://{address}"))
-                    .map_err(|e| ClientError::Failed(format!("bad csds_address {address:?}: {e}")))?
-                    .connect_timeout(timeout)
-                    .tcp_nodelay(true);
-                let channel = match endpoint.connect().await {
-                    Ok(channel) => channel,
-                    Err(e) => {
-                        return Err(running
-                            .failed_or_crashed(format!(
-                                "cannot connect to the client's CSDS at {address}: {e}"
-                            ))
-                            .await);
-                    }
-                };
-                let client = ClientStatusDiscoveryServiceClient::new(channel);
-                running.csds = Some(client.clone());
-                client
-            }
-        };
-        let fetched = tokio::time::timeout(
-            timeout,
-            client.fetch_client_status(ClientStatusRequest::default()),
-        )
-        .await;
-        let mut response = match fetched {
-            Ok(Ok(response)) => response.into_inner(),
-            Ok(Err(status)) => {
-                return Err(running
+        match self.fetch_csds(ClientStatusRequest::default()).await? {
+            Ok(response) => Ok(response),
+            Err(status) => {
+                let address = self
+                    .running()?
+                    .hello
+                    .csds_address
+                    .clone()
+                    .unwrap_or_default();
+                let running = self.running()?;
+                Err(running
                     .failed_or_crashed(format!("the client's CSDS at {address}: {status}"))
-                    .await);
+                    .await)
             }
-            Err(_) => {
-                return Err(running
-                    .failed_or_crashed(format!(
-                        "the client's CSDS at {address} did not answer within {}",
-                        human_duration(timeout)
-                    ))
-                    .await);
-            }
-        };
-        normalize_type_urls(&mut response);
-        Ok(response)
+        }
+    }
+
+    async fn csds_request(
+        &mut self,
+        request: ClientStatusRequest,
+    ) -> Result<Result<ClientStatusResponse, XdsError>, ClientError> {
+        Ok(self
+            .fetch_csds(request)
+            .await?
+            .map_err(|status| XdsError::new(status.code(), status.message())))
     }
 
     /// `VmHWM` of the adapter process from `/proc/<pid>/status`, while it
@@ -1566,6 +1535,66 @@ impl ClientUnderTest for ProcessClient {
         // left behind) and deletes the bootstrap file.
         drop(running);
         let _ = tokio::time::timeout(REAP_AFTER_KILL, exit.wait_for(Option::is_some)).await;
+    }
+}
+
+impl ProcessClient {
+    /// Sends `request` to the adapter's CSDS service: its answer, or the
+    /// status it answered with; a client that cannot be reached is an
+    /// error of the harness's.
+    async fn fetch_csds(
+        &mut self,
+        request: ClientStatusRequest,
+    ) -> Result<Result<ClientStatusResponse, tonic::Status>, ClientError> {
+        self.require(self.capabilities.csds, "csds")?;
+        let timeout = self.timeouts.command;
+        let adapter = self.manifest.name.clone();
+        let running = self.running()?;
+        if let Some(reason) = running.shared.broken_reason() {
+            return Err(running.crashed(reason).await);
+        }
+        let Some(address) = running.hello.csds_address.clone() else {
+            return Err(ClientError::Unsupported(format!(
+                "csds (adapter {adapter}'s hello gave no csds_address)"
+            )));
+        };
+        let mut client = match &running.csds {
+            Some(client) => client.clone(),
+            None => {
+                let endpoint = Channel::from_shared(format!("http://{address}"))
+                    .map_err(|e| ClientError::Failed(format!("bad csds_address {address:?}: {e}")))?
+                    .connect_timeout(timeout)
+                    .tcp_nodelay(true);
+                let channel = match endpoint.connect().await {
+                    Ok(channel) => channel,
+                    Err(e) => {
+                        return Err(running
+                            .failed_or_crashed(format!(
+                                "cannot connect to the client's CSDS at {address}: {e}"
+                            ))
+                            .await);
+                    }
+                };
+                let client = ClientStatusDiscoveryServiceClient::new(channel);
+                running.csds = Some(client.clone());
+                client
+            }
+        };
+        let fetched = tokio::time::timeout(timeout, client.fetch_client_status(request)).await;
+        let mut response = match fetched {
+            Ok(Ok(response)) => response.into_inner(),
+            Ok(Err(status)) => return Ok(Err(status)),
+            Err(_) => {
+                return Err(running
+                    .failed_or_crashed(format!(
+                        "the client's CSDS at {address} did not answer within {}",
+                        human_duration(timeout)
+                    ))
+                    .await);
+            }
+        };
+        normalize_type_urls(&mut response);
+        Ok(Ok(response))
     }
 }
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use envoy_types::pb::envoy::service::status::v3::ClientStatusResponse;
+use envoy_types::pb::envoy::service::status::v3::{ClientStatusRequest, ClientStatusResponse};
 use tokio::sync::watch;
 use xds_reference_client::dataplane::DataPlane;
 use xds_reference_client::resolver::{self, ClusterConfig, Dial, DialUpdate};
@@ -15,8 +15,8 @@ use xds_reference_client::{
     Bootstrap, ClientProfile, DataErrorHandling, Defects, ResourceWatcher, RetryAfterGoodStream,
     WatchId, WatcherEvent, XdsClient, XdsClientConfig,
 };
-use xds_vocabulary::ResourceType;
 use xds_vocabulary::transport::{DataPlaneConnector, TcpTransport, XdsTransportFactory};
+use xds_vocabulary::{ResourceType, XdsError};
 
 use crate::{
     Capabilities, ClientEnvironment, ClientError, ClientUnderTest, DialNotification, ObservedEvent,
@@ -56,6 +56,9 @@ struct Started {
     profile: ClientProfile,
     transport: Arc<dyn XdsTransportFactory>,
     watch_client: XdsClient,
+    /// The watch client has had a watch: only then is it an XdsClient
+    /// CSDS reports (gRPC creates its clients on first use, gRFC A71).
+    watch_client_used: bool,
     data_plane: DataPlane,
 }
 
@@ -77,6 +80,12 @@ impl ReferenceClient {
     fn started(&self) -> Result<&Started, ClientError> {
         self.started
             .as_ref()
+            .ok_or_else(|| ClientError::Failed("client not started".into()))
+    }
+
+    fn started_mut(&mut self) -> Result<&mut Started, ClientError> {
+        self.started
+            .as_mut()
             .ok_or_else(|| ClientError::Failed("client not started".into()))
     }
 }
@@ -136,6 +145,7 @@ impl ClientUnderTest for ReferenceClient {
             rpc: true,
             dial_config: true,
             csds: true,
+            csds_service: true,
             client_events: true,
             fallback: true,
             serve: true,
@@ -170,13 +180,15 @@ impl ClientUnderTest for ReferenceClient {
             profile,
             transport,
             watch_client,
+            watch_client_used: false,
             data_plane,
         });
         Ok(())
     }
 
     async fn watch(&mut self, resource_type: ResourceType, name: &str) -> Result<(), ClientError> {
-        let started = self.started()?;
+        let started = self.started_mut()?;
+        started.watch_client_used = true;
         let sink = started.env.events.clone();
         let id = started.watch_client.watch(
             resource_type,
@@ -349,14 +361,38 @@ impl ClientUnderTest for ReferenceClient {
             ));
         }
         let started = self.started()?;
-        let mut clients = vec![started.watch_client.clone()];
+        // One client for everything (a broken client) reports it always.
+        let mut clients: Vec<XdsClient> = (started.watch_client_used
+            || self.defects.one_client_for_all_targets)
+            .then(|| started.watch_client.clone())
+            .into_iter()
+            .collect();
         clients.extend(self.dials.values().map(|d| d.client.clone()));
         clients.extend(
             self.server_client
                 .clone()
                 .filter(|_| !self.defects.one_client_for_all_targets),
         );
-        Ok(xds_reference_client::csds::client_status(&clients).await)
+        let mut response = xds_reference_client::csds::client_status(&clients).await;
+        if self.defects.csds_without_node {
+            for config in &mut response.config {
+                config.node = None;
+            }
+        }
+        Ok(response)
+    }
+
+    async fn csds_request(
+        &mut self,
+        request: ClientStatusRequest,
+    ) -> Result<Result<ClientStatusResponse, XdsError>, ClientError> {
+        if self.defects.csds_node_matchers_match_nothing && !request.node_matchers.is_empty() {
+            return Ok(Ok(ClientStatusResponse::default()));
+        }
+        if let Err(status) = xds_reference_client::csds::check_request(&request) {
+            return Ok(Err(XdsError::new(status.code(), status.message())));
+        }
+        self.csds().await.map(Ok)
     }
 
     async fn shutdown(&mut self) {

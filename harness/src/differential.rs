@@ -86,7 +86,7 @@ fn is_client_visible(kind: &EventKind) -> bool {
                 | ObservedEvent::ServingStatus { .. }
         ),
         EventKind::Rpc { settling, .. } => !settling,
-        EventKind::Csds(_) => true,
+        EventKind::Csds(_) | EventKind::CsdsReply(_) => true,
         _ => false,
     }
 }

@@ -317,6 +317,7 @@ pub fn timeline_doc(events: &[TimelineEvent]) -> TimelineDoc {
             EventKind::Client(ObservedEvent::Watcher { .. })
             | EventKind::Client(_)
             | EventKind::Rpc { .. }
+            | EventKind::CsdsReply(_)
             | EventKind::Note(_)
             | EventKind::Barrier => (
                 "client".to_string(),

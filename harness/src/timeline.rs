@@ -36,6 +36,8 @@ pub enum EventKind {
     Server(Box<ServerEvent>),
     Client(ObservedEvent),
     Csds(CsdsChange),
+    /// How the client's CSDS service answered a `csds_request` step.
+    CsdsReply(CsdsReply),
     /// How an RPC of an `rpc` step ended.
     Rpc {
         target: String,
@@ -53,6 +55,18 @@ pub enum EventKind {
     /// Not shown; it tells normalised renderings where the effects of the
     /// steps before it are known to be over.
     Barrier,
+}
+
+/// The answer to a CSDS request of a scenario's making.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CsdsReply {
+    /// How many `node_matchers` the request had.
+    pub node_matchers: usize,
+    /// OK, or the status the service answered with.
+    pub code: tonic::Code,
+    pub message: String,
+    /// The response's ClientConfigs (0 on an error).
+    pub configs: usize,
 }
 
 /// One resource's CSDS state before and after a poll.
@@ -781,6 +795,17 @@ pub fn describe(kind: &EventKind) -> Option<String> {
         EventKind::Server(e) => describe_server(e),
         EventKind::Client(e) => describe_client(e)?,
         EventKind::Csds(c) => describe_csds(c),
+        EventKind::CsdsReply(reply) => {
+            let answer = if reply.code == tonic::Code::Ok {
+                format!("OK, {} client configs", reply.configs)
+            } else {
+                status_text(reply.code, &reply.message)
+            };
+            format!(
+                "CSDS request with {} node_matchers: {answer}",
+                reply.node_matchers
+            )
+        }
         EventKind::Rpc {
             target,
             outcome,

@@ -43,6 +43,8 @@ fn defect(name: &str) -> Defects {
         "channel_per_authority" => d.channel_per_authority = true,
         "context_params_as_written" => d.context_params_as_written = true,
         "csds_fails_without_channels" => d.csds_fails_without_channels = true,
+        "csds_without_node" => d.csds_without_node = true,
+        "csds_node_matchers_match_nothing" => d.csds_node_matchers_match_nothing = true,
         other => panic!("unknown defect {other}"),
     }
     d
@@ -285,6 +287,16 @@ fn defect(name: &str) -> Defects {
     "csds_fails_without_channels",
     "a71/channel-csds-before-any-xds-channel-is-empty",
     ":18:5:"
+)]
+#[case::csds_node(
+    "csds_without_node",
+    "a27/channel-csds-client-config-carries-the-node",
+    ":24:5:"
+)]
+#[case::csds_node_matchers(
+    "csds_node_matchers_match_nothing",
+    "a27/channel-csds-request-with-node-matchers",
+    ":24:5:"
 )]
 #[case::a65_mtls_identity("tls_no_identity", "a65/channel-mtls", ":20:5:")]
 #[case::a65_watch_mtls_identity("tls_no_identity", "a65/watch-over-mtls", ":16:5:")]

@@ -13,6 +13,19 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::client::XdsClient;
 
+/// What a request may ask. `node_matchers` select among the nodes a
+/// control plane knows; a client knows only itself and answers
+/// INVALID_ARGUMENT, as grpc-go and grpc-java do (C-core ignores them and
+/// answers in full).
+#[allow(clippy::result_large_err)]
+pub fn check_request(request: &ClientStatusRequest) -> Result<(), Status> {
+    if request.node_matchers.is_empty() {
+        Ok(())
+    } else {
+        Err(Status::invalid_argument("node_matchers not supported"))
+    }
+}
+
 /// Yields the clients to report on (e.g. every per-target client).
 pub type ClientSource = Arc<dyn Fn() -> Vec<XdsClient> + Send + Sync>;
 
@@ -55,7 +68,11 @@ impl ClientStatusDiscoveryService for CsdsService {
         let source = self.source.clone();
         let mut requests = request.into_inner();
         let stream = async_stream_like(move |tx| async move {
-            while let Some(Ok(_)) = requests.next().await {
+            while let Some(Ok(request)) = requests.next().await {
+                if let Err(status) = check_request(&request) {
+                    let _ = tx.send(Err(status));
+                    break;
+                }
                 let clients = source();
                 if tx.send(Ok(client_status(&clients).await)).is_err() {
                     break;
@@ -67,8 +84,9 @@ impl ClientStatusDiscoveryService for CsdsService {
 
     async fn fetch_client_status(
         &self,
-        _request: Request<ClientStatusRequest>,
+        request: Request<ClientStatusRequest>,
     ) -> Result<Response<ClientStatusResponse>, Status> {
+        check_request(request.get_ref())?;
         let clients = (self.source)();
         Ok(Response::new(client_status(&clients).await))
     }

@@ -128,6 +128,12 @@ pub struct Defects {
     /// CSDS fails before any target is dialled (gRPC answers an empty
     /// response: no XdsClient is no error).
     pub csds_fails_without_channels: bool,
+    /// CSDS ClientConfigs without the client's node (gRPC fills it).
+    pub csds_without_node: bool,
+    /// A CSDS request with `node_matchers` answered with no ClientConfig
+    /// at all, as if none matched (gRPC answers INVALID_ARGUMENT, or, as
+    /// C-core, ignores them).
+    pub csds_node_matchers_match_nothing: bool,
     /// One validation rule of gRPC's resource parsers not enforced: what
     /// it rejects is accepted, what it ignores is used (or rejected). One
     /// field for all of them, so each rule a scenario checks can be broken

@@ -10,6 +10,9 @@ use serde::Deserialize;
 use xds_client_under_test::Capabilities;
 use xds_vocabulary::ResourceType;
 
+use envoy_types::pb::envoy::config::core::v3::Node;
+
+use super::node::{NodeHas, NodeHasSpec};
 use super::{Check, Compare, Compile, Description, Translate};
 use crate::scenario::file::Spanned;
 use crate::scenario::load::{Checker, Problem, keyword, opt, parse_resource_type};
@@ -39,6 +42,9 @@ pub struct CsdsMatcherSpec {
     pub last_updated: Option<bool>,
     /// Whether the entry carries its resource (xds_config).
     pub config: Option<bool>,
+    /// The ClientConfig's node has these fields (of the `client_scope`
+    /// given, or of any); alone, it checks only the node.
+    pub node_has: Option<NodeHasSpec>,
     /// The ClientConfig's `client_scope` (gRFC A71): the channel target,
     /// e.g. `xds:///svc` (`xds:/svc` as C-core spells it matches too), or
     /// `#server`; `""` for the reference client's own watches. Any scope
@@ -58,6 +64,7 @@ pub struct CsdsMatcher {
     pub last_updated: Option<bool>,
     pub config: Option<bool>,
     pub client_scope: Option<String>,
+    pub node_has: Option<NodeHas>,
 }
 
 impl Compile for CsdsMatcherSpec {
@@ -81,14 +88,46 @@ impl Compile for CsdsMatcherSpec {
             last_updated: self.last_updated,
             config: self.config,
             client_scope: self.client_scope.clone(),
+            node_has: self.node_has.as_ref().map(NodeHas::from),
         })
     }
 }
 
 impl CsdsMatcher {
+    /// Whether it says anything of resources (it may check only the node).
+    fn checks_entries(&self) -> bool {
+        self.resource_type.is_some()
+            || self.name.is_some()
+            || self.status.is_some()
+            || self.version.is_some()
+            || self.error_contains.is_some()
+            || self.error_version.is_some()
+            || self.error_time.is_some()
+            || self.last_updated.is_some()
+            || self.config.is_some()
+            || self.node_has.is_none()
+    }
+
+    /// Whether the ClientConfigs' nodes — `client_scope -> node` — show
+    /// what `node_has` describes (true when it says nothing of them).
+    pub fn nodes_match(&self, nodes: &BTreeMap<String, Node>) -> bool {
+        let Some(has) = &self.node_has else {
+            return true;
+        };
+        nodes.iter().any(|(scope, node)| {
+            self.client_scope
+                .as_ref()
+                .is_none_or(|s| canonical_scope(s) == canonical_scope(scope))
+                && has.matches(node)
+        })
+    }
+
     /// Whether the client's CSDS view — `(client_scope, type_url, name) ->
     /// entry` — shows what this matcher describes.
     pub fn state_matches(&self, state: &BTreeMap<(String, String, String), CsdsEntry>) -> bool {
+        if !self.checks_entries() {
+            return true;
+        }
         let selected = state.iter().filter(|((scope, type_url, name), _)| {
             self.resource_type.is_none_or(|t| t.type_url() == type_url)
                 && self.name.as_ref().is_none_or(|n| n == name)
@@ -151,6 +190,7 @@ impl Check for CsdsMatcher {
             .given("error_time", self.error_time)
             .given("last_updated", self.last_updated)
             .given("config", self.config)
+            .given("node_has", self.node_has.as_ref().map(NodeHas::describe))
             .into()
     }
 
@@ -193,6 +233,7 @@ mod tests {
             last_updated: None,
             config: None,
             client_scope: scope.map(str::to_string),
+            node_has: None,
         };
         assert!(m(Some("xds:///a"), CsdsStatus::Acked).state_matches(&state));
         assert!(m(Some("xds:/b"), CsdsStatus::Requested).state_matches(&state));

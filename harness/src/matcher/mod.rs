@@ -15,6 +15,7 @@ pub mod admin_stat;
 pub mod channel;
 pub mod client;
 pub mod csds;
+pub mod csds_reply;
 pub mod delta_request;
 pub mod delta_response;
 pub mod dial;
@@ -68,6 +69,8 @@ macro_rules! matcher_kinds {
         client: Client(client::ClientMatcherSpec => ClientEventMatcher),
         /// The result of an `rpc` step.
         rpc: Rpc(rpc::RpcMatcherSpec => RpcMatcher),
+        /// The client's CSDS service's answer to a `csds_request` step.
+        csds_reply: CsdsReply(csds_reply::CsdsReplyMatcherSpec => CsdsReplyMatcher),
         /// A dialled channel's connectivity state change.
         channel: Channel(channel::ChannelMatcherSpec => ChannelMatcher),
         /// An xDS-enabled server's serving status change.
@@ -695,7 +698,7 @@ mod tests {
             step_matcher(&scenario.steps[2]),
             Matcher::Channel(_)
         ));
-        assert_eq!(MATCHER_KEYS.len(), 14);
+        assert_eq!(MATCHER_KEYS.len(), 15);
     }
 
     #[test]

@@ -173,6 +173,13 @@ impl NodeHas {
             );
     }
 
+    /// Whether `node` has every field given (no explanation).
+    pub(crate) fn matches(&self, node: &Node) -> bool {
+        let mut fields = Compare::fast();
+        self.compare(Some(node), &mut fields);
+        fields.ok
+    }
+
     /// ` node_has={...}` for descriptions: the fields given.
     pub(crate) fn describe(&self) -> String {
         let mut parts = Vec::new();

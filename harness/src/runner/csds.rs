@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use envoy_types::pb::envoy::admin::v3::ClientResourceStatus;
+use envoy_types::pb::envoy::config::core::v3::Node;
 
 use super::Player;
 use crate::matcher::csds::CsdsMatcher;
@@ -17,6 +18,8 @@ type CsdsKey = (String, String, String);
 #[derive(Default)]
 pub(super) struct CsdsState {
     entries: BTreeMap<CsdsKey, CsdsEntry>,
+    /// Each ClientConfig's node, by client scope.
+    nodes: BTreeMap<String, Node>,
     /// Why the last poll failed, if it did: the view is then unknown, and
     /// shows nothing (an `ABSENT` must not pass because CSDS is down).
     poll_error: Option<String>,
@@ -25,7 +28,9 @@ pub(super) struct CsdsState {
 impl CsdsState {
     /// Whether the view shows what `matcher` describes.
     pub(super) fn shows(&self, matcher: &CsdsMatcher) -> bool {
-        self.poll_error.is_none() && matcher.state_matches(&self.entries)
+        self.poll_error.is_none()
+            && matcher.state_matches(&self.entries)
+            && matcher.nodes_match(&self.nodes)
     }
 
     /// A poll failed: on the timeline when the reason is new, not at
@@ -45,10 +50,21 @@ impl CsdsState {
         if let Some(error) = &self.poll_error {
             return format!("  (unknown: the last CSDS poll failed: {error})\n");
         }
-        if self.entries.is_empty() {
+        if self.entries.is_empty() && self.nodes.is_empty() {
             return "  (nothing)\n".to_string();
         }
         let mut out = String::new();
+        for (scope, node) in &self.nodes {
+            let scope = if scope.is_empty() {
+                String::new()
+            } else {
+                format!("[{scope}] ")
+            };
+            out.push_str(&format!(
+                "  {scope}node id={:?} cluster={:?} user_agent_name={:?} client_features={:?}\n",
+                node.id, node.cluster, node.user_agent_name, node.client_features
+            ));
+        }
         for ((scope, type_url, name), entry) in &self.entries {
             let scope = if scope.is_empty() {
                 String::new()
@@ -124,6 +140,11 @@ impl Player {
                 .record("csds", EventKind::Note("CSDS poll works again".into()));
         }
         let mut now = BTreeMap::new();
+        self.csds_state.nodes = response
+            .config
+            .iter()
+            .filter_map(|c| Some((c.client_scope.clone(), c.node.clone()?)))
+            .collect();
         for config in &response.config {
             for entry in &config.generic_xds_configs {
                 let status = match ClientResourceStatus::try_from(entry.client_status) {
@@ -191,6 +212,7 @@ mod tests {
             last_updated: None,
             config: None,
             client_scope: None,
+            node_has: None,
         };
         assert!(state.shows(&absent), "nothing polled yet: c1 is absent");
         state.poll_failed("connection refused".into(), &timeline);

@@ -298,6 +298,7 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
                 need(caps.watch, "a resource watch API")
             }
             Step::Dial { .. } => need(caps.dial, "dial"),
+            Step::CsdsRequest { .. } => need(caps.csds_service, "a CSDS service"),
             Step::Serve { .. } => need(caps.serve, "xDS-enabled servers"),
             Step::Rpc { .. } => need(caps.rpc, "RPCs"),
             Step::Expect { matcher, .. } | Step::ExpectNone { matcher, .. } => {

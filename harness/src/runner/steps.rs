@@ -5,6 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use envoy_types::pb::envoy::service::status::v3::ClientStatusRequest;
+use envoy_types::pb::envoy::r#type::matcher::v3::string_matcher::MatchPattern;
+use envoy_types::pb::envoy::r#type::matcher::v3::{NodeMatcher, StringMatcher};
 use tokio::time::Instant;
 use xds_client_under_test::{ClientError, RpcRequest};
 use xds_fake_server::fault::Fault;
@@ -18,7 +21,7 @@ use super::Player;
 use crate::proxy::{ProxyListeners, served_to};
 use crate::scenario::duration::format_duration;
 use crate::scenario::{RpcUntil, Step, StepDef, UNTIL_BUDGET};
-use crate::timeline::EventKind;
+use crate::timeline::{CsdsReply, EventKind};
 
 /// The pause between the RPCs of an `rpc ... until` step (virtual time on
 /// in-process runs); how long it keeps trying is the scenario's
@@ -102,6 +105,40 @@ impl Player {
                     self.record_step(format!("dial {target}"));
                 }
                 self.client.dial(target).await?;
+            }
+            Step::CsdsRequest { node_ids } => {
+                self.record_step(format!(
+                    "csds request with node_matchers [{}]",
+                    node_ids.join(",")
+                ));
+                let request = ClientStatusRequest {
+                    node_matchers: node_ids
+                        .iter()
+                        .map(|id| NodeMatcher {
+                            node_id: Some(StringMatcher {
+                                match_pattern: Some(MatchPattern::Exact(id.clone())),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                };
+                let reply = match self.client.csds_request(request).await? {
+                    Ok(response) => CsdsReply {
+                        node_matchers: node_ids.len(),
+                        code: tonic::Code::Ok,
+                        message: String::new(),
+                        configs: response.config.len(),
+                    },
+                    Err(status) => CsdsReply {
+                        node_matchers: node_ids.len(),
+                        code: status.code,
+                        message: status.message,
+                        configs: 0,
+                    },
+                };
+                self.timeline.record("csds", EventKind::CsdsReply(reply));
             }
             Step::Serve { address } => {
                 self.record_step(format!("serve {address}"));

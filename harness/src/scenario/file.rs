@@ -209,6 +209,10 @@ pub enum StepSpec {
     /// Send unary RPCs on the channel to a target (dialling it if needed);
     /// each result goes on the timeline.
     Rpc(RpcSpec),
+    /// Send the client's CSDS service a request of the scenario's making
+    /// (e.g. with `node_matchers`); its answer goes on the timeline, for
+    /// `csds_reply` expectations.
+    CsdsRequest(CsdsRequestSpec),
     /// Add or replace resources on a server (auto mode pushes them).
     SetResources(SetResourcesSpec),
     /// Delete resources from a server.
@@ -257,6 +261,22 @@ pub enum StepSpec {
     Expect(ExpectSpec),
     /// No such event may happen for `for`.
     ExpectNone(ExpectNoneSpec),
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CsdsRequestSpec {
+    /// The request's `node_matchers`: each matches a node by its id,
+    /// exactly (a control plane's filter; a client has one node).
+    #[serde(default)]
+    pub node_matchers: Vec<NodeMatcherSpec>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NodeMatcherSpec {
+    /// The node id to match exactly.
+    pub node_id: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

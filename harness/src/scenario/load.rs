@@ -1060,6 +1060,9 @@ impl Checker {
                 names: s.names.clone(),
                 version: s.version.clone(),
             },
+            StepSpec::CsdsRequest(s) => Step::CsdsRequest {
+                node_ids: s.node_matchers.iter().map(|m| m.node_id.clone()).collect(),
+            },
             StepSpec::SendResponse(s) => Step::SendResponse {
                 server: self.target_server(s.server.as_ref(), spec)?,
                 resource_type: parse_resource_type(&s.resource_type)?,

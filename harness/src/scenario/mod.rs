@@ -225,6 +225,10 @@ pub enum Step {
     Dial {
         target: String,
     },
+    /// A CSDS request with these `node_matchers` (node ids, exact).
+    CsdsRequest {
+        node_ids: Vec<String>,
+    },
     Serve {
         address: String,
     },

@@ -236,6 +236,7 @@ fn keywords() -> Vec<Keyword> {
     ];
     for (definition, property) in [
         ("CloseStreamSpec", "code"),
+        ("CsdsReplyMatcherSpec", "code"),
         ("ResourceErrorSpec", "code"),
         ("CloseStreamsAfterSpec", "code"),
         ("DialMatcherSpec", "code"),

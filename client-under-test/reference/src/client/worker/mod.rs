@@ -485,8 +485,14 @@ impl Worker {
                 }
             }
         }
+        // C-core's dump fills the node as PopulateNode does; only its ADS
+        // requests add `xds.config.resource-in-sotw` (XdsApi's
+        // CreateAdsRequest), so CSDS does not show that feature.
+        let mut node = self.shared.node.clone();
+        node.client_features
+            .retain(|feature| feature != "xds.config.resource-in-sotw");
         ClientConfig {
-            node: Some(self.shared.node.clone()),
+            node: Some(node),
             generic_xds_configs: configs,
             client_scope: self.shared.client_scope.clone(),
             ..Default::default()
