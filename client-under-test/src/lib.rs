@@ -36,6 +36,10 @@ use std::time::Duration;
 use xds_vocabulary::transport::{DataPlaneConnector, XdsTransportFactory};
 use xds_vocabulary::{ClientBootstrap, ClientEvent, ResourceType, XdsError};
 
+/// An RPC under way: resolves to how it ended.
+pub type PendingRpc =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<RpcOutcome, ClientError>> + Send>>;
+
 /// What a client can be asked to do; a scenario needing more is "not
 /// applicable" to it, never "failed".
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -46,6 +50,9 @@ pub struct Capabilities {
     pub dial: bool,
     /// Data-plane RPCs on a dialled channel.
     pub rpc: bool,
+    /// An RPC can be started and left running while other commands go on
+    /// (`rpc: {background: true}`).
+    pub background_rpc: bool,
     /// Reports the config a dial resolved to (clusters, endpoints); real
     /// gRPC clients don't expose it — they are observed through RPCs,
     /// channel states, CSDS and the wire instead.
@@ -375,6 +382,13 @@ pub trait ClientUnderTest: Send {
     /// Sends one RPC on the channel to `request.target` (dialling it first
     /// if needed) and reports how it ended.
     async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError>;
+    /// Starts one RPC like [`ClientUnderTest::rpc`] and returns at once:
+    /// the future is how it ends, while other commands go on (see
+    /// [`Capabilities::background_rpc`]).
+    async fn start_rpc(&mut self, request: &RpcRequest) -> Result<PendingRpc, ClientError> {
+        let _ = request;
+        Err(ClientError::Unsupported("RPCs in the background".into()))
+    }
     /// The client's CSDS view: one ClientConfig per client scope.
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError>;
     /// Sends `request` to the client's CSDS service: its response, or the

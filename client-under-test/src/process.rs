@@ -33,7 +33,7 @@ use xds_vocabulary::{ClientEvent, LogLevel, ResourceType, XdsError, code_from_na
 use crate::child::{TempFile, file_tail, kill_group, program, vm_hwm_bytes};
 use crate::{
     BACKEND_METHOD, Capabilities, ClientEnvironment, ClientError, ClientUnderTest, EventSink,
-    ObservedEvent, RpcOutcome, RpcRequest, Transport, WatcherNotification,
+    ObservedEvent, PendingRpc, RpcOutcome, RpcRequest, Transport, WatcherNotification,
 };
 
 /// The protocol version this driver speaks (`hello.protocol`).
@@ -136,6 +136,9 @@ impl AdapterCapabilities {
             dial_config: false,
             csds: self.csds,
             csds_service: self.csds,
+            // The adapter protocol matches replies to commands by id, and
+            // adapters run each RPC on its own (thread, promise).
+            background_rpc: self.rpc,
             client_events: self.client_events,
             fallback: self.fallback,
             serve: self.serve,
@@ -541,6 +544,11 @@ impl ProcessClient {
     }
 }
 
+/// The reply to a command sent, once it comes.
+type PendingReply = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Map<String, Value>, ClientError>> + Send>,
+>;
+
 /// A started adapter. Dropping it kills its process group.
 struct Running {
     /// Also the process group id (`process_group(0)`).
@@ -593,9 +601,20 @@ impl Running {
     async fn command(
         &mut self,
         op: &str,
-        mut fields: Map<String, Value>,
+        fields: Map<String, Value>,
         timeout: Duration,
     ) -> Result<Map<String, Value>, ClientError> {
+        self.start_command(op, fields, timeout).await?.await
+    }
+
+    /// Sends one command and returns at once: the future is its reply
+    /// (other commands may be sent meanwhile; replies carry their ids).
+    async fn start_command(
+        &mut self,
+        op: &str,
+        mut fields: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<PendingReply, ClientError> {
         let id = self.next_id;
         self.next_id += 1;
         let (reply_tx, reply_rx) = oneshot::channel();
@@ -623,8 +642,8 @@ impl Running {
             stdin.flush().await
         })
         .await;
-        let reply = match written {
-            Ok(Ok(())) => tokio::time::timeout_at(deadline, reply_rx).await,
+        match written {
+            Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 // Most likely the process is gone (EPIPE): prefer the
                 // reason that names its exit status.
@@ -635,28 +654,44 @@ impl Running {
                     .mark_broken(format!("cannot send {op} to the adapter's stdin: {e}"));
                 return Err(self.crashed(reason).await);
             }
-            Err(elapsed) => Err(elapsed),
-        };
-        match reply {
-            Ok(Ok(reply)) => reply.into_result(),
-            // The pending reply was dropped: the client broke meanwhile.
-            Ok(Err(_)) => {
-                let reason = self
-                    .shared
-                    .broken_reason()
-                    .unwrap_or_else(|| "the adapter stopped".into());
-                Err(self
-                    .crashed(format!("{reason} (while waiting for the reply to {op})"))
-                    .await)
-            }
             Err(_) => {
                 let reason = self.shared.mark_broken(format!(
                     "no reply to {op} within {}",
                     human_duration(timeout)
                 ));
-                Err(self.crashed(reason).await)
+                return Err(self.crashed(reason).await);
             }
         }
+        let shared = self.shared.clone();
+        let stderr_eof = self.stderr_eof.clone();
+        let op = op.to_string();
+        Ok(Box::pin(async move {
+            let crashed = |reason: String| async {
+                let mut eof = stderr_eof.clone();
+                let _ = tokio::time::timeout(STDERR_DRAIN, eof.wait_for(|closed| *closed)).await;
+                ClientError::Crashed {
+                    reason,
+                    stderr_tail: shared.stderr_tail(),
+                }
+            };
+            match tokio::time::timeout_at(deadline, reply_rx).await {
+                Ok(Ok(reply)) => reply.into_result(),
+                // The pending reply was dropped: the client broke meanwhile.
+                Ok(Err(_)) => {
+                    let reason = shared
+                        .broken_reason()
+                        .unwrap_or_else(|| "the adapter stopped".into());
+                    Err(crashed(format!("{reason} (while waiting for the reply to {op})")).await)
+                }
+                Err(_) => {
+                    let reason = shared.mark_broken(format!(
+                        "no reply to {op} within {}",
+                        human_duration(timeout)
+                    ));
+                    Err(crashed(reason).await)
+                }
+            }
+        }))
     }
 }
 
@@ -1412,6 +1447,10 @@ impl ClientUnderTest for ProcessClient {
     }
 
     async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError> {
+        self.start_rpc(request).await?.await
+    }
+
+    async fn start_rpc(&mut self, request: &RpcRequest) -> Result<PendingRpc, ClientError> {
         self.require(self.capabilities.rpc, "rpc")?;
         let timeout = request.timeout + self.timeouts.rpc_grace;
         let method = if request.method.is_empty() {
@@ -1420,21 +1459,26 @@ impl ClientUnderTest for ProcessClient {
             &request.method
         };
         let fields = rpc_fields(request, method);
-        let mut reply = self
+        let reply = self
             .running()?
-            .command("rpc", into_map(fields), timeout)
+            .start_command("rpc", into_map(fields), timeout)
             .await?;
-        let malformed = |why: String| ClientError::Failed(format!("malformed rpc reply: {why}"));
-        let result: RpcResult = serde_json::from_value(reply.remove("result").unwrap_or_default())
-            .map_err(|e| malformed(format!("`result`: {e}")))?;
-        let code = code_from_name(&result.code)
-            .ok_or_else(|| malformed(format!("unknown status code {:?}", result.code)))?;
-        Ok(RpcOutcome {
-            code,
-            message: result.message,
-            // Only a successful call has a backend (see RpcOutcome).
-            backend: result.backend.filter(|_| code == tonic::Code::Ok),
-        })
+        Ok(Box::pin(async move {
+            let mut reply = reply.await?;
+            let malformed =
+                |why: String| ClientError::Failed(format!("malformed rpc reply: {why}"));
+            let result: RpcResult =
+                serde_json::from_value(reply.remove("result").unwrap_or_default())
+                    .map_err(|e| malformed(format!("`result`: {e}")))?;
+            let code = code_from_name(&result.code)
+                .ok_or_else(|| malformed(format!("unknown status code {:?}", result.code)))?;
+            Ok(RpcOutcome {
+                code,
+                message: result.message,
+                // Only a successful call has a backend (see RpcOutcome).
+                backend: result.backend.filter(|_| code == tonic::Code::Ok),
+            })
+        }))
     }
 
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {

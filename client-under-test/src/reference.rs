@@ -20,7 +20,7 @@ use xds_vocabulary::{ResourceType, XdsError};
 
 use crate::{
     Capabilities, ClientEnvironment, ClientError, ClientUnderTest, DialNotification, ObservedEvent,
-    RpcOutcome, RpcRequest, Transport, WatchStacks, WatcherNotification,
+    PendingRpc, RpcOutcome, RpcRequest, Transport, WatchStacks, WatcherNotification,
 };
 
 /// Profiles the reference client accepts.
@@ -59,7 +59,7 @@ struct Started {
     /// The watch client has had a watch: only then is it an XdsClient
     /// CSDS reports (gRPC creates its clients on first use, gRFC A71).
     watch_client_used: bool,
-    data_plane: DataPlane,
+    data_plane: Arc<DataPlane>,
 }
 
 impl ReferenceClient {
@@ -146,6 +146,7 @@ impl ClientUnderTest for ReferenceClient {
             dial_config: true,
             csds: true,
             csds_service: true,
+            background_rpc: true,
             client_events: true,
             fallback: true,
             serve: true,
@@ -172,7 +173,7 @@ impl ClientUnderTest for ReferenceClient {
                 Transport::InMemory { xds, data_plane } => (xds.clone(), data_plane.clone()),
                 Transport::Tcp => (Arc::new(TcpTransport), Arc::new(TcpTransport)),
             };
-        let data_plane = DataPlane::new(connector, env.rng_seed);
+        let data_plane = Arc::new(DataPlane::new(connector, env.rng_seed));
         let watch_client = new_client(&env, &bootstrap, &profile, &transport, WATCH_SCOPE);
         self.started = Some(Started {
             bootstrap,
@@ -304,6 +305,10 @@ impl ClientUnderTest for ReferenceClient {
     /// while connecting); on a channel error it fails at once unless
     /// `wait_for_ready`; then the data plane routes and calls.
     async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError> {
+        self.start_rpc(request).await?.await
+    }
+
+    async fn start_rpc(&mut self, request: &RpcRequest) -> Result<PendingRpc, ClientError> {
         self.dial(&request.target).await?;
         let deadline = tokio::time::Instant::now() + request.timeout;
         let mut latest = match self.dials.get(&request.target) {
@@ -315,43 +320,50 @@ impl ClientUnderTest for ReferenceClient {
                 )));
             }
         };
-        let config = loop {
-            let current = latest.borrow_and_update().clone();
-            match current {
-                Some(DialUpdate::Config(config)) => break config,
-                Some(DialUpdate::Error(e)) if !request.wait_for_ready => {
-                    return Ok(RpcOutcome {
-                        code: e.code,
-                        message: e.message,
-                        backend: None,
-                    });
+        let data_plane = self.started()?.data_plane.clone();
+        let request = request.clone();
+        let stuck_after_error = self.defects.wait_for_ready_stuck_after_error;
+        Ok(Box::pin(async move {
+            let mut saw_error = false;
+            // Wait for a config (wait_for_ready), or fail with the
+            // channel's error.
+            let config = loop {
+                let current = latest.borrow_and_update().clone();
+                match current {
+                    Some(DialUpdate::Config(config)) if !(stuck_after_error && saw_error) => {
+                        break config;
+                    }
+                    Some(DialUpdate::Error(_)) if request.wait_for_ready => saw_error = true,
+                    Some(DialUpdate::Error(e)) if !request.wait_for_ready => {
+                        return Ok(RpcOutcome {
+                            code: e.code,
+                            message: e.message,
+                            backend: None,
+                        });
+                    }
+                    _ => {}
                 }
-                _ => {}
-            }
+                let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+                match tokio::time::timeout(remaining, latest.changed()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => return Err(ClientError::Failed("the channel closed".into())),
+                    Err(_) => {
+                        return Ok(RpcOutcome {
+                            code: tonic::Code::DeadlineExceeded,
+                            message: "deadline exceeded while waiting for the xDS config".into(),
+                            backend: None,
+                        });
+                    }
+                }
+            };
             let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-            match tokio::time::timeout(remaining, latest.changed()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => return Err(ClientError::Failed("the channel closed".into())),
-                Err(_) => {
-                    return Ok(RpcOutcome {
-                        code: tonic::Code::DeadlineExceeded,
-                        message: "deadline exceeded while waiting for the xDS config".into(),
-                        backend: None,
-                    });
-                }
-            }
-        };
-        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let result = self
-            .started()?
-            .data_plane
-            .call(&config, &request.method, remaining)
-            .await;
-        Ok(RpcOutcome {
-            code: result.code,
-            message: result.message,
-            backend: result.response,
-        })
+            let result = data_plane.call(&config, &request.method, remaining).await;
+            Ok(RpcOutcome {
+                code: result.code,
+                message: result.message,
+                backend: result.response,
+            })
+        }))
     }
 
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {

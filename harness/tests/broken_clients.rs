@@ -44,6 +44,7 @@ fn defect(name: &str) -> Defects {
         "context_params_as_written" => d.context_params_as_written = true,
         "csds_fails_without_channels" => d.csds_fails_without_channels = true,
         "csds_without_node" => d.csds_without_node = true,
+        "wait_for_ready_stuck_after_error" => d.wait_for_ready_stuck_after_error = true,
         "csds_node_matchers_match_nothing" => d.csds_node_matchers_match_nothing = true,
         other => panic!("unknown defect {other}"),
     }
@@ -287,6 +288,11 @@ fn defect(name: &str) -> Defects {
     "csds_fails_without_channels",
     "a71/channel-csds-before-any-xds-channel-is-empty",
     ":18:5:"
+)]
+#[case::wait_for_ready_released(
+    "wait_for_ready_stuck_after_error",
+    "a57/channel-wait-for-ready-rpc-goes-through-once-the-server-answers",
+    ":34:5:"
 )]
 #[case::csds_node(
     "csds_without_node",

@@ -130,6 +130,9 @@ pub struct Defects {
     pub csds_fails_without_channels: bool,
     /// CSDS ClientConfigs without the client's node (gRPC fills it).
     pub csds_without_node: bool,
+    /// A wait_for_ready RPC that saw the channel fail stays queued until
+    /// its deadline, even once a config arrives (gRPC: it goes through).
+    pub wait_for_ready_stuck_after_error: bool,
     /// A CSDS request with `node_matchers` answered with no ClientConfig
     /// at all, as if none matched (gRPC answers INVALID_ARGUMENT, or, as
     /// C-core, ignores them).

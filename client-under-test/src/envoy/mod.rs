@@ -235,6 +235,7 @@ impl ClientUnderTest for EnvoyClient {
             named_lds_cds: false,
             proxy: true,
             admin: self.poll_admin,
+            background_rpc: false,
             ..self.manifest.capabilities.to_capabilities()
         }
     }

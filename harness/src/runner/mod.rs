@@ -300,7 +300,10 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
             Step::Dial { .. } => need(caps.dial, "dial"),
             Step::CsdsRequest { .. } => need(caps.csds_service, "a CSDS service"),
             Step::Serve { .. } => need(caps.serve, "xDS-enabled servers"),
-            Step::Rpc { .. } => need(caps.rpc, "RPCs"),
+            Step::Rpc { background, .. } => {
+                need(caps.rpc, "RPCs");
+                need(!background || caps.background_rpc, "RPCs in the background");
+            }
             Step::Expect { matcher, .. } | Step::ExpectNone { matcher, .. } => {
                 if let Some(what) = matcher.missing_capability(caps) {
                     need(false, what);
@@ -345,6 +348,20 @@ struct Player {
     mark: Option<explain::Mark>,
     /// For a proxy client: where its listeners are (see [`ProxyListeners`]).
     proxy: Option<ProxyListeners>,
+    /// RPCs of `background` steps still under way; they end with the run.
+    background: BackgroundRpcs,
+}
+
+/// Tasks waiting for background RPCs; aborted when the run is over.
+#[derive(Default)]
+struct BackgroundRpcs(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for BackgroundRpcs {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
 }
 
 /// What may stop a run from outside its clock (see [`stop`]).
@@ -413,6 +430,7 @@ async fn play(
         divergences: Vec::new(),
         mark: None,
         proxy,
+        background: BackgroundRpcs::default(),
     };
     let stopped = stop::stopped(
         player.scenario.limits,

@@ -152,6 +152,7 @@ impl Player {
                 wait_for_ready,
                 count,
                 until,
+                background,
             } => {
                 let times = match until {
                     Some(RpcUntil {
@@ -161,6 +162,11 @@ impl Player {
                     Some(RpcUntil { code, .. }) => format!(" until {}", code_name(*code)),
                     None if *count > 1 => format!(" x{count}"),
                     None => String::new(),
+                };
+                let times = if *background {
+                    format!("{times} in the background")
+                } else {
+                    times
                 };
                 self.record_step(format!("rpc {target}{times}"));
                 let mut request = RpcRequest {
@@ -199,6 +205,26 @@ impl Player {
                             break;
                         }
                         tokio::time::sleep(UNTIL_PAUSE).await;
+                    }
+                } else if *background {
+                    for _ in 0..*count {
+                        let pending = self.client.start_rpc(&request).await?;
+                        let timeline = self.timeline.clone();
+                        let target = target.clone();
+                        self.background.0.push(tokio::spawn(async move {
+                            let event = match pending.await {
+                                Ok(outcome) => EventKind::Rpc {
+                                    target,
+                                    outcome,
+                                    settling: false,
+                                },
+                                Err(e) => EventKind::Note(format!(
+                                    "background rpc {target} failed: {}",
+                                    e.to_string().lines().next().unwrap_or_default()
+                                )),
+                            };
+                            timeline.record("client", event);
+                        }));
                     }
                 } else {
                     for _ in 0..*count {

@@ -301,6 +301,11 @@ pub struct RpcSpec {
     /// traffic to move (a new route, weight or endpoint) rather than
     /// hoping the client was quick.
     pub until_backend: Option<Spanned<String>>,
+    /// Start the RPCs and go on at once: each result goes on the timeline
+    /// when it comes, so a later step can release a waiting RPC (e.g. a
+    /// `wait_for_ready` one sent while the channel fails). Not with
+    /// `until`.
+    pub background: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -140,9 +140,12 @@ pub(crate) fn check_timing(steps: &[StepDef], limits: &Limits) -> Result<(), Pro
                 timeout,
                 count,
                 until,
+                background,
                 ..
             } => {
                 most += match until {
+                    // The script goes on at once.
+                    _ if *background => Duration::ZERO,
                     // `until` retries for a fixed budget, then one more.
                     Some(_) => super::UNTIL_BUDGET + *timeout,
                     None => timeout.saturating_mul(*count),

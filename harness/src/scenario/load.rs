@@ -1015,6 +1015,15 @@ impl Checker {
                         "rpc: `until` and `count` exclude each other",
                     ));
                 }
+                let background = r.background.unwrap_or(false);
+                if let Some(until) = r.until.as_ref().or(r.until_backend.as_ref())
+                    && background
+                {
+                    return Err(Problem::at(
+                        until,
+                        "rpc: `until` and `background` exclude each other (an `until` step waits)",
+                    ));
+                }
                 let until = match (&r.until, &r.until_backend) {
                     (until, Some(backend)) => {
                         let backend = self.known_backend(backend)?;
@@ -1047,6 +1056,7 @@ impl Checker {
                     wait_for_ready: r.wait_for_ready.unwrap_or(false),
                     count,
                     until,
+                    background,
                 }
             }
             StepSpec::SetResources(s) => Step::SetResources {

@@ -240,6 +240,8 @@ pub enum Step {
         count: u32,
         /// Repeat until an RPC ends like this (see `RpcSpec::until`).
         until: Option<RpcUntil>,
+        /// Started, not awaited (see `RpcSpec::background`).
+        background: bool,
     },
     SetResources {
         server: String,
