@@ -643,6 +643,7 @@ impl ClientUnderTest for GrpcRustClient {
             dial_config: false,
             csds: false,
             csds_service: false,
+            watch_in_callback: false,
             background_rpc: false,
             client_events: false,
             fallback: false,

@@ -46,6 +46,9 @@ pub type PendingRpc =
 pub struct Capabilities {
     /// A resource-level watch API (most clients only offer channels).
     pub watch: bool,
+    /// A watch can be started from inside a watcher's callback
+    /// (`watch_in_callback`).
+    pub watch_in_callback: bool,
     /// Channel-level "dial `xds:///target`".
     pub dial: bool,
     /// Data-plane RPCs on a dialled channel.
@@ -341,6 +344,13 @@ impl<T> WatchStacks<T> {
             .push(watch);
     }
 
+    /// The most recent watch of the resource.
+    pub(crate) fn last(&self, resource_type: ResourceType, name: &str) -> Option<&T> {
+        self.0
+            .get(&(resource_type, name.to_string()))
+            .and_then(|stack| stack.last())
+    }
+
     pub(crate) fn pop(
         &mut self,
         resource_type: ResourceType,
@@ -365,6 +375,20 @@ pub trait ClientUnderTest: Send {
     async fn start(&mut self, env: ClientEnvironment) -> Result<(), ClientError>;
     /// Adds a watcher for the resource.
     async fn watch(&mut self, resource_type: ResourceType, name: &str) -> Result<(), ClientError>;
+    /// Arms the most recent watcher of `of`: inside its next callback, it
+    /// starts a watch of `resource_type` `name` (a client must not
+    /// deadlock on that). That watch is not cancelled.
+    async fn watch_in_callback(
+        &mut self,
+        resource_type: ResourceType,
+        name: &str,
+        of: (ResourceType, &str),
+    ) -> Result<(), ClientError> {
+        let _ = (resource_type, name, of);
+        Err(ClientError::Unsupported(
+            "watches started from a watcher's callback".into(),
+        ))
+    }
     /// Removes the most recent watcher of the resource.
     async fn cancel_watch(
         &mut self,

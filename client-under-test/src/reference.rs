@@ -34,7 +34,7 @@ pub struct ReferenceClient {
     /// Deliberate A57 violations (tests of the scenarios only).
     defects: Defects,
     started: Option<Started>,
-    watches: WatchStacks<WatchId>,
+    watches: WatchStacks<(WatchId, Arc<Observed>)>,
     dials: BTreeMap<String, DialState>,
     /// The XdsClient of every xDS-enabled server, once one is started.
     server_client: Option<XdsClient>,
@@ -146,6 +146,7 @@ impl ClientUnderTest for ReferenceClient {
             dial_config: true,
             csds: true,
             csds_service: true,
+            watch_in_callback: true,
             background_rpc: true,
             client_events: true,
             fallback: true,
@@ -190,17 +191,15 @@ impl ClientUnderTest for ReferenceClient {
     async fn watch(&mut self, resource_type: ResourceType, name: &str) -> Result<(), ClientError> {
         let started = self.started_mut()?;
         started.watch_client_used = true;
-        let sink = started.env.events.clone();
-        let id = started.watch_client.watch(
+        let observed = Arc::new(Observed::new(
             resource_type,
             name,
-            Arc::new(Observed {
-                resource_type,
-                watched: name.to_string(),
-                sink,
-            }),
-        );
-        self.watches.push(resource_type, name, id);
+            started.env.events.clone(),
+        ));
+        let id = started
+            .watch_client
+            .watch(resource_type, name, observed.clone());
+        self.watches.push(resource_type, name, (id, observed));
         Ok(())
     }
 
@@ -209,8 +208,40 @@ impl ClientUnderTest for ReferenceClient {
         resource_type: ResourceType,
         name: &str,
     ) -> Result<(), ClientError> {
-        let id = self.watches.pop(resource_type, name)?;
+        let (id, _) = self.watches.pop(resource_type, name)?;
         self.started()?.watch_client.cancel_watch(id);
+        Ok(())
+    }
+
+    async fn watch_in_callback(
+        &mut self,
+        resource_type: ResourceType,
+        name: &str,
+        of: (ResourceType, &str),
+    ) -> Result<(), ClientError> {
+        let lost = self.defects.callback_watches_lost;
+        let started = self.started_mut()?;
+        started.watch_client_used = true;
+        let client = started.watch_client.clone();
+        let sink = started.env.events.clone();
+        let Some((_, watcher)) = self.watches.last(of.0, of.1) else {
+            return Err(ClientError::Failed(format!(
+                "no watch on {} {} to start a watch from",
+                of.0, of.1
+            )));
+        };
+        let armed = Armed {
+            resource_type,
+            name: name.to_string(),
+            client,
+            sink,
+            lost,
+        };
+        watcher
+            .armed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(armed);
         Ok(())
     }
 
@@ -454,6 +485,29 @@ struct Observed {
     resource_type: ResourceType,
     watched: String,
     sink: crate::EventSink,
+    /// Watches to start from inside the next callback.
+    armed: std::sync::Mutex<Vec<Armed>>,
+}
+
+/// A watch a watcher starts from inside its next callback.
+struct Armed {
+    resource_type: ResourceType,
+    name: String,
+    client: XdsClient,
+    sink: crate::EventSink,
+    /// `Defects::callback_watches_lost`: the watch is never started.
+    lost: bool,
+}
+
+impl Observed {
+    fn new(resource_type: ResourceType, watched: &str, sink: crate::EventSink) -> Self {
+        Observed {
+            resource_type,
+            watched: watched.to_string(),
+            sink,
+            armed: std::sync::Mutex::new(Vec::new()),
+        }
+    }
 }
 
 impl ResourceWatcher for Observed {
@@ -476,5 +530,21 @@ impl ResourceWatcher for Observed {
             name: name.to_string(),
             notification,
         });
+        // Still inside the callback: the client must take a new watch
+        // here without deadlocking (C-core runs callbacks without its lock).
+        let armed = std::mem::take(&mut *self.armed.lock().unwrap_or_else(|e| e.into_inner()));
+        for watch in armed {
+            if watch.lost {
+                continue;
+            }
+            let observed = Arc::new(Observed::new(
+                watch.resource_type,
+                &watch.name,
+                watch.sink.clone(),
+            ));
+            watch
+                .client
+                .watch(watch.resource_type, watch.name.as_str(), observed);
+        }
     }
 }

@@ -44,6 +44,7 @@ fn defect(name: &str) -> Defects {
         "context_params_as_written" => d.context_params_as_written = true,
         "csds_fails_without_channels" => d.csds_fails_without_channels = true,
         "csds_without_node" => d.csds_without_node = true,
+        "callback_watches_lost" => d.callback_watches_lost = true,
         "wait_for_ready_stuck_after_error" => d.wait_for_ready_stuck_after_error = true,
         "csds_node_matchers_match_nothing" => d.csds_node_matchers_match_nothing = true,
         other => panic!("unknown defect {other}"),
@@ -292,6 +293,11 @@ fn defect(name: &str) -> Defects {
 #[case::wait_for_ready_released(
     "wait_for_ready_stuck_after_error",
     "a57/channel-wait-for-ready-rpc-goes-through-once-the-server-answers",
+    ":34:5:"
+)]
+#[case::watch_from_a_callback(
+    "callback_watches_lost",
+    "a27/watch-started-from-a-watcher-callback",
     ":34:5:"
 )]
 #[case::csds_node(

@@ -130,6 +130,9 @@ pub struct Defects {
     pub csds_fails_without_channels: bool,
     /// CSDS ClientConfigs without the client's node (gRPC fills it).
     pub csds_without_node: bool,
+    /// A watch started from inside a watcher's callback is lost (gRPC:
+    /// it starts, and nothing deadlocks).
+    pub callback_watches_lost: bool,
     /// A wait_for_ready RPC that saw the channel fail stays queued until
     /// its deadline, even once a config arrives (gRPC: it goes through).
     pub wait_for_ready_stuck_after_error: bool,

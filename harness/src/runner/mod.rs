@@ -297,6 +297,10 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
             Step::Watch { .. } | Step::CancelWatch { .. } => {
                 need(caps.watch, "a resource watch API")
             }
+            Step::WatchInCallback { .. } => need(
+                caps.watch_in_callback,
+                "watches started from a watcher's callback",
+            ),
             Step::Dial { .. } => need(caps.dial, "dial"),
             Step::CsdsRequest { .. } => need(caps.csds_service, "a CSDS service"),
             Step::Serve { .. } => need(caps.serve, "xDS-enabled servers"),

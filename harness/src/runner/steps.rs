@@ -94,6 +94,19 @@ impl Player {
                 self.record_step(format!("cancel watch {resource_type} {name}"));
                 self.client.cancel_watch(*resource_type, name).await?;
             }
+            Step::WatchInCallback {
+                resource_type,
+                name,
+                of,
+            } => {
+                self.record_step(format!(
+                    "watch {resource_type} {name} from the next callback of {} {}",
+                    of.0, of.1
+                ));
+                self.client
+                    .watch_in_callback(*resource_type, name, (of.0, of.1.as_str()))
+                    .await?;
+            }
             Step::Dial { target } => {
                 if self.proxy.is_some() {
                     // A proxy subscribes from its start, not on a dial: the

@@ -200,6 +200,9 @@ pub enum StepSpec {
     Watch(WatchSpec),
     /// Cancel a watch started earlier.
     CancelWatch(WatchSpec),
+    /// Arm the most recent watcher of `of`: inside its next callback it
+    /// starts this watch (a client must not deadlock). Not cancellable.
+    WatchInCallback(WatchInCallbackSpec),
     /// Resolve an `xds:` target as a gRPC channel would.
     Dial(Spanned<String>),
     /// Start an xDS-enabled server (gRFC A36) listening on `ip:port`: it
@@ -261,6 +264,18 @@ pub enum StepSpec {
     Expect(ExpectSpec),
     /// No such event may happen for `for`.
     ExpectNone(ExpectNoneSpec),
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WatchInCallbackSpec {
+    /// LDS, RDS, CDS or EDS: the watch to start.
+    #[serde(rename = "type")]
+    pub resource_type: Spanned<String>,
+    /// Resource name of the watch to start.
+    pub name: String,
+    /// The watched resource whose watcher starts it from its callback.
+    pub of: WatchSpec,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -183,6 +183,11 @@ pub(crate) fn check_reachable(steps: &[StepDef]) -> Result<(), Problem> {
             Step::Watch {
                 resource_type,
                 name,
+            }
+            | Step::WatchInCallback {
+                resource_type,
+                name,
+                ..
             } => {
                 watched.insert((*resource_type, name.clone()));
             }

@@ -943,6 +943,28 @@ impl Checker {
                     name: w.name.clone(),
                 }
             }
+            StepSpec::WatchInCallback(w) => {
+                let of_type = parse_resource_type(&w.of.resource_type)?;
+                if watches
+                    .0
+                    .get(&(of_type, w.of.name.clone()))
+                    .is_none_or(|count| *count == 0)
+                {
+                    return Err(Problem::at(
+                        spec,
+                        format!(
+                            "watch_in_callback: no watch on {of_type} `{}` is active here \
+                             (start one with a watch step first)",
+                            w.of.name
+                        ),
+                    ));
+                }
+                Step::WatchInCallback {
+                    resource_type: parse_resource_type(&w.resource_type)?,
+                    name: w.name.clone(),
+                    of: (of_type, w.of.name.clone()),
+                }
+            }
             StepSpec::CancelWatch(w) => {
                 let resource_type = parse_resource_type(&w.resource_type)?;
                 match watches.0.get_mut(&(resource_type, w.name.clone())) {

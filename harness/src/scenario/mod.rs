@@ -222,6 +222,12 @@ pub enum Step {
         resource_type: ResourceType,
         name: String,
     },
+    /// A watch the most recent watcher of `of` starts in its next callback.
+    WatchInCallback {
+        resource_type: ResourceType,
+        name: String,
+        of: (ResourceType, String),
+    },
     Dial {
         target: String,
     },

@@ -264,6 +264,7 @@ fn keywords() -> Vec<Keyword> {
         "SendDeltaResponseSpec",
         "SendResponseSpec",
         "WatchSpec",
+        "WatchInCallbackSpec",
         "WatcherMatcherSpec",
     ] {
         list.push(one(definition, "type", resource_type_words()));
