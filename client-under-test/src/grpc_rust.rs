@@ -644,6 +644,7 @@ impl ClientUnderTest for GrpcRustClient {
             csds: false,
             csds_service: false,
             watch_in_callback: false,
+            read_flow_control: false,
             background_rpc: false,
             client_events: false,
             fallback: false,

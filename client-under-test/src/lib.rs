@@ -49,6 +49,9 @@ pub struct Capabilities {
     /// A watch can be started from inside a watcher's callback
     /// (`watch_in_callback`).
     pub watch_in_callback: bool,
+    /// A watcher can hold the ADS stream's next read (gRPC's
+    /// ReadDelayHandle): `hold_reads` / `release_reads`.
+    pub read_flow_control: bool,
     /// Channel-level "dial `xds:///target`".
     pub dial: bool,
     /// Data-plane RPCs on a dialled channel.
@@ -387,6 +390,20 @@ pub trait ClientUnderTest: Send {
         let _ = (resource_type, name, of);
         Err(ClientError::Unsupported(
             "watches started from a watcher's callback".into(),
+        ))
+    }
+    /// `hold`: from now on the most recent watcher of the resource keeps
+    /// the read handle of every notification (the stream reads nothing
+    /// more meanwhile); not `hold`: it lets go of them and stops.
+    async fn hold_reads(
+        &mut self,
+        resource_type: ResourceType,
+        name: &str,
+        hold: bool,
+    ) -> Result<(), ClientError> {
+        let _ = (resource_type, name, hold);
+        Err(ClientError::Unsupported(
+            "read flow control (a watcher holding the next read)".into(),
         ))
     }
     /// Removes the most recent watcher of the resource.

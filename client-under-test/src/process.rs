@@ -136,8 +136,9 @@ impl AdapterCapabilities {
             dial_config: false,
             csds: self.csds,
             csds_service: self.csds,
-            // The adapter protocol has no way to say it.
+            // The adapter protocol has no way to say these.
             watch_in_callback: false,
+            read_flow_control: false,
             // The adapter protocol matches replies to commands by id, and
             // adapters run each RPC on its own (thread, promise).
             background_rpc: self.rpc,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use envoy_types::pb::envoy::service::status::v3::{ClientStatusRequest, ClientStatusResponse};
 use tokio::sync::watch;
 use xds_reference_client::dataplane::DataPlane;
+use xds_reference_client::read_delay::ReadDelayHandle;
 use xds_reference_client::resolver::{self, ClusterConfig, Dial, DialUpdate};
 use xds_reference_client::server::{self, SERVER_CLIENT_SCOPE, Serve, ServingStatus};
 use xds_reference_client::{
@@ -147,6 +148,7 @@ impl ClientUnderTest for ReferenceClient {
             csds: true,
             csds_service: true,
             watch_in_callback: true,
+            read_flow_control: true,
             background_rpc: true,
             client_events: true,
             fallback: true,
@@ -210,6 +212,21 @@ impl ClientUnderTest for ReferenceClient {
     ) -> Result<(), ClientError> {
         let (id, _) = self.watches.pop(resource_type, name)?;
         self.started()?.watch_client.cancel_watch(id);
+        Ok(())
+    }
+
+    async fn hold_reads(
+        &mut self,
+        resource_type: ResourceType,
+        name: &str,
+        hold: bool,
+    ) -> Result<(), ClientError> {
+        let Some((_, watcher)) = self.watches.last(resource_type, name) else {
+            return Err(ClientError::Failed(format!(
+                "no watch on {resource_type} {name} to hold reads"
+            )));
+        };
+        watcher.hold_reads(hold);
         Ok(())
     }
 
@@ -487,6 +504,9 @@ struct Observed {
     sink: crate::EventSink,
     /// Watches to start from inside the next callback.
     armed: std::sync::Mutex<Vec<Armed>>,
+    /// Keeps each notification's read handle (`hold_reads`).
+    holding: std::sync::atomic::AtomicBool,
+    held: std::sync::Mutex<Vec<ReadDelayHandle>>,
 }
 
 /// A watch a watcher starts from inside its next callback.
@@ -506,6 +526,17 @@ impl Observed {
             watched: watched.to_string(),
             sink,
             armed: std::sync::Mutex::new(Vec::new()),
+            holding: std::sync::atomic::AtomicBool::new(false),
+            held: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Starts or stops holding reads; stopping lets go of those held.
+    fn hold_reads(&self, hold: bool) {
+        self.holding
+            .store(hold, std::sync::atomic::Ordering::SeqCst);
+        if !hold {
+            self.held.lock().unwrap_or_else(|e| e.into_inner()).clear();
         }
     }
 }
@@ -513,6 +544,16 @@ impl Observed {
 impl ResourceWatcher for Observed {
     fn on_event(&self, event: WatcherEvent) {
         self.on_resource_event(&self.watched, event);
+    }
+
+    fn on_resource_event_with_read(&self, name: &str, event: WatcherEvent, read: ReadDelayHandle) {
+        if read.holds_a_read() && self.holding.load(std::sync::atomic::Ordering::SeqCst) {
+            self.held
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(read);
+        }
+        self.on_resource_event(name, event);
     }
 
     fn on_resource_event(&self, name: &str, event: WatcherEvent) {

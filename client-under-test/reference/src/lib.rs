@@ -20,6 +20,7 @@ pub mod fuzzing;
 pub mod name;
 pub mod observer;
 pub mod profile;
+pub mod read_delay;
 pub mod resolver;
 pub mod resource;
 pub mod server;

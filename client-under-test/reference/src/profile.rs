@@ -130,6 +130,9 @@ pub struct Defects {
     pub csds_fails_without_channels: bool,
     /// CSDS ClientConfigs without the client's node (gRPC fills it).
     pub csds_without_node: bool,
+    /// Read on while a watcher holds a response's ReadDelayHandle (gRPC:
+    /// the stream's next read waits until every handle is dropped).
+    pub read_delays_ignored: bool,
     /// A watch started from inside a watcher's callback is lost (gRPC:
     /// it starts, and nothing deadlocks).
     pub callback_watches_lost: bool,

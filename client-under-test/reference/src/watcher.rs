@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::read_delay::ReadDelayHandle;
 use crate::resource::XdsResource;
 
 pub use xds_vocabulary::status::{XdsError, code_name};
@@ -35,6 +36,15 @@ pub trait ResourceWatcher: Send + Sync + 'static {
     fn on_resource_event(&self, name: &str, event: WatcherEvent) {
         let _ = name;
         self.on_event(event)
+    }
+
+    /// [`Self::on_resource_event`], with the handle of the stream read
+    /// that caused it: keeping a clone holds the stream's next read until
+    /// the watcher drops it (gRPC's ReadDelayHandle). By default it is
+    /// dropped at once.
+    fn on_resource_event_with_read(&self, name: &str, event: WatcherEvent, read: ReadDelayHandle) {
+        drop(read);
+        self.on_resource_event(name, event)
     }
 }
 

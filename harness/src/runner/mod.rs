@@ -297,6 +297,10 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
             Step::Watch { .. } | Step::CancelWatch { .. } => {
                 need(caps.watch, "a resource watch API")
             }
+            Step::HoldReads { .. } => need(
+                caps.read_flow_control,
+                "read flow control (a watcher holding the next read)",
+            ),
             Step::WatchInCallback { .. } => need(
                 caps.watch_in_callback,
                 "watches started from a watcher's callback",

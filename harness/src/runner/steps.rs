@@ -94,6 +94,15 @@ impl Player {
                 self.record_step(format!("cancel watch {resource_type} {name}"));
                 self.client.cancel_watch(*resource_type, name).await?;
             }
+            Step::HoldReads {
+                resource_type,
+                name,
+                hold,
+            } => {
+                let verb = if *hold { "hold" } else { "release" };
+                self.record_step(format!("{verb} reads of watcher {resource_type} {name}"));
+                self.client.hold_reads(*resource_type, name, *hold).await?;
+            }
             Step::WatchInCallback {
                 resource_type,
                 name,

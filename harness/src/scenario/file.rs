@@ -200,6 +200,13 @@ pub enum StepSpec {
     Watch(WatchSpec),
     /// Cancel a watch started earlier.
     CancelWatch(WatchSpec),
+    /// From now on the most recent watcher of the resource keeps the read
+    /// handle of each notification a response causes (gRPC's
+    /// ReadDelayHandle): the ADS stream reads no further response until
+    /// `release_reads`.
+    HoldReads(WatchSpec),
+    /// The watcher lets go of the reads it holds, and holds no more.
+    ReleaseReads(WatchSpec),
     /// Arm the most recent watcher of `of`: inside its next callback it
     /// starts this watch (a client must not deadlock). Not cancellable.
     WatchInCallback(WatchInCallbackSpec),

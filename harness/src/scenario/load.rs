@@ -943,6 +943,30 @@ impl Checker {
                     name: w.name.clone(),
                 }
             }
+            StepSpec::HoldReads(w) | StepSpec::ReleaseReads(w) => {
+                let resource_type = parse_resource_type(&w.resource_type)?;
+                let hold = matches!(&spec.value, StepSpec::HoldReads(_));
+                if watches
+                    .0
+                    .get(&(resource_type, w.name.clone()))
+                    .is_none_or(|count| *count == 0)
+                {
+                    let verb = if hold { "hold_reads" } else { "release_reads" };
+                    return Err(Problem::at(
+                        spec,
+                        format!(
+                            "{verb}: no watch on {resource_type} `{}` is active here \
+                             (start one with a watch step first)",
+                            w.name
+                        ),
+                    ));
+                }
+                Step::HoldReads {
+                    resource_type,
+                    name: w.name.clone(),
+                    hold,
+                }
+            }
             StepSpec::WatchInCallback(w) => {
                 let of_type = parse_resource_type(&w.of.resource_type)?;
                 if watches

@@ -222,6 +222,13 @@ pub enum Step {
         resource_type: ResourceType,
         name: String,
     },
+    /// The most recent watcher of the resource holds (or lets go of) the
+    /// stream reads its notifications carry.
+    HoldReads {
+        resource_type: ResourceType,
+        name: String,
+        hold: bool,
+    },
     /// A watch the most recent watcher of `of` starts in its next callback.
     WatchInCallback {
         resource_type: ResourceType,

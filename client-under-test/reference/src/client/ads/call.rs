@@ -19,6 +19,7 @@ use xds_vocabulary::AdsProtocol;
 
 use super::wire::{Request, Response};
 use crate::bootstrap::XdsServerConfig;
+use crate::read_delay::{self, ReadDelayHandle, ReadGate};
 use crate::resource::ResourceType;
 use crate::transport::ConnectionState;
 
@@ -34,7 +35,8 @@ pub(crate) enum CallEvent {
     RequestTaken(ResourceType),
     /// The connection carrying the stream is ready (server preface seen).
     Connected,
-    Response(Response),
+    /// A response, and the handle that holds the stream's next read.
+    Response(Response, ReadDelayHandle),
     /// The stream ended, with this status (OK if the server ended it cleanly).
     Finished(tonic::Status),
 }
@@ -154,6 +156,10 @@ async fn pump<M>(
             },
         }
     };
+    // Read flow control: the next response is read only once every
+    // handle of the last one is dropped.
+    let gate = ReadGate::new();
+    let mut permit = None;
     loop {
         tokio::select! {
             biased;
@@ -161,8 +167,12 @@ async fn pump<M>(
                 if changed.is_err() { return; }
                 check_connected(&connection.borrow_and_update(), &mut connected);
             }
-            message = responses.message() => match message {
-                Ok(Some(response)) => send(CallEvent::Response(wrap(response))),
+            ready = gate.ready(), if permit.is_none() => permit = Some(ready),
+            message = responses.message(), if permit.is_some() => match message {
+                Ok(Some(response)) => {
+                    let read = permit.take().map(read_delay::handle).unwrap_or_default();
+                    send(CallEvent::Response(wrap(response), read));
+                }
                 Ok(None) => { send(CallEvent::Finished(tonic::Status::new(tonic::Code::Ok, "stream closed by server"))); return; }
                 Err(status) => { send(CallEvent::Finished(transport_status(status, &connection))); return; }
             },

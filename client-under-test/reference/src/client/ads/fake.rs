@@ -13,6 +13,7 @@ use super::call::{CallEvent, CallId, CallMessage};
 use super::channel::{AdsChannel, AdsChannelFactory};
 use super::wire::{Request, Response};
 use crate::bootstrap::XdsServerConfig;
+use crate::read_delay::ReadDelayHandle;
 use crate::resource::ResourceType;
 
 /// The client's side: hands every started call to the test.
@@ -118,7 +119,7 @@ impl FakeCall {
     }
 
     pub fn respond(&self, response: Response) {
-        self.send(CallEvent::Response(response));
+        self.send(CallEvent::Response(response, ReadDelayHandle::no_wait()));
     }
 
     /// The server ends the stream with this status.

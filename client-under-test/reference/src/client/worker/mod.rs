@@ -45,6 +45,7 @@ use crate::bootstrap::{Bootstrap, XdsServerConfig};
 use crate::name::ResourceName;
 use crate::observer::{ClientEvent, ClientObserver, LogLevel};
 use crate::profile::{ClientProfile, DataErrorHandling, RetryAfterGoodStream, ServerErrorRule};
+use crate::read_delay::ReadDelayHandle;
 use crate::resource::{DecodeContext, ResourceType};
 use crate::watcher::{ResourceWatcher, WatcherEvent, XdsError, code_name};
 
@@ -215,7 +216,12 @@ pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
 enum Outgoing {
     /// An event about the named resource.
-    Watcher(Arc<dyn ResourceWatcher>, String, WatcherEvent),
+    Watcher(
+        Arc<dyn ResourceWatcher>,
+        String,
+        WatcherEvent,
+        ReadDelayHandle,
+    ),
     Client(ClientEvent),
 }
 
@@ -230,6 +236,9 @@ pub(crate) struct Worker {
     next_call_id: u64,
     call_events: mpsc::UnboundedSender<CallMessage>,
     outbox: Vec<Outgoing>,
+    /// The handle of the response being applied, if one is (see
+    /// [`ReadDelayHandle`]): its notifications carry it.
+    current_read: ReadDelayHandle,
 }
 
 struct WatchEntry {
@@ -258,6 +267,7 @@ impl Worker {
             next_call_id: 0,
             call_events,
             outbox: Vec::new(),
+            current_read: ReadDelayHandle::no_wait(),
         }
     }
 
@@ -286,7 +296,9 @@ impl Worker {
     fn flush(&mut self) {
         for out in std::mem::take(&mut self.outbox) {
             match out {
-                Outgoing::Watcher(w, name, event) => w.on_resource_event(&name, event),
+                Outgoing::Watcher(w, name, event, read) => {
+                    w.on_resource_event_with_read(&name, event, read)
+                }
                 Outgoing::Client(event) => {
                     if let Some(observer) = &self.shared.observer {
                         observer.on_client_event(event);
@@ -315,6 +327,7 @@ impl Worker {
                     entry.watcher.clone(),
                     entry.watched.clone(),
                     event.clone(),
+                    self.current_read.clone(),
                 ));
             }
         }
@@ -335,6 +348,7 @@ impl Worker {
                     entry.watcher.clone(),
                     name.to_string(),
                     event.clone(),
+                    self.current_read.clone(),
                 ));
             }
         }
@@ -399,7 +413,15 @@ impl Worker {
         match event {
             CallEvent::RequestTaken(resource_type) => self.on_request_taken(&server, resource_type),
             CallEvent::Connected => self.on_connected(&server),
-            CallEvent::Response(response) => self.on_response(&server, response),
+            CallEvent::Response(response, read) => {
+                // Its notifications carry the read's handle (a broken
+                // client lets it go at once).
+                if !self.shared.profile.defects.read_delays_ignored {
+                    self.current_read = read;
+                }
+                self.on_response(&server, response);
+                self.current_read = ReadDelayHandle::no_wait();
+            }
             CallEvent::Finished(status) => self.on_call_finished(&server, status),
         }
     }
