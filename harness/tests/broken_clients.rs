@@ -45,6 +45,7 @@ fn defect(name: &str) -> Defects {
         "csds_fails_without_channels" => d.csds_fails_without_channels = true,
         "csds_without_node" => d.csds_without_node = true,
         "callback_watches_lost" => d.callback_watches_lost = true,
+        "failures_counted_per_error" => d.failures_counted_per_error = true,
         "read_delays_ignored" => d.read_delays_ignored = true,
         "wait_for_ready_stuck_after_error" => d.wait_for_ready_stuck_after_error = true,
         "csds_node_matchers_match_nothing" => d.csds_node_matchers_match_nothing = true,
@@ -295,6 +296,16 @@ fn defect(name: &str) -> Defects {
     "wait_for_ready_stuck_after_error",
     "a57/channel-wait-for-ready-rpc-goes-through-once-the-server-answers",
     ":34:5:"
+)]
+#[case::server_failure_figure(
+    "failures_counted_per_error",
+    "a57/server-failure-and-connected-figures",
+    ":22:5:"
+)]
+#[case::server_connected_figure(
+    "error_after_good_stream",
+    "a57/server-failure-and-connected-figures",
+    ":31:5:"
 )]
 #[case::read_flow_control("read_delays_ignored", "a27/watcher-holds-the-next-read", ":37:5:")]
 #[case::watch_from_a_callback(

@@ -130,6 +130,9 @@ pub struct Defects {
     pub csds_fails_without_channels: bool,
     /// CSDS ClientConfigs without the client's node (gRPC fills it).
     pub csds_without_node: bool,
+    /// Count every failed attempt as a server failure (C-core's
+    /// server_failure counts a healthy server going failing).
+    pub failures_counted_per_error: bool,
     /// Read on while a watcher holds a response's ReadDelayHandle (gRPC:
     /// the stream's next read waits until every handle is dropped).
     pub read_delays_ignored: bool,

@@ -30,6 +30,14 @@ pub struct ClientMatcherSpec {
     pub level: Option<Spanned<String>>,
     /// Substring of the event as the timeline writes it.
     pub contains: Option<String>,
+    /// server_status: the server's failure count so far (C-core's
+    /// `grpc.xds_client.server_failure` counter, gRFC A78: a server going
+    /// from healthy to failing, as A57 defines failing).
+    pub failures: Option<u64>,
+    /// server_status: whether the server is healthy (C-core's
+    /// `grpc.xds_client.connected` gauge: 0 from a connectivity failure or
+    /// a stream that ends without a response, 1 from the next response).
+    pub connected: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,14 +81,28 @@ pub struct ClientEventMatcher {
     pub level: Option<LogLevel>,
     /// Substring of the rendered event.
     pub contains: Option<String>,
+    /// For server_status: the failure count and the connected figure.
+    pub failures: Option<u64>,
+    pub connected: Option<bool>,
 }
 
 impl Compile for ClientMatcherSpec {
     type Matcher = ClientEventMatcher;
 
     fn compile(&self, scenario: &Checker) -> Result<ClientEventMatcher, Problem> {
+        let event = keyword(&self.event, "client event", CLIENT_EVENTS)?;
+        if (self.failures.is_some() || self.connected.is_some())
+            && event != ClientEventKind::ServerStatus
+        {
+            return Err(Problem::at(
+                &self.event,
+                "client: `failures` and `connected` are figures of a server_status event",
+            ));
+        }
         Ok(ClientEventMatcher {
-            event: keyword(&self.event, "client event", CLIENT_EVENTS)?,
+            event,
+            failures: self.failures,
+            connected: self.connected,
             server: scenario.filter_server(self.server.as_ref())?,
             delay: opt(self.delay.as_ref(), |d| duration(d, "delay"))?,
             level: opt(self.level.as_ref(), |l| {
@@ -137,6 +159,12 @@ impl Check for ClientEventMatcher {
             ClientEvent::Log { level, .. } => Some(*level),
             _ => None,
         };
+        let (failures, connected) = match e {
+            ClientEvent::ServerStatus {
+                failures, error, ..
+            } => (Some(*failures), Some(error.is_none())),
+            _ => (None, None),
+        };
         fields
             .eq("event", Some(&self.event), &kind, |k| {
                 keyword_name(CLIENT_EVENTS, k)
@@ -165,6 +193,18 @@ impl Check for ClientEventMatcher {
             .eq("level", self.level.map(Some).as_ref(), &level, |l| {
                 l.map_or("(none)", LogLevel::name).to_string()
             })
+            .eq(
+                "failures",
+                self.failures.map(Some).as_ref(),
+                &failures,
+                |f| f.map_or("(none)".into(), |f| f.to_string()),
+            )
+            .eq(
+                "connected",
+                self.connected.map(Some).as_ref(),
+                &connected,
+                |c| c.map_or("(none)".into(), |c| c.to_string()),
+            )
             .contains(
                 "contains",
                 &self.contains,
@@ -183,6 +223,8 @@ impl Check for ClientEventMatcher {
                 self.delay.map(|v| format!("{:.3}s", v.as_secs_f64())),
             )
             .given("level", self.level.map(LogLevel::name))
+            .given("failures", self.failures)
+            .given("connected", self.connected)
             .given_debug("contains", self.contains.as_ref())
             .into()
     }
@@ -215,6 +257,8 @@ mod tests {
             delay: Some(Duration::from_millis(1100)),
             level: None,
             contains: None,
+            failures: None,
+            connected: None,
         };
         assert!(m.matches(&retry("primary:443", 1100), &as_written));
         assert!(!m.matches(&retry("primary:443", 1200), &as_written));
@@ -222,6 +266,39 @@ mod tests {
         assert_eq!(
             m.describe(),
             "client event event=retry_scheduled server=primary delay=1.100s"
+        );
+    }
+
+    fn status(failures: u64, failing: bool) -> TimelineEvent {
+        TimelineEvent {
+            at: Duration::ZERO,
+            source: "client".into(),
+            kind: EventKind::Client(ObservedEvent::Client(ClientEvent::ServerStatus {
+                server: "primary:443".into(),
+                error: failing
+                    .then(|| xds_vocabulary::XdsError::new(tonic::Code::Unavailable, "down")),
+                failures,
+            })),
+        }
+    }
+
+    #[test]
+    fn checks_a_servers_failure_count_and_connected_figure() {
+        let m = ClientEventMatcher {
+            event: ClientEventKind::ServerStatus,
+            server: Some("primary".into()),
+            delay: None,
+            level: None,
+            contains: None,
+            failures: Some(2),
+            connected: Some(false),
+        };
+        assert!(m.matches(&status(2, true), &as_written));
+        assert!(!m.matches(&status(1, true), &as_written));
+        assert!(!m.matches(&status(2, false), &as_written));
+        assert_eq!(
+            m.describe(),
+            "client event event=server_status server=primary failures=2 connected=false"
         );
     }
 }

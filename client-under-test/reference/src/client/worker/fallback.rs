@@ -52,10 +52,13 @@ impl Worker {
                 server.server_uri, error.message
             ),
         );
+        let per_error = self.shared.profile.defects.failures_counted_per_error;
         let Some(channel) = self.channels.get_mut(server) else {
             return;
         };
-        if channel.status.is_none() {
+        // C-core counts a server going from healthy to failing (A78's
+        // server_failure), not each failed attempt while it fails.
+        if channel.status.is_none() || per_error {
             channel.failures += 1;
         }
         channel.status = Some(error.clone());
