@@ -41,6 +41,10 @@ pub struct ReferenceClient {
     server_client: Option<XdsClient>,
     /// xDS-enabled servers by listening address.
     servers: BTreeMap<String, Serve>,
+    /// Why no XdsClient can be made (a bootstrap that does not validate):
+    /// the process runs on, as a gRPC application does; its xDS channels
+    /// fail and CSDS reports no client.
+    bootstrap_error: Option<String>,
 }
 
 /// One dialled target: its per-target XdsClient, the resolver, and the
@@ -167,8 +171,13 @@ impl ClientUnderTest for ReferenceClient {
     }
 
     async fn start(&mut self, env: ClientEnvironment) -> Result<(), ClientError> {
-        let bootstrap = Bootstrap::from_json(&env.bootstrap.grpc_json())
-            .map_err(|e| ClientError::Failed(e.to_string()))?;
+        let bootstrap = match Bootstrap::from_json(&env.bootstrap.grpc_json()) {
+            Ok(bootstrap) => bootstrap,
+            Err(e) => {
+                self.bootstrap_error = Some(e.to_string());
+                return Ok(());
+            }
+        };
         let mut profile = profile(env.profile.as_deref())?;
         profile.defects = self.defects;
         let (transport, connector): (Arc<dyn XdsTransportFactory>, Arc<dyn DataPlaneConnector>) =
@@ -263,6 +272,9 @@ impl ClientUnderTest for ReferenceClient {
     }
 
     async fn dial(&mut self, target: &str) -> Result<(), ClientError> {
+        if self.bootstrap_error.is_some() {
+            return Ok(()); // Its RPCs fail (see `start_rpc`).
+        }
         let started = self.started()?;
         if self.dials.contains_key(target) {
             return Ok(()); // One channel per target, as gRPC shares them.
@@ -357,6 +369,15 @@ impl ClientUnderTest for ReferenceClient {
     }
 
     async fn start_rpc(&mut self, request: &RpcRequest) -> Result<PendingRpc, ClientError> {
+        if let Some(error) = &self.bootstrap_error {
+            // C-core's xDS resolver fails to create its XdsClient.
+            let outcome = RpcOutcome {
+                code: tonic::Code::Unavailable,
+                message: format!("Failed to create XdsClient: {error}"),
+                backend: None,
+            };
+            return Ok(Box::pin(async move { Ok(outcome) }));
+        }
         self.dial(&request.target).await?;
         let deadline = tokio::time::Instant::now() + request.timeout;
         let mut latest = match self.dials.get(&request.target) {
@@ -415,6 +436,9 @@ impl ClientUnderTest for ReferenceClient {
     }
 
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {
+        if self.bootstrap_error.is_some() {
+            return Ok(ClientStatusResponse::default()); // No XdsClient.
+        }
         if self.defects.csds_fails_without_channels && self.dials.is_empty() {
             return Err(ClientError::Failed(
                 "CSDS: no xDS client yet (a broken client's answer)".into(),
@@ -446,6 +470,14 @@ impl ClientUnderTest for ReferenceClient {
         &mut self,
         request: ClientStatusRequest,
     ) -> Result<Result<ClientStatusResponse, XdsError>, ClientError> {
+        if self.defects.csds_fails_without_channels && self.dials.is_empty() {
+            // What C-core avoids: its XdsClient lookup fails UNAVAILABLE,
+            // which it answers as an empty response.
+            return Ok(Err(XdsError::new(
+                tonic::Code::Unavailable,
+                "xDS client is not initialized",
+            )));
+        }
         if self.defects.csds_node_matchers_match_nothing && !request.node_matchers.is_empty() {
             return Ok(Ok(ClientStatusResponse::default()));
         }
@@ -459,6 +491,7 @@ impl ClientUnderTest for ReferenceClient {
         self.dials.clear();
         self.servers.clear();
         self.server_client = None;
+        self.bootstrap_error = None;
         self.watches = WatchStacks::default();
         self.started = None;
     }

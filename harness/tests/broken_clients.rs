@@ -323,6 +323,11 @@ fn defect(name: &str) -> Defects {
     "a27/channel-csds-request-with-node-matchers",
     ":24:5:"
 )]
+#[case::csds_with_a_bad_bootstrap(
+    "csds_fails_without_channels",
+    "a71/channel-csds-with-a-bad-bootstrap-is-empty",
+    ":24:5:"
+)]
 #[case::a65_mtls_identity("tls_no_identity", "a65/channel-mtls", ":20:5:")]
 #[case::a65_watch_mtls_identity("tls_no_identity", "a65/watch-over-mtls", ":16:5:")]
 #[case::a65_handshake_failure_is_a_connectivity_failure(
