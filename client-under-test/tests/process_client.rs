@@ -270,6 +270,8 @@ async fn minimal_fixture_start_passes_the_environment() {
         Capabilities {
             dial: true,
             rpc: true,
+            // Replies carry ids: an RPC can run while other commands go on.
+            background_rpc: true,
             watch: true,
             serve: true,
             profiles: vec!["p1".into()],

@@ -502,7 +502,12 @@ impl Drop for ChromiumGuard<'_> {
 
 #[test]
 fn matrix_page_in_a_browser() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+    // At run time: a target directory shared between checkouts (as CI's
+    // cache is) holds whichever checkout's path was compiled in.
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let root = manifest
         .parent()
         .expect("the reports crate is in the workspace");
     let out = std::env::var_os("XDS_MATRIX_SCREENSHOTS")
