@@ -36,6 +36,23 @@ impl Worker {
             .get_mut(&name.key)
     }
 
+    /// The cache entry of `name`, if its authority uses `server` now.
+    fn served_entry_mut(
+        &mut self,
+        server: &XdsServerConfig,
+        resource_type: ResourceType,
+        name: &ResourceName,
+    ) -> Option<&mut ResourceState> {
+        let authority = self.authorities.get_mut(&name.authority)?;
+        if authority.channels.last() != Some(server) {
+            return None;
+        }
+        authority
+            .resources
+            .get_mut(&resource_type)?
+            .get_mut(&name.key)
+    }
+
     pub(super) fn on_response(&mut self, server: &XdsServerConfig, response: Response) {
         let Some(resource_type) = ResourceType::from_type_url(response.type_url()) else {
             // C-core ignores a response of an unknown type: no ACK, no NACK.
@@ -256,18 +273,7 @@ impl Worker {
         let fail_on_data_errors = server.fail_on_data_errors();
         let mut events = Vec::new();
         for error in errors {
-            // Only subscriptions of authorities this server serves now.
-            let Some(authority) = self.authorities.get_mut(&error.name.authority) else {
-                continue;
-            };
-            if authority.channels.last() != Some(server) {
-                continue;
-            }
-            let Some(state) = authority
-                .resources
-                .get_mut(&resource_type)
-                .and_then(|by_type| by_type.get_mut(&error.name.key))
-            else {
+            let Some(state) = self.served_entry_mut(server, resource_type, &error.name) else {
                 continue;
             };
             let data_error = matches!(error.code, Code::NotFound | Code::PermissionDenied);
@@ -328,17 +334,7 @@ impl Worker {
         let handling = self.shared.profile.data_errors;
         let mut events = Vec::new();
         for name in &removed {
-            let Some(authority) = self.authorities.get_mut(&name.authority) else {
-                continue;
-            };
-            if authority.channels.last() != Some(server) {
-                continue;
-            }
-            let Some(state) = authority
-                .resources
-                .get_mut(&resource_type)
-                .and_then(|by_type| by_type.get_mut(&name.key))
-            else {
+            let Some(state) = self.served_entry_mut(server, resource_type, name) else {
                 continue;
             };
             if state.is_awaited()
