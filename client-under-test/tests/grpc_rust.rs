@@ -26,7 +26,7 @@ use xds_client_under_test::{
     Transport, WatcherNotification,
 };
 use xds_fake_server::event::{RecordedRequest, RecordedResponse, ServerEvent, TlsFailure};
-use xds_fake_server::fault::Fault;
+use xds_fake_server::fault::{AcceptConnections, CloseStreams, RefuseConnections};
 use xds_fake_server::resource::ServedResource;
 use xds_fake_server::tls::{ClientAuth, TlsSettings};
 use xds_fake_server::{FakeAdsServer, ScriptedResponse, ServerConfig, ServingMode};
@@ -764,7 +764,7 @@ async fn does_not_exist_after_30_seconds() {
 #[tokio::test(start_paused = true)]
 async fn unreachable_server_is_silent_and_the_timer_fires_on_connect() {
     let mut s = setup(ServingMode::Scripted, &[]).await;
-    s.server.apply(Fault::RefuseConnections);
+    s.server.apply(RefuseConnections);
     s.client.watch(ResourceType::Cluster, "c1").await.unwrap();
     run_for(Duration::from_secs(2)).await;
     s.client.watch(ResourceType::Cluster, "c2").await.unwrap();
@@ -796,7 +796,7 @@ async fn unreachable_server_is_silent_and_the_timer_fires_on_connect() {
         );
     }
 
-    s.server.apply(Fault::AcceptConnections);
+    s.server.apply(AcceptConnections);
     run_for(Duration::from_secs(100)).await;
     let requests = s.requests();
     assert_eq!(requests.len(), 2, "{requests:#?}");
@@ -833,7 +833,7 @@ async fn stream_closed_without_a_response() {
     settle().await;
     run_for(Duration::from_secs(10)).await;
     let closed_at = s.start.elapsed();
-    s.server.apply(Fault::CloseStreams {
+    s.server.apply(CloseStreams {
         code: tonic::Code::Unavailable,
         message: "boom".into(),
     });
@@ -885,7 +885,7 @@ async fn stream_closed_after_a_response() {
     settle().await;
     let version = s.responses()[0].version_info.clone();
     let closed_at = s.start.elapsed();
-    s.server.apply(Fault::CloseStreams {
+    s.server.apply(CloseStreams {
         code: tonic::Code::Unavailable,
         message: "rebalancing".into(),
     });

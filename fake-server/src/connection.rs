@@ -39,7 +39,7 @@ pub struct ServerConnection<IO> {
     reset: Option<Reset>,
     was_reset: bool,
     /// While held, reads and writes wait: bytes stay in the socket and the
-    /// client never hears the server's HTTP/2 preface (see `Fault::Hold`).
+    /// client never hears the server's HTTP/2 preface (see `fault::HoldConnections`).
     read_gate: Option<HoldGate>,
     write_gate: Option<HoldGate>,
 }

@@ -1,6 +1,7 @@
 //! Everything that leaves the server on a stream, whatever its protocol:
 //! responses (each gets its nonce here, and every fault that shapes
-//! responses applies here: drop, delay, the stream limit) and the end of
+//! responses applies here: `drop_responses`, `delay_responses`,
+//! `close_streams_after`; their state is in `crate::fault`) and the end of
 //! streams (trailers, or none at all for a restart). Each is recorded as
 //! it happens.
 //!
@@ -11,7 +12,8 @@
 use tonic::{Code, Status};
 
 use crate::event::ServerEvent;
-use crate::state::{Delayed, State, StreamLimit};
+use crate::fault::Delayed;
+use crate::state::State;
 use crate::stream::Outgoing;
 
 impl State {
@@ -33,17 +35,8 @@ impl State {
         response.set_nonce(nonce.clone());
         let type_url = response.type_url().to_string();
         let recorded = response.recorded(names);
-        let drop_it = match &mut self.drops {
-            Some((count, of_type)) if of_type.as_deref().is_none_or(|t| t == type_url) => {
-                *count -= 1;
-                if *count == 0 {
-                    self.drops = None;
-                }
-                true
-            }
-            _ => false,
-        };
-        let delay = self.delay;
+        let drop_it = self.lose(&type_url);
+        let delay = self.faults.delay.by;
         let Some(stream) = self.streams.get_mut(&stream_id) else {
             return false;
         };
@@ -66,18 +59,11 @@ impl State {
             .insert(nonce);
         stream.responses_sent += 1;
         if let Some(response) = held {
-            // Recorded when it really goes out (`send_delayed`).
-            self.delayed_seq += 1;
-            let due = tokio::time::Instant::now() + delay;
-            self.delayed.insert(
-                (due, self.delayed_seq),
-                Delayed {
-                    stream: stream_id,
-                    response,
-                    recorded,
-                },
-            );
-            self.delay_changed = true;
+            self.faults.delay.hold(Delayed {
+                stream: stream_id,
+                response,
+                recorded,
+            });
         } else {
             self.record(if drop_it {
                 ServerEvent::ResponseDropped {
@@ -93,67 +79,6 @@ impl State {
         }
         self.limit_reached(stream_id);
         true
-    }
-
-    /// Sends the delayed responses that are due; returns when the next one
-    /// is due. A response whose stream has gone is not sent.
-    pub fn send_delayed(&mut self) -> Option<tokio::time::Instant> {
-        let now = tokio::time::Instant::now();
-        while let Some(entry) = self.delayed.first_entry() {
-            if entry.key().0 > now {
-                return Some(entry.key().0);
-            }
-            let delayed = entry.remove();
-            let sent = self
-                .streams
-                .get(&delayed.stream)
-                .is_some_and(|s| s.transmit(delayed.response));
-            if sent {
-                self.record(ServerEvent::ResponseSent {
-                    stream: delayed.stream,
-                    response: delayed.recorded,
-                });
-            }
-        }
-        None
-    }
-
-    /// Closes the stream if `Fault::CloseStreamsAfter` says its time has
-    /// come; says whether it did.
-    pub fn limit_reached(&mut self, stream_id: u64) -> bool {
-        let Some(limit) = self.stream_limit.clone() else {
-            return false;
-        };
-        let sent = match self.streams.get(&stream_id) {
-            Some(stream) => stream.responses_sent,
-            None => return false,
-        };
-        if sent < limit.responses {
-            return false;
-        }
-        self.close_stream(stream_id, limit.code, limit.message, false);
-        true
-    }
-
-    /// Starts `Fault::CloseStreamsAfter`; streams already past the limit
-    /// are closed now.
-    pub fn close_streams_after(&mut self, responses: u32, code: Code, message: String) {
-        self.stream_limit = Some(StreamLimit {
-            responses,
-            code,
-            message,
-        });
-        // Only streams that have been asked something: a stream that sent
-        // no request yet is closed at its first one.
-        let ids: Vec<u64> = self
-            .streams
-            .iter()
-            .filter(|(_, s)| s.asked_anything())
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
-            self.limit_reached(id);
-        }
     }
 
     /// Ends a stream once. The server ends it with `code`/`message` in the

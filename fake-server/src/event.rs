@@ -84,7 +84,7 @@ pub enum ServerEvent {
         response: RecordedResponse,
     },
     /// A response was built and counted as sent, but lost on its way
-    /// (`Fault::DropResponses`): the client never gets it.
+    /// (`fault::DropResponses`): the client never gets it.
     ResponseDropped {
         stream: u64,
         response: RecordedResponse,

@@ -17,8 +17,8 @@
 //!   (its `type_url`; `resources` set under their names, `removed_resources`
 //!   removed; a non-empty `system_version_info` names the new version).
 //! - `op & 3 == 2`: the client half-closes the open stream.
-//! - `op & 3 == 3`: `Fault::Hang` (of the payload's type URL, or of every
-//!   type when empty) when nothing hangs, else `Fault::Resume`.
+//! - `op & 3 == 3`: `Hang` (of the payload's type URL, or of every
+//!   type when empty) when nothing hangs, else `Resume`.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
@@ -33,6 +33,7 @@ use xds_vocabulary::resource_type::is_full_state;
 
 use crate::config::ServingMode;
 use crate::event::ServerEvent;
+use crate::fault::{Hang, Resume, Verb};
 use crate::resource::ServedResource;
 use crate::state::State;
 use crate::stream::{Protocol, Stream};
@@ -161,11 +162,13 @@ impl Run {
             Frame::HalfClose => self.half_close(),
             Frame::HangOrResume(type_url) => {
                 if self.hung {
-                    self.state.resume();
+                    Resume.apply(&mut self.state);
                 } else {
                     let type_url = String::from_utf8_lossy(type_url);
-                    self.state
-                        .hang((!type_url.is_empty()).then(|| type_url.into_owned()));
+                    let hang = Hang {
+                        type_url: (!type_url.is_empty()).then(|| type_url.into_owned()),
+                    };
+                    hang.apply(&mut self.state);
                 }
                 self.hung = !self.hung;
             }
@@ -325,7 +328,10 @@ impl Run {
                 open.requested.contains(&type_url),
                 "a response of a type the stream never asked for"
             );
-            assert!(!state.hung.covers(&type_url), "a response of a hung type");
+            assert!(
+                !state.faults.hung.covers(&type_url),
+                "a response of a hung type"
+            );
             assert!(!nonce.is_empty(), "a response without a nonce");
             assert!(nonces.insert(nonce.clone()), "nonce {nonce} sent twice");
             open.nonces.entry(type_url).or_default().insert(nonce);

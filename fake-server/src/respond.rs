@@ -1,5 +1,5 @@
-//! Auto mode's triggers that are not a request: a store change, and the end
-//! of a hang. Each stream answers by its own protocol's rules.
+//! Auto mode's triggers that are not a request: a store change (and the
+//! end of a hang, `fault::hang`). Each stream answers by its own protocol's rules.
 
 use std::collections::BTreeSet;
 
@@ -11,7 +11,12 @@ impl State {
     /// Auto mode's answer for `type_url` on one stream, by its protocol;
     /// `changed`: the names that may have changed, if known (SotW looks at
     /// everything anyway: each response carries the whole state).
-    fn auto_respond(&mut self, stream_id: u64, type_url: &str, changed: Option<&BTreeSet<String>>) {
+    pub(crate) fn auto_respond(
+        &mut self,
+        stream_id: u64,
+        type_url: &str,
+        changed: Option<&BTreeSet<String>>,
+    ) {
         match self.streams.get(&stream_id).map(|s| &s.protocol) {
             Some(Protocol::Sotw { .. }) => self.sotw_auto_respond(stream_id, type_url),
             Some(Protocol::Delta { .. }) => self.delta_auto_respond(stream_id, type_url, changed),
@@ -44,33 +49,6 @@ impl State {
     pub fn on_store_change(&mut self, type_url: &str, changed: &BTreeSet<String>) {
         for id in self.open_stream_ids() {
             self.auto_respond(id, type_url, Some(changed));
-        }
-    }
-
-    pub fn hang(&mut self, type_url: Option<String>) {
-        match type_url {
-            Some(type_url) => {
-                self.hung.types.insert(type_url);
-            }
-            None => self.hung.all = true,
-        }
-    }
-
-    /// Ends every hang; auto mode sends what the streams are owed.
-    pub fn resume(&mut self) {
-        let was = std::mem::take(&mut self.hung);
-        let owed: Vec<(u64, String)> = self
-            .streams
-            .iter()
-            .flat_map(|(id, stream)| {
-                stream
-                    .requested_types()
-                    .filter(|type_url| was.covers(type_url))
-                    .map(move |type_url| (*id, type_url.to_string()))
-            })
-            .collect();
-        for (id, type_url) in owed {
-            self.auto_respond(id, &type_url, None);
         }
     }
 }

@@ -77,7 +77,7 @@ where
     });
 }
 
-/// Sends responses held back by `Fault::DelayResponses` when they are
+/// Sends responses held back by `delay_responses` when they are
 /// due, until the server shuts down or is dropped.
 async fn send_delayed_responses(
     inner: Weak<Inner>,

@@ -18,7 +18,7 @@ use crate::config::{
     ServingMode,
 };
 use crate::event::{Recorded, ServerEvent};
-use crate::fault::{Fault, FaultError};
+use crate::fault::{Fault, FaultError, Outside};
 use crate::resource::ServedResource;
 use crate::serve::{MemoryListener, TcpAccept, TcpGate, spawn_server};
 use crate::shared::Inner;
@@ -131,7 +131,7 @@ impl FakeAdsServer {
         let listener = TcpIncoming::bind(addr)?.with_nodelay(Some(true));
         let bound = listener.local_addr()?;
         let gate = Arc::new(TcpGate::new(bound, listener, runtime.clone()));
-        if self.inner.read(|state| state.refusing) {
+        if self.inner.read(|state| state.faults.refusing) {
             gate.close();
         }
         self.tcp_gates_lock().push(gate.clone());
@@ -205,87 +205,29 @@ impl FakeAdsServer {
         self.tcp.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Applies a fault. A TCP re-bind failure on `AcceptConnections` is
-    /// ignored here; [`Self::try_apply`] reports it.
-    pub fn apply(&self, fault: Fault) {
+    /// Applies a fault (a verb: `RefuseConnections`, `Hang {..}`, or a
+    /// [`Fault`]). A TCP re-bind failure on `AcceptConnections` is ignored
+    /// here; [`Self::try_apply`] reports it.
+    pub fn apply(&self, fault: impl Into<Fault>) {
         // The fault is recorded and took effect everywhere it could.
         let _ = self.try_apply(fault);
     }
 
     /// Applies a fault, recording it first so its consequences follow it in
-    /// the recording.
-    pub fn try_apply(&self, fault: Fault) -> Result<(), FaultError> {
+    /// the recording: the verb's effect on the state under the state lock,
+    /// then on listeners and connections outside it (see `Inner::tcp`).
+    pub fn try_apply(&self, fault: impl Into<Fault>) -> Result<(), FaultError> {
+        let fault = fault.into();
         self.inner.update(|state| {
             state.record(ServerEvent::FaultApplied {
                 fault: fault.clone(),
             });
-            match &fault {
-                Fault::CloseStreams { code, message } => state.close_all_streams(*code, message),
-                Fault::RefuseConnections => state.refusing = true,
-                Fault::AcceptConnections => state.refusing = false,
-                Fault::Hang { type_url } => state.hang(type_url.clone()),
-                Fault::Resume => state.resume(),
-                Fault::CloseStreamsAfter {
-                    responses,
-                    code,
-                    message,
-                } => state.close_streams_after(*responses, *code, message.clone()),
-                Fault::KeepStreams => state.stream_limit = None,
-                Fault::HoldConnections | Fault::ReleaseConnections => {}
-                Fault::DelayResponses { by } => state.delay = *by,
-                Fault::DropResponses { count, type_url } => {
-                    state.drops = (*count > 0).then(|| (*count, type_url.clone()));
-                }
-                Fault::Restart { keep_resources } => {
-                    state.drop_all_streams("server restarting: no trailers, connection reset");
-                    if !*keep_resources {
-                        for change in state.store.clear() {
-                            state.record(change.into_event());
-                        }
-                    }
-                }
-            }
+            fault.verb().apply(state);
         });
-        // TCP listeners are outside the state lock (see `Inner::tcp`).
-        match fault {
-            Fault::RefuseConnections => {
-                for gate in self.tcp_gates() {
-                    gate.close();
-                }
-                Ok(())
-            }
-            Fault::AcceptConnections => {
-                let mut result = Ok(());
-                for gate in self.tcp_gates() {
-                    if let Err(source) = gate.reopen() {
-                        result = Err(FaultError::Rebind {
-                            address: gate.address(),
-                            source,
-                        });
-                    }
-                }
-                result
-            }
-            Fault::CloseStreams { .. }
-            | Fault::Hang { .. }
-            | Fault::Resume
-            | Fault::CloseStreamsAfter { .. }
-            | Fault::KeepStreams
-            | Fault::DropResponses { .. }
-            | Fault::DelayResponses { .. } => Ok(()),
-            Fault::Restart { .. } => {
-                self.inner.reset_connections();
-                Ok(())
-            }
-            Fault::HoldConnections => {
-                self.inner.hold_connections(true);
-                Ok(())
-            }
-            Fault::ReleaseConnections => {
-                self.inner.hold_connections(false);
-                Ok(())
-            }
-        }
+        fault.verb().apply_outside(&Outside {
+            inner: &self.inner,
+            tcp: &self.tcp_gates(),
+        })
     }
 
     /// This server's recording, in order.

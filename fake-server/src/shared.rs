@@ -48,7 +48,7 @@ impl Inner {
         let (result, wake) = {
             let mut state = self.lock();
             let result = change(&mut state);
-            (result, std::mem::take(&mut state.delay_changed))
+            (result, std::mem::take(&mut state.faults.delay.changed))
         };
         if wake {
             self.delay_wakeup.notify_one();
@@ -169,7 +169,7 @@ impl Inner {
         self.update(|state| {
             if state.shut_down {
                 false
-            } else if state.refusing {
+            } else if state.faults.refusing {
                 state.record(ServerEvent::ConnectionRefused {
                     address: address.to_string(),
                 });

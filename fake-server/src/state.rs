@@ -3,14 +3,15 @@
 //! that `shared::Inner` holds around it, so each operation is atomic and
 //! the recording order is the order things happened in.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use xds_vocabulary::network::{MemoryAcceptor, MemoryNetwork};
 
 use crate::config::{EventObserver, MaxConnectionAge, ServingMode};
-use crate::event::{Recorded, RecordedResponse, ServerEvent};
+use crate::event::{Recorded, ServerEvent};
+use crate::fault::InForce;
 use crate::store::Store;
-use crate::stream::{Outgoing, Stream};
+use crate::stream::Stream;
 
 /// A memory address this server listens on, kept to unbind it on shutdown.
 pub(crate) struct MemoryBinding {
@@ -24,20 +25,8 @@ pub(crate) struct State {
     pub mode: ServingMode,
     pub store: Store,
     pub streams: BTreeMap<u64, Stream>,
-    pub refusing: bool,
-    /// Types auto mode does not answer (`Fault::Hang`).
-    pub hung: Hung,
-    /// `Fault::CloseStreamsAfter`, while in force.
-    pub stream_limit: Option<StreamLimit>,
-    /// `Fault::DelayResponses`: how long each response waits (zero: none).
-    pub delay: std::time::Duration,
-    /// Responses waiting out their delay, by due time.
-    pub delayed: BTreeMap<(tokio::time::Instant, u64), Delayed>,
-    pub delayed_seq: u64,
-    /// Set when `delayed` gained an entry; the delayer task clears it.
-    pub delay_changed: bool,
-    /// Responses still to drop (`Fault::DropResponses`), and of which type.
-    pub drops: Option<(u32, Option<String>)>,
+    /// The faults in force (see [`crate::fault`]).
+    pub faults: InForce,
     /// Read when the server starts serving (tonic sets it per listener).
     pub max_connection_age: Option<MaxConnectionAge>,
     /// Read when the server starts serving: every connection of a
@@ -63,34 +52,6 @@ pub(crate) struct Recording {
     pub delivering: bool,
 }
 
-/// What `Fault::Hang` stopped.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Hung {
-    pub all: bool,
-    pub types: BTreeSet<String>,
-}
-
-impl Hung {
-    pub fn covers(&self, type_url: &str) -> bool {
-        self.all || self.types.contains(type_url)
-    }
-}
-
-/// A response waiting out `Fault::DelayResponses`.
-pub(crate) struct Delayed {
-    pub stream: u64,
-    pub response: Outgoing,
-    pub recorded: RecordedResponse,
-}
-
-/// Streams are closed with `code`/`message` after `responses` responses.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct StreamLimit {
-    pub responses: u32,
-    pub code: tonic::Code,
-    pub message: String,
-}
-
 impl State {
     pub fn new(server: String, mode: ServingMode) -> Self {
         State {
@@ -98,14 +59,7 @@ impl State {
             mode,
             store: Store::default(),
             streams: BTreeMap::new(),
-            refusing: false,
-            hung: Hung::default(),
-            stream_limit: None,
-            delay: std::time::Duration::ZERO,
-            delayed: BTreeMap::new(),
-            delayed_seq: 0,
-            delay_changed: false,
-            drops: None,
+            faults: InForce::default(),
             max_connection_age: None,
             tls: None,
             shut_down: false,
@@ -169,7 +123,7 @@ impl State {
     /// back (hung, nothing is decided, so `resume` finds everything owed).
     pub fn owes_auto_answer(&self, stream_id: u64, type_url: &str) -> bool {
         self.mode == ServingMode::Auto
-            && !self.hung.covers(type_url)
+            && !self.faults.hung.covers(type_url)
             && self
                 .streams
                 .get(&stream_id)

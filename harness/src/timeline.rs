@@ -15,7 +15,6 @@ use xds_client_under_test::{
 };
 use xds_fake_server::backend::BackendEvent;
 use xds_fake_server::event::{RecordedRequest, RecordedResponse, ServerEvent};
-use xds_fake_server::fault::Fault;
 use xds_vocabulary::RequestKind;
 use xds_vocabulary::{AdsProtocol, ClientEvent, LogLevel, ResourceType, XdsError, code_name};
 
@@ -886,7 +885,7 @@ fn describe_server(event: &ServerEvent) -> String {
             "{} (dropped: never reaches the client)",
             describe_response("-x", *stream, response)
         ),
-        ServerEvent::FaultApplied { fault } => format!("fault: {}", describe_fault(fault)),
+        ServerEvent::FaultApplied { fault } => format!("fault: {fault}"),
         ServerEvent::ResourcesChanged {
             type_url,
             version,
@@ -1017,50 +1016,6 @@ fn describe_response_body(arrow: &str, stream: u64, response: &RecordedResponse)
         let _ = write!(s, " removed={}", names(&delta.removed_resources));
     }
     s
-}
-
-pub fn describe_fault(fault: &Fault) -> String {
-    match fault {
-        Fault::CloseStreams { code, message } => {
-            format!("close streams with {}", status_text(*code, message))
-        }
-        Fault::RefuseConnections => "refuse connections".to_string(),
-        Fault::AcceptConnections => "accept connections".to_string(),
-        Fault::Hang { type_url: None } => "hang (every type)".to_string(),
-        Fault::Hang {
-            type_url: Some(type_url),
-        } => format!("hang {}", type_name(type_url)),
-        Fault::Resume => "resume".to_string(),
-        Fault::CloseStreamsAfter {
-            responses,
-            code,
-            message,
-        } => format!(
-            "close every stream after {responses} response(s) with {}",
-            status_text(*code, message)
-        ),
-        Fault::KeepStreams => "keep streams open".to_string(),
-        Fault::Restart {
-            keep_resources: true,
-        } => "restart (resources kept)".to_string(),
-        Fault::Restart {
-            keep_resources: false,
-        } => "restart (resources lost)".to_string(),
-        Fault::HoldConnections => "hold connections (no bytes move)".to_string(),
-        Fault::ReleaseConnections => "release connections".to_string(),
-        Fault::DelayResponses { by } if by.is_zero() => "stop delaying responses".to_string(),
-        Fault::DelayResponses { by } => {
-            format!("delay every response by {:.3}s", by.as_secs_f64())
-        }
-        Fault::DropResponses {
-            count,
-            type_url: None,
-        } => format!("drop the next {count} response(s)"),
-        Fault::DropResponses {
-            count,
-            type_url: Some(type_url),
-        } => format!("drop the next {count} {} response(s)", type_name(type_url)),
-    }
 }
 
 fn describe_client(event: &ObservedEvent) -> Option<String> {

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::Streaming;
 use xds_fake_server::event::{RecordedDeltaRequest, ServerEvent};
-use xds_fake_server::fault::Fault;
+use xds_fake_server::fault::{CloseStreams, DropResponses};
 use xds_fake_server::{ScriptedDeltaResource, ScriptedDeltaResponse, ServingMode};
 use xds_vocabulary::network::MemoryNetwork;
 use xds_vocabulary::{AdsProtocol, RequestKind};
@@ -288,7 +288,7 @@ async fn scripted_delta_responses_go_out_as_given() {
 async fn faults_apply_to_delta_streams() {
     let (server, network) = serving(ServingMode::Auto);
     server.set_resources(vec![cluster("a", "1")], None);
-    server.apply(Fault::DropResponses {
+    server.apply(DropResponses {
         count: 1,
         type_url: None,
     });
@@ -300,7 +300,7 @@ async fn faults_apply_to_delta_streams() {
         .into_iter()
         .any(|e| matches!(e.event, ServerEvent::ResponseDropped { .. }));
     assert!(dropped);
-    server.apply(Fault::CloseStreams {
+    server.apply(CloseStreams {
         code: tonic::Code::Unavailable,
         message: "bye".into(),
     });

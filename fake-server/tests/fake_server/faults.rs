@@ -7,7 +7,10 @@ use std::io;
 use tonic::Code;
 use xds_fake_server::ServingMode;
 use xds_fake_server::event::ServerEvent;
-use xds_fake_server::fault::Fault;
+use xds_fake_server::fault::{
+    AcceptConnections, CloseStreams, CloseStreamsAfter, DelayResponses, DropResponses, Fault, Hang,
+    KeepStreams, RefuseConnections, Restart, Resume,
+};
 
 use crate::support::*;
 
@@ -18,10 +21,10 @@ async fn close_streams_ends_every_stream_with_the_given_status() {
     let mut one = AdsStream::open(channel.clone()).await.expect("stream 1");
     let mut two = AdsStream::open(channel.clone()).await.expect("stream 2");
 
-    let fault = Fault::CloseStreams {
+    let fault = Fault::from(CloseStreams {
         code: Code::Unavailable,
         message: "maintenance".into(),
-    };
+    });
     server.apply(fault.clone());
 
     for stream in [&mut one, &mut two] {
@@ -66,7 +69,7 @@ async fn close_streams_ends_every_stream_with_the_given_status() {
 async fn close_streams_with_any_code_reaches_the_client() {
     let (server, network) = serving(ServingMode::Scripted);
     let mut client = AdsStream::open_in_memory(&network).await;
-    server.apply(Fault::CloseStreams {
+    server.apply(CloseStreams {
         code: Code::PermissionDenied,
         message: "go away".into(),
     });
@@ -86,7 +89,7 @@ async fn refused_connections_fail_and_are_recorded_until_accepted_again() {
     let first = open.next().await;
     open.request(LDS, &[], Some(&first));
 
-    server.apply(Fault::RefuseConnections);
+    server.apply(RefuseConnections);
 
     let refused = network.connect(ADDRESS).await.err().map(|e| e.kind());
     assert_eq!(refused, Some(io::ErrorKind::ConnectionRefused));
@@ -96,7 +99,7 @@ async fn refused_connections_fail_and_are_recorded_until_accepted_again() {
     );
     let events = events_only(server.events());
     assert!(events.contains(&ServerEvent::FaultApplied {
-        fault: Fault::RefuseConnections
+        fault: RefuseConnections.into()
     }));
     assert_eq!(
         events
@@ -112,7 +115,7 @@ async fn refused_connections_fail_and_are_recorded_until_accepted_again() {
     server.set_resources(vec![listener("a", "2")], None);
     assert_eq!(entries(&open.next().await), vec![&listener("a", "2").entry]);
 
-    server.apply(Fault::AcceptConnections);
+    server.apply(AcceptConnections);
 
     let mut again = AdsStream::open_in_memory(&network).await;
     again.request(LDS, &[], None);
@@ -159,7 +162,7 @@ async fn two_servers_cannot_share_an_address() {
 async fn hang_withholds_one_type_until_resume_sends_what_is_owed() {
     let (server, network) = serving(ServingMode::Auto);
     server.set_resources(vec![listener("l1", "a"), cluster("c1", "a")], None);
-    server.apply(Fault::Hang {
+    server.apply(Hang {
         type_url: Some(CDS.into()),
     });
     let mut client = AdsStream::open_in_memory(&network).await;
@@ -170,7 +173,7 @@ async fn hang_withholds_one_type_until_resume_sends_what_is_owed() {
     assert_eq!(client.next().await.type_url, LDS);
     assert!(client.is_silent().await);
 
-    server.apply(Fault::Resume);
+    server.apply(Resume);
     let owed = client.next().await;
     assert_eq!((owed.type_url.as_str(), owed.resources.len()), (CDS, 1));
 }
@@ -179,7 +182,7 @@ async fn hang_withholds_one_type_until_resume_sends_what_is_owed() {
 async fn hang_of_every_type_still_lets_scripted_sends_through() {
     let (server, network) = serving(ServingMode::Auto);
     server.set_resources(vec![cluster("c1", "a")], None);
-    server.apply(Fault::Hang { type_url: None });
+    server.apply(Hang { type_url: None });
     let mut client = AdsStream::open_in_memory(&network).await;
     client.request(CDS, &["c1"], None);
     assert!(client.is_silent().await);
@@ -197,7 +200,7 @@ async fn hang_of_every_type_still_lets_scripted_sends_through() {
 async fn close_streams_after_counts_responses_per_stream() {
     let (server, network) = serving(ServingMode::Auto);
     server.set_resources(vec![cluster("c1", "a")], None);
-    server.apply(Fault::CloseStreamsAfter {
+    server.apply(CloseStreamsAfter {
         responses: 1,
         code: Code::Unavailable,
         message: "max responses".into(),
@@ -217,7 +220,7 @@ async fn close_streams_after_counts_responses_per_stream() {
     );
 
     // 0: closed at the first request, before any response.
-    server.apply(Fault::CloseStreamsAfter {
+    server.apply(CloseStreamsAfter {
         responses: 0,
         code: Code::ResourceExhausted,
         message: String::new(),
@@ -231,7 +234,7 @@ async fn close_streams_after_counts_responses_per_stream() {
         .expect_err("closed at once");
     assert_eq!(status.code(), Code::ResourceExhausted);
 
-    server.apply(Fault::KeepStreams);
+    server.apply(KeepStreams);
     let mut third = AdsStream::open(channel).await.expect("stream");
     third.request(CDS, &["c1"], None);
     assert_eq!(third.next().await.resources.len(), 1);
@@ -247,7 +250,7 @@ async fn restart_drops_connections_and_can_lose_the_store() {
     client.request(CDS, &["c1"], None);
     assert_eq!(client.next().await.version_info, "1");
 
-    server.apply(Fault::Restart {
+    server.apply(Restart {
         keep_resources: false,
     });
     // No trailers: the transport goes away under the stream.
@@ -269,7 +272,7 @@ async fn restart_drops_connections_and_can_lose_the_store() {
 async fn dropped_responses_are_recorded_but_never_arrive() {
     let (server, network) = serving(ServingMode::Auto);
     server.set_resources(vec![listener("l1", "a"), cluster("c1", "a")], None);
-    server.apply(Fault::DropResponses {
+    server.apply(DropResponses {
         count: 1,
         type_url: Some(CDS.into()),
     });
@@ -327,7 +330,7 @@ async fn max_connection_age_ends_connections_after_the_grace() {
 async fn delayed_responses_go_out_and_are_recorded_when_due() {
     let (server, network) = serving(ServingMode::Auto);
     server.set_resources(vec![cluster("c1", "a")], None);
-    server.apply(Fault::DelayResponses {
+    server.apply(DelayResponses {
         by: std::time::Duration::from_secs(16),
     });
     let mut client = AdsStream::open_in_memory(&network).await;
@@ -352,7 +355,7 @@ async fn delayed_responses_go_out_and_are_recorded_when_due() {
     assert_eq!(sent_at - asked, std::time::Duration::from_secs(16));
 
     // Zero ends the delay.
-    server.apply(Fault::DelayResponses {
+    server.apply(DelayResponses {
         by: std::time::Duration::ZERO,
     });
     server.set_resources(vec![cluster("c1", "b")], None);

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tonic::Code;
 use xds_fake_server::event::{Recorded, RecordedRequest, ServerEvent};
+use xds_fake_server::fault::RefuseConnections;
 use xds_fake_server::{FakeAdsServer, ServingMode};
 use xds_vocabulary::RequestKind;
 
@@ -248,7 +249,7 @@ async fn timestamps_follow_virtual_time() {
     server.set_resources(vec![listener("a", "1")], None);
     let _ = client.next().await;
     tokio::time::sleep(Duration::from_secs(5)).await;
-    server.apply(xds_fake_server::fault::Fault::RefuseConnections);
+    server.apply(RefuseConnections);
 
     let stamps: Vec<(Duration, &'static str)> = server
         .events()

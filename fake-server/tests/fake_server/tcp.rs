@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use tonic::transport::{Channel, Endpoint};
 use xds_fake_server::ServingMode;
 use xds_fake_server::event::ServerEvent;
-use xds_fake_server::fault::Fault;
+use xds_fake_server::fault::{AcceptConnections, RefuseConnections};
 
 use crate::support::*;
 
@@ -34,7 +34,7 @@ async fn auto_mode_over_tcp_with_refuse_and_accept() {
     assert_eq!(entries(&response), vec![&listener("a", "1").entry]);
     client.request(LDS, &[], Some(&response));
 
-    server.apply(Fault::RefuseConnections);
+    server.apply(RefuseConnections);
     assert!(
         tcp_channel(addr).await.is_err(),
         "the port no longer listens"
@@ -47,7 +47,7 @@ async fn auto_mode_over_tcp_with_refuse_and_accept() {
     );
 
     server
-        .try_apply(Fault::AcceptConnections)
+        .try_apply(AcceptConnections)
         .expect("re-bind the same port");
     let mut again = AdsStream::open(tcp_channel(addr).await.expect("reconnect"))
         .await

@@ -10,7 +10,7 @@ use envoy_types::pb::envoy::r#type::matcher::v3::string_matcher::MatchPattern;
 use envoy_types::pb::envoy::r#type::matcher::v3::{NodeMatcher, StringMatcher};
 use tokio::time::Instant;
 use xds_client_under_test::{ClientError, RpcRequest};
-use xds_fake_server::fault::Fault;
+use xds_fake_server::fault::{AcceptConnections, CloseStreams, RefuseConnections};
 use xds_fake_server::{
     FakeAdsServer, ScriptedDeltaResource, ScriptedDeltaResponse, ScriptedResourceError,
     ScriptedResponse, ServedResource,
@@ -395,24 +395,21 @@ impl Player {
                 message,
             } => {
                 self.record_step(format!("{server}: close streams"));
-                self.server(server)?.apply(Fault::CloseStreams {
+                self.server(server)?.apply(CloseStreams {
                     code: *code,
                     message: message.clone(),
                 });
             }
             Step::RefuseConnections { server } => {
                 self.record_step(format!("{server}: refuse connections"));
-                self.server(server)?.apply(Fault::RefuseConnections);
+                self.server(server)?.apply(RefuseConnections);
             }
             Step::AcceptConnections { server } => {
                 self.record_step(format!("{server}: accept connections"));
-                self.server(server)?.apply(Fault::AcceptConnections);
+                self.server(server)?.apply(AcceptConnections);
             }
             Step::Fault { server, fault } => {
-                self.record_step(format!(
-                    "{server}: {}",
-                    crate::timeline::describe_fault(fault)
-                ));
+                self.record_step(format!("{server}: {fault}"));
                 self.server(server)?.apply(fault.clone());
             }
             Step::Wait(duration) => {

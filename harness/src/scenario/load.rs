@@ -15,7 +15,10 @@ use std::time::Duration;
 
 use indexmap::IndexMap;
 use serde_saphyr::MessageFormatter as _;
-use xds_fake_server::fault::Fault;
+use xds_fake_server::fault::{
+    CloseStreamsAfter, DelayResponses, DropResponses, Hang, HoldConnections, KeepStreams,
+    ReleaseConnections, Restart, Resume,
+};
 use xds_fake_server::{ScriptedResourceError, ServedResource};
 use xds_vocabulary::status::STATUS_CODES;
 use xds_vocabulary::{AdsProtocol, ResourceType};
@@ -1160,37 +1163,39 @@ impl Checker {
             },
             StepSpec::Hang(s) => Step::Fault {
                 server: self.target_server(s.server.as_ref(), spec)?,
-                fault: Fault::Hang {
+                fault: Hang {
                     type_url: optional_type_url(s.resource_type.as_ref())?,
-                },
+                }
+                .into(),
             },
             StepSpec::Resume(s) => Step::Fault {
                 server: self.target_server(s.server.as_ref(), spec)?,
-                fault: Fault::Resume,
+                fault: Resume.into(),
             },
             StepSpec::CloseStreamsAfter(s) => Step::Fault {
                 server: self.target_server(s.server.as_ref(), spec)?,
-                fault: Fault::CloseStreamsAfter {
+                fault: CloseStreamsAfter {
                     responses: s.responses,
                     code: opt(s.code.as_ref(), code)?.unwrap_or(tonic::Code::Unavailable),
                     message: s.message.clone().unwrap_or_default(),
-                },
+                }
+                .into(),
             },
             StepSpec::KeepStreams(s) => Step::Fault {
                 server: self.target_server(s.server.as_ref(), spec)?,
-                fault: Fault::KeepStreams,
+                fault: KeepStreams.into(),
             },
             StepSpec::HoldConnections(s) => Step::Fault {
                 server: self.target_server(s.server.as_ref(), spec)?,
-                fault: Fault::HoldConnections,
+                fault: HoldConnections.into(),
             },
             StepSpec::ReleaseConnections(s) => Step::Fault {
                 server: self.target_server(s.server.as_ref(), spec)?,
-                fault: Fault::ReleaseConnections,
+                fault: ReleaseConnections.into(),
             },
             StepSpec::DropResponses(s) => Step::Fault {
                 server: self.target_server(s.server.as_ref(), spec)?,
-                fault: Fault::DropResponses {
+                fault: DropResponses {
                     count: {
                         let count = s.count.unwrap_or(1);
                         check_count(count, "drop_responses: count")
@@ -1198,19 +1203,22 @@ impl Checker {
                         count
                     },
                     type_url: optional_type_url(s.resource_type.as_ref())?,
-                },
+                }
+                .into(),
             },
             StepSpec::DelayResponses(s) => Step::Fault {
                 server: self.target_server(s.server.as_ref(), spec)?,
-                fault: Fault::DelayResponses {
+                fault: DelayResponses {
                     by: duration(&s.by, "by")?,
-                },
+                }
+                .into(),
             },
             StepSpec::Restart(s) => Step::Fault {
                 server: self.target_server(s.server.as_ref(), spec)?,
-                fault: Fault::Restart {
+                fault: Restart {
                     keep_resources: s.keep_resources.unwrap_or(true),
-                },
+                }
+                .into(),
             },
             StepSpec::Wait(d) => Step::Wait(duration(d, "wait")?),
             StepSpec::Expect(e) => {
@@ -1485,7 +1493,7 @@ steps:
              - delay_responses: {by: 2s}\n  - drop_responses: {type: EDS}\n  \
              - drop_responses: {count: 3}\n",
         );
-        let faults: Vec<Fault> = s
+        let faults: Vec<xds_fake_server::fault::Fault> = s
             .steps
             .iter()
             .map(|step| match &step.step {
@@ -1499,41 +1507,43 @@ steps:
         assert_eq!(
             faults,
             [
-                Fault::Hang {
+                xds_fake_server::fault::Fault::from(xds_fake_server::fault::Hang {
                     type_url: Some(ResourceType::Cluster.type_url().to_string())
-                },
-                Fault::Hang { type_url: None },
-                Fault::Resume,
-                Fault::CloseStreamsAfter {
+                }),
+                xds_fake_server::fault::Fault::from(xds_fake_server::fault::Hang {
+                    type_url: None
+                }),
+                xds_fake_server::fault::Fault::from(xds_fake_server::fault::Resume),
+                xds_fake_server::fault::Fault::from(xds_fake_server::fault::CloseStreamsAfter {
                     responses: 2,
                     code: tonic::Code::Internal,
                     message: "m".into()
-                },
-                Fault::CloseStreamsAfter {
+                }),
+                xds_fake_server::fault::Fault::from(xds_fake_server::fault::CloseStreamsAfter {
                     responses: 0,
                     code: tonic::Code::Unavailable,
                     message: String::new()
-                },
-                Fault::KeepStreams,
-                Fault::Restart {
+                }),
+                xds_fake_server::fault::Fault::from(xds_fake_server::fault::KeepStreams),
+                xds_fake_server::fault::Fault::from(xds_fake_server::fault::Restart {
                     keep_resources: true
-                },
-                Fault::Restart {
+                }),
+                xds_fake_server::fault::Fault::from(xds_fake_server::fault::Restart {
                     keep_resources: false
-                },
-                Fault::HoldConnections,
-                Fault::ReleaseConnections,
-                Fault::DelayResponses {
+                }),
+                xds_fake_server::fault::Fault::from(xds_fake_server::fault::HoldConnections),
+                xds_fake_server::fault::Fault::from(xds_fake_server::fault::ReleaseConnections),
+                xds_fake_server::fault::Fault::from(xds_fake_server::fault::DelayResponses {
                     by: Duration::from_secs(2)
-                },
-                Fault::DropResponses {
+                }),
+                xds_fake_server::fault::Fault::from(xds_fake_server::fault::DropResponses {
                     count: 1,
                     type_url: Some(ResourceType::ClusterLoadAssignment.type_url().to_string())
-                },
-                Fault::DropResponses {
+                }),
+                xds_fake_server::fault::Fault::from(xds_fake_server::fault::DropResponses {
                     count: 3,
                     type_url: None
-                },
+                }),
             ]
         );
     }

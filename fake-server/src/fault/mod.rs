@@ -1,0 +1,274 @@
+//! Faults a scenario can apply to a fake server, as verbs (turmoil's
+//! `hold` / `release`): `hang` and `resume`, `refuse_connections` and
+//! `accept_connections`, `drop_responses`, ...
+//!
+//! Each verb is a module holding everything about it: its data, what it
+//! does to the server (under the state lock, and to listeners and
+//! connections outside it), the state it leaves in force, and how it reads
+//! on a timeline (`Display`). Verbs that start and stop one fault (`hang`
+//! and `resume`) share a module with the state in force between them.
+//! `fault_verbs!` lists them once; the [`Fault`] enum, its `From`
+//! conversions and the dispatch to each verb come from that list. A new
+//! verb is a module and a line in that list.
+//!
+//! A fault is plain data: applying it is the server's business
+//! ([`crate::FakeAdsServer::apply`]), and every applied fault is itself
+//! recorded as [`crate::event::ServerEvent::FaultApplied`], so a timeline
+//! shows what was done to the server next to what the client did about it.
+//!
+//! GOAWAY is a server setting, not a fault (`MaxConnectionAge`).
+
+mod close_streams;
+mod connections;
+mod delay;
+mod drop;
+mod hang;
+mod hold;
+mod restart;
+mod stream_limit;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use close_streams::CloseStreams;
+pub use connections::{AcceptConnections, RefuseConnections};
+pub use delay::DelayResponses;
+pub use drop::DropResponses;
+pub use hang::{Hang, Resume};
+pub use hold::{HoldConnections, ReleaseConnections};
+pub use restart::Restart;
+pub use stream_limit::{CloseStreamsAfter, KeepStreams};
+
+pub(crate) use delay::{Delay, Delayed};
+
+use crate::serve::TcpGate;
+use crate::shared::Inner;
+use crate::state::State;
+
+/// What one verb does.
+pub(crate) trait Verb: fmt::Display {
+    /// Its effect on the server's state, under the state lock, right after
+    /// the fault is recorded (so its consequences follow it in the
+    /// recording).
+    fn apply(&self, state: &mut State);
+
+    /// Its effect on listeners and connections, after the state lock is
+    /// released: tonic's accept loop locks a listener while polling it, so
+    /// listeners are never touched with the state lock held.
+    fn apply_outside(&self, _server: &Outside<'_>) -> Result<(), FaultError> {
+        Ok(())
+    }
+}
+
+/// What a verb may change outside the state lock.
+pub(crate) struct Outside<'a> {
+    pub inner: &'a Inner,
+    /// The server's TCP listeners.
+    pub tcp: &'a [Arc<TcpGate>],
+}
+
+/// The faults in force on one server (part of its state).
+#[derive(Default)]
+pub(crate) struct InForce {
+    /// `refuse_connections`, until `accept_connections`.
+    pub refusing: bool,
+    /// What `hang` stopped, until `resume`.
+    pub hung: hang::Hung,
+    /// `close_streams_after`, until `keep_streams`.
+    pub stream_limit: Option<stream_limit::StreamLimit>,
+    /// `delay_responses`, and the responses waiting it out.
+    pub delay: Delay,
+    /// `drop_responses`: what is still to be lost.
+    pub drops: Option<drop::Drops>,
+}
+
+/// Every verb, in the order the docs list them: its [`Fault`] variant and
+/// its module's type (named like the variant). Hands the list to
+/// `$callback`.
+macro_rules! fault_verbs {
+    ($callback:ident) => {
+        $callback! {
+            /// Close every open ADS stream with a gRPC status.
+            CloseStreams(close_streams),
+            /// Stop accepting new connections.
+            RefuseConnections(connections),
+            /// Accept connections again.
+            AcceptConnections(connections),
+            /// Send nothing by itself for one type, or every type.
+            Hang(hang),
+            /// End every hang.
+            Resume(hang),
+            /// Close every stream once it has had N responses.
+            CloseStreamsAfter(stream_limit),
+            /// Stop closing streams (ends `CloseStreamsAfter`).
+            KeepStreams(stream_limit),
+            /// The server process restarts.
+            Restart(restart),
+            /// Move no bytes on any connection.
+            HoldConnections(hold),
+            /// Let held connections go on.
+            ReleaseConnections(hold),
+            /// Hold every response back for a while.
+            DelayResponses(delay),
+            /// Lose the next responses on their way.
+            DropResponses(drop),
+        }
+    };
+}
+
+macro_rules! define_faults {
+    ($( $(#[$doc:meta])* $Variant:ident($module:ident) ),* $(,)?) => {
+        /// A fault to apply to one fake server: one of the verbs.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum Fault {
+            $( $(#[$doc])* $Variant($module::$Variant), )*
+        }
+
+        $(
+            impl From<$module::$Variant> for Fault {
+                fn from(verb: $module::$Variant) -> Fault {
+                    Fault::$Variant(verb)
+                }
+            }
+        )*
+
+        impl Fault {
+            pub(crate) fn verb(&self) -> &dyn Verb {
+                match self {
+                    $( Fault::$Variant(verb) => verb, )*
+                }
+            }
+        }
+    };
+}
+
+fault_verbs!(define_faults);
+
+/// How the fault reads on a timeline: `hang CDS`, `drop the next 2
+/// response(s)`.
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.verb().fmt(f)
+    }
+}
+
+/// Applying a fault did not fully take effect.
+#[derive(Debug, thiserror::Error)]
+pub enum FaultError {
+    /// `AcceptConnections` could not listen again on a TCP address (another
+    /// process took the port in between, say). The fault is still recorded
+    /// and in-memory listeners accept again.
+    #[error("could not listen again on {address}: {source}")]
+    Rebind {
+        address: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// A resource type as a fault's text names it: `CDS`, or the type URL.
+fn type_name(type_url: &str) -> String {
+    match xds_vocabulary::ResourceType::from_type_url(type_url) {
+        Some(t) => t.short_name().to_string(),
+        None if type_url.is_empty() => "\"\"".to_string(),
+        None => type_url.to_string(),
+    }
+}
+
+/// A gRPC status as a fault's text names it: `UNAVAILABLE: message`.
+fn status_text(code: tonic::Code, message: &str) -> String {
+    let name = xds_vocabulary::code_name(code);
+    if message.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}: {message}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// The texts timelines (and their snapshots) show.
+    #[test]
+    fn every_verb_reads_as_a_timeline_shows_it() {
+        let cds = xds_vocabulary::ResourceType::Cluster.type_url().to_string();
+        let cases: Vec<(Fault, &str)> = vec![
+            (
+                CloseStreams {
+                    code: tonic::Code::Unavailable,
+                    message: "bye".into(),
+                }
+                .into(),
+                "close streams with UNAVAILABLE: bye",
+            ),
+            (RefuseConnections.into(), "refuse connections"),
+            (AcceptConnections.into(), "accept connections"),
+            (Hang { type_url: None }.into(), "hang (every type)"),
+            (
+                Hang {
+                    type_url: Some(cds.clone()),
+                }
+                .into(),
+                "hang CDS",
+            ),
+            (Resume.into(), "resume"),
+            (
+                CloseStreamsAfter {
+                    responses: 2,
+                    code: tonic::Code::Internal,
+                    message: String::new(),
+                }
+                .into(),
+                "close every stream after 2 response(s) with INTERNAL",
+            ),
+            (KeepStreams.into(), "keep streams open"),
+            (
+                Restart {
+                    keep_resources: true,
+                }
+                .into(),
+                "restart (resources kept)",
+            ),
+            (
+                Restart {
+                    keep_resources: false,
+                }
+                .into(),
+                "restart (resources lost)",
+            ),
+            (HoldConnections.into(), "hold connections (no bytes move)"),
+            (ReleaseConnections.into(), "release connections"),
+            (
+                DelayResponses {
+                    by: Duration::from_millis(1500),
+                }
+                .into(),
+                "delay every response by 1.500s",
+            ),
+            (
+                DelayResponses { by: Duration::ZERO }.into(),
+                "stop delaying responses",
+            ),
+            (
+                DropResponses {
+                    count: 2,
+                    type_url: None,
+                }
+                .into(),
+                "drop the next 2 response(s)",
+            ),
+            (
+                DropResponses {
+                    count: 1,
+                    type_url: Some(cds),
+                }
+                .into(),
+                "drop the next 1 CDS response(s)",
+            ),
+        ];
+        for (fault, text) in cases {
+            assert_eq!(fault.to_string(), text, "{fault:?}");
+        }
+    }
+}
