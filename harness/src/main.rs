@@ -10,9 +10,9 @@ use clap::{Parser, Subcommand};
 use xds_conformance::matrix::{MatrixClient, run_matrix, write_reports};
 use xds_conformance::progress::Progress;
 use xds_conformance::runner::run_scenario;
-use xds_conformance::scenario::load_file;
 use xds_conformance::suite::{
-    Selection, client_description, client_factory, default_matrix_clients, discover, run_files,
+    Selection, client_description, client_factory, default_matrix_clients, discover, load,
+    run_files,
 };
 use xds_conformance_reports::{MAX_MESSAGE, Verdict};
 use xds_vocabulary::cut::cut;
@@ -407,7 +407,7 @@ fn validate(paths: Vec<PathBuf>) -> ExitCode {
     };
     let mut bad = 0;
     for file in &files {
-        match load_file(file) {
+        match load(file) {
             Ok(s) => println!("ok     {} ({} steps)", file.display(), s.steps.len()),
             Err(e) => {
                 bad += 1;
@@ -496,7 +496,7 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
     }) else {
         return ExitCode::SUCCESS;
     };
-    let loaded = match load_file(&path) {
+    let loaded = match load(&path) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{e}");
@@ -537,7 +537,7 @@ fn bench_peers(options: xds_conformance::peer_bench::BenchOptions) -> ExitCode {
 }
 
 fn serve(path: PathBuf, bootstrap_out: PathBuf) -> ExitCode {
-    let scenario = match load_file(&path) {
+    let scenario = match load(&path) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{e}");

@@ -9,7 +9,7 @@ use xds_client_under_test::{
 };
 use xds_conformance_reports::{RunReport, ScenarioReport, Verdict};
 
-use crate::scenario::{Scenario, ScenarioError, load_file};
+use crate::scenario::{LoadOptions, Scenario, ScenarioError, load_file_with};
 use crate::schedule::{Progress, SharedFactory, run_all};
 
 /// In-process clients this build can drive, by name. External clients
@@ -101,15 +101,15 @@ pub fn known_client_names() -> &'static [String] {
     })
 }
 
-/// The word of `candidates` closest to `word`, if one is close enough to
-/// be the word meant (a typo, not another word).
-pub fn closest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
-    candidates
-        .iter()
-        .map(|c| (strsim::damerau_levenshtein(word, c), c))
-        .filter(|(distance, c)| *distance <= (c.len() / 3).max(1))
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, c)| c.as_str())
+/// Loads a scenario file, checking the client names it uses against the
+/// clients known here ([`known_client_names`]).
+pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    load_file_with(
+        path,
+        LoadOptions {
+            clients: Some(known_client_names()),
+        },
+    )
 }
 
 /// Adapters the matrix leaves out unless asked for by name:
@@ -310,7 +310,7 @@ pub type Loaded = (String, Result<Scenario, ScenarioError>);
 pub fn load_selected(files: &[PathBuf], selection: &Selection) -> Vec<Loaded> {
     files
         .iter()
-        .map(|file| (file.display().to_string(), load_file(file)))
+        .map(|file| (file.display().to_string(), load(file)))
         .filter(|(source, loaded)| selection.selects(loaded.as_ref().ok(), source))
         .map(|(source, loaded)| (source, loaded.map(|s| selection.with_limits(s))))
         .collect()

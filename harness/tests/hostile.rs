@@ -105,12 +105,13 @@ fn check_file(path: &Path) -> Result<(), String> {
             line,
             column,
             fragment,
-        } => match load_file(path) {
+        } => match xds_conformance::suite::load(path) {
             Ok(_) => Err("loaded, but must not".into()),
             Err(e) => check_error(&e, line, column, &fragment),
         },
         Expectation::Outcome { label, fragment } => {
-            let scenario = load_file(path).map_err(|e| format!("does not load: {e}"))?;
+            let scenario =
+                xds_conformance::suite::load(path).map_err(|e| format!("does not load: {e}"))?;
             let outcome = run_scenario(&scenario, &|| {
                 Box::new(ReferenceClient::new()) as Box<dyn ClientUnderTest>
             });

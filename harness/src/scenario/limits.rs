@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use xds_vocabulary::ResourceType;
 
+use super::check::Problem;
 use super::duration::format_duration_in_units as format_duration;
-use super::load::Problem;
 use super::{Step, StepDef, Window};
 use crate::matcher::Matcher;
 
@@ -285,7 +285,7 @@ impl Reachable<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::scenario::load_str;
+    use crate::scenario::{LoadOptions, load_str, load_str_with};
 
     fn error(text: &str) -> String {
         match load_str("t.yaml", text) {
@@ -391,6 +391,21 @@ mod tests {
 
     #[test]
     fn a_misspelt_client_name_is_caught_with_a_suggestion() {
+        let clients = ["reference", "grpcio"].map(String::from);
+        let options = LoadOptions {
+            clients: Some(&clients),
+        };
+        let error = |text: &str| match load_str_with("t.yaml", text, options) {
+            Ok(_) => panic!("loaded: {text}"),
+            Err(e) => format!("{}:{}: {}", e.line, e.column, e.message),
+        };
+        // Without a list of clients, any name goes: the loader does not
+        // know which clients exist.
+        load_str(
+            "t.yaml",
+            &format!("{HEAD}known_failures: {{grpcoi: why}}\nsteps: []\n"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let e = error(&format!(
             "{HEAD}known_failures: {{grpcoi: why}}\nsteps: []\n"
         ));

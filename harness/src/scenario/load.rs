@@ -5,11 +5,13 @@
 //!
 //! The first error stops loading: one precise message beats many vague ones.
 //!
-//! Matcher kinds compile their own file form (`crate::matcher`), with the
-//! `Checker` and the value parsers here.
+//! This module is the orchestration: parse, then check each part in turn.
+//! What each part is checked with (the `Checker`, the value parsers) is the
+//! toolkit in `check`, which matcher kinds use too (`crate::matcher`);
+//! how errors read is `error`. The loader knows nothing of the machine it
+//! runs on: which clients exist is the caller's to say ([`LoadOptions`]).
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
 use std::path::{Component, Path};
 use std::time::Duration;
 
@@ -19,20 +21,19 @@ use xds_fake_server::fault::{
     CloseStreamsAfter, DelayResponses, DropResponses, Hang, HoldConnections, KeepStreams,
     ReleaseConnections, Restart, Resume,
 };
-use xds_fake_server::{ScriptedResourceError, ServedResource};
-use xds_vocabulary::status::STATUS_CODES;
 use xds_vocabulary::{AdsProtocol, ResourceType};
 
-use super::duration::parse_duration;
+use super::check::{
+    Checker, Problem, closest, code, duration, keyword, opt, optional_type_url,
+    parse_resource_type, resource_errors, resource_list,
+};
+use super::error::ScenarioError;
 use super::file::{
-    BootstrapSpec, LimitsSpec, ResourceErrorSpec, ResourceSpec, ScenarioFile, ServerSpec, Spanned,
-    StepSpec, TlsSpec,
+    BootstrapSpec, LimitsSpec, ScenarioFile, ServerSpec, Spanned, StepSpec, TlsSpec,
 };
 use super::limits::{
     self, Limits, MAX_FILE_BYTES, MAX_STEPS, MAX_VIRTUAL_TIME, MAX_WALL_TIME, check_count,
-    check_duration,
 };
-use super::resources;
 use super::{
     BootstrapPlan, ClientAuthPlan, ClientPlan, Location, RpcUntil, Scenario, ServerCertificatePlan,
     ServerDef, Step, StepDef, TlsPlan, Window,
@@ -40,224 +41,22 @@ use super::{
 use crate::matcher::{Alternative, MATCHER_KEYS, Matcher, MatcherSpec};
 use xds_vocabulary::certificates::Signer;
 
-/// A scenario file that cannot be run: where, and what is wrong.
-///
-/// Renders as `file.yaml:3:24: <message>` followed by the offending source
-/// lines with a caret under the column.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{}: {message}{}{}", location_text(file, *line, *column), snippet_block(snippet), more_block(more))]
-pub struct ScenarioError {
-    pub file: String,
-    /// 1-based; 0 when the error has no position (e.g. unreadable file).
-    pub line: u64,
-    /// 1-based, in characters.
-    pub column: u64,
-    pub message: String,
-    /// The source lines up to `line`, and a caret line; empty without a position.
-    pub snippet: String,
-    /// Further errors found in the same part of the file (every wrong key
-    /// of a proto3 JSON resource), each with its own position.
-    pub more: Vec<ScenarioError>,
-}
-
-impl ScenarioError {
-    pub fn location(&self) -> Location {
-        Location {
-            file: self.file.clone(),
-            line: self.line,
-            column: self.column,
-        }
-    }
-
-    fn new(file: &str, text: &str, line: u64, column: u64, message: String) -> Self {
-        ScenarioError {
-            file: file.to_string(),
-            line,
-            column,
-            message: xds_vocabulary::cut::cut(&message, MAX_MESSAGE).into_owned(),
-            snippet: snippet(text, line, column),
-            more: Vec::new(),
-        }
-    }
-
-    fn from_problem(file: &str, text: &str, problem: Problem) -> Self {
-        let more = problem
-            .more
-            .into_iter()
-            .take(MAX_MORE)
-            .map(|p| ScenarioError::new(file, text, p.line, p.column, p.message))
-            .collect();
-        ScenarioError {
-            more,
-            ..ScenarioError::new(file, text, problem.line, problem.column, problem.message)
-        }
-    }
-}
-
-/// How many further errors one error carries: a resource pasted with the
-/// wrong casing throughout must not print a screen per key.
-const MAX_MORE: usize = 20;
-
-fn more_block(more: &[ScenarioError]) -> String {
-    more.iter().map(|e| format!("\n{e}")).collect()
-}
-
-fn location_text(file: &str, line: u64, column: u64) -> String {
-    if line == 0 {
-        file.to_string()
-    } else {
-        format!("{file}:{line}:{column}")
-    }
-}
-
-fn snippet_block(snippet: &str) -> String {
-    if snippet.is_empty() {
-        String::new()
-    } else {
-        format!("\n{snippet}")
-    }
-}
-
-/// Up to two lines of context, the line itself, and a caret under `column`.
-/// Long lines are shown as a window of [`SNIPPET_WIDTH`] characters around
-/// the column (a file on one line must not put megabytes into a message).
-fn snippet(text: &str, line: u64, column: u64) -> String {
-    let Some(index) = usize::try_from(line).ok().and_then(|l| l.checked_sub(1)) else {
-        return String::new();
-    };
-    let lines = yaml_lines(text);
-    // An error at the end of input may sit on the line after the last one.
-    let target = match lines.get(index) {
-        Some(l) => *l,
-        None if index == lines.len() => "",
-        None => return String::new(),
-    };
-    let context = &lines[index.saturating_sub(2)..index];
-    let width = line.to_string().len();
-    let mut out = String::new();
-    let _ = writeln!(out, "{:width$} |", "");
-    for (i, l) in context.iter().enumerate() {
-        let number = index - context.len() + i + 1;
-        let (shown, _) = window(l, 0);
-        let _ = writeln!(out, "{number:>width$} | {shown}");
-    }
-    let column = usize::try_from(column.saturating_sub(1)).unwrap_or(0);
-    let (shown, caret_at) = window(target, column);
-    let _ = writeln!(out, "{line:>width$} | {shown}");
-    // Keep tabs so the caret lines up under tab-indented text.
-    let pad: String = shown
-        .chars()
-        .take(caret_at)
-        .map(|c| if c == '\t' { '\t' } else { ' ' })
-        .collect();
-    let _ = write!(out, "{:width$} | {pad}^", "");
-    out
-}
-
-/// Characters of one source line a snippet shows.
-const SNIPPET_WIDTH: usize = 120;
-
-/// `line` if it is short; else [`SNIPPET_WIDTH`] characters around the
-/// 0-based character `column`, with `...` where it was cut. Also where
-/// the column lands in what is shown.
-fn window(line: &str, column: usize) -> (String, usize) {
-    let total = line.chars().count();
-    if total <= SNIPPET_WIDTH {
-        return (line.to_string(), column);
-    }
-    let start = column
-        .saturating_sub(SNIPPET_WIDTH / 2)
-        .min(total - SNIPPET_WIDTH);
-    let end = start + SNIPPET_WIDTH;
-    let mut shown = String::new();
-    if start > 0 {
-        shown.push_str("...");
-    }
-    shown.extend(line.chars().skip(start).take(SNIPPET_WIDTH));
-    if end < total {
-        let _ = write!(shown, "... [{} more characters]", total - end);
-    }
-    let caret_at = column - start + if start > 0 { 3 } else { 0 };
-    (shown, caret_at)
-}
-
-/// Longest message a loader error carries: a parser may quote the value
-/// it rejects, and a value may be the whole file.
-const MAX_MESSAGE: usize = 1000;
-
-/// The text's lines as YAML numbers them: a line ends at LF, CRLF or a
-/// lone CR. (`str::lines` knows no lone CR, so the parser's line numbers
-/// would point past its lines and an error would show no source.)
-fn yaml_lines(text: &str) -> Vec<&str> {
-    let mut lines = Vec::new();
-    let mut rest = text;
-    while let Some(end) = rest.find(['\n', '\r']) {
-        lines.push(&rest[..end]);
-        let break_len = if rest[end..].starts_with("\r\n") {
-            2
-        } else {
-            1
-        };
-        rest = &rest[end + break_len..];
-    }
-    if !rest.is_empty() {
-        lines.push(rest);
-    }
-    lines
-}
-
-/// A semantic error before it is tied to a file.
-#[derive(Debug)]
-pub(crate) struct Problem {
-    line: u64,
-    column: u64,
-    message: String,
-    /// Further errors of the same part, each where it is.
-    more: Vec<Problem>,
-}
-
-impl Problem {
-    pub(crate) fn at<T>(spanned: &Spanned<T>, message: impl Into<String>) -> Self {
-        Problem {
-            line: spanned.line,
-            column: spanned.column,
-            message: message.into(),
-            more: Vec::new(),
-        }
-    }
-
-    pub(crate) fn at_position(line: u64, column: u64, message: impl Into<String>) -> Self {
-        Problem {
-            line,
-            column,
-            message: message.into(),
-            more: Vec::new(),
-        }
-    }
-
-    /// This error, and more of the same part after it.
-    pub(crate) fn with_more(self, more: Vec<Problem>) -> Self {
-        Problem { more, ..self }
-    }
-
-    #[cfg(test)]
-    pub(super) fn message(&self) -> &str {
-        &self.message
-    }
-
-    #[cfg(test)]
-    pub(super) fn line(&self) -> u64 {
-        self.line
-    }
-
-    #[cfg(test)]
-    pub(super) fn column(&self) -> u64 {
-        self.column
-    }
+/// What the loader checks beyond the file itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LoadOptions<'a> {
+    /// The client names `known_failures` and `no_snapshot_for` may use, so
+    /// a misspelt name does not silently leave a known failure unrecorded;
+    /// `None`: any name.
+    pub clients: Option<&'a [String]>,
 }
 
 /// Loads and checks a scenario file.
 pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
+    load_file_with(path, LoadOptions::default())
+}
+
+/// [`load_file`], with the checks `options` add.
+pub fn load_file_with(path: &Path, options: LoadOptions<'_>) -> Result<Scenario, ScenarioError> {
     let file = path.display().to_string();
     let unreadable = |message: String| ScenarioError {
         file: file.clone(),
@@ -276,7 +75,7 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
     }
     let text = std::fs::read_to_string(path)
         .map_err(|e| unreadable(format!("cannot read the scenario file: {e}")))?;
-    load_str(&file, &text)
+    load_str_with(&file, &text, options)
 }
 
 /// `message`, saying in which part of the file when that helps: a
@@ -311,24 +110,37 @@ const LOADER_STACK: usize = 64 << 20;
 /// Loads and checks scenario text; `source_name` is its path (for messages
 /// and the default scenario name).
 pub fn load_str(source_name: &str, text: &str) -> Result<Scenario, ScenarioError> {
+    load_str_with(source_name, text, LoadOptions::default())
+}
+
+/// [`load_str`], with the checks `options` add.
+pub fn load_str_with(
+    source_name: &str,
+    text: &str,
+    options: LoadOptions<'_>,
+) -> Result<Scenario, ScenarioError> {
     // On a thread of its own with room for the deepest input the limits
     // allow, whatever thread asked (see LOADER_STACK).
     std::thread::scope(|scope| {
         match std::thread::Builder::new()
             .name("scenario loader".into())
             .stack_size(LOADER_STACK)
-            .spawn_scoped(scope, || load_str_here(source_name, text))
+            .spawn_scoped(scope, || load_str_here(source_name, text, options))
         {
             Ok(loader) => loader
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
             // No thread to be had: try on this one.
-            Err(_) => load_str_here(source_name, text),
+            Err(_) => load_str_here(source_name, text, options),
         }
     })
 }
 
-fn load_str_here(source_name: &str, text: &str) -> Result<Scenario, ScenarioError> {
+fn load_str_here(
+    source_name: &str,
+    text: &str,
+    options: LoadOptions<'_>,
+) -> Result<Scenario, ScenarioError> {
     if text.len() as u64 > MAX_FILE_BYTES {
         return Err(ScenarioError {
             file: source_name.to_string(),
@@ -360,7 +172,8 @@ fn load_str_here(source_name: &str, text: &str) -> Result<Scenario, ScenarioErro
         let message = in_part(&path, message);
         ScenarioError::new(source_name, text, line, column, message)
     })?;
-    check(source_name, parsed).map_err(|p| ScenarioError::from_problem(source_name, text, p))
+    check(source_name, parsed, options)
+        .map_err(|p| ScenarioError::from_problem(source_name, text, p))
 }
 
 /// serde's "unknown field `x`, expected one of a, b" (or "unknown
@@ -379,7 +192,7 @@ fn with_suggestion(message: String) -> String {
         .split(", ")
         .map(|c| c.trim_matches('`').to_string())
         .collect();
-    match crate::suite::closest(word, &candidates) {
+    match closest(word, &candidates) {
         Some(meant) => format!("{message} (did you mean `{meant}`?)"),
         None => message,
     }
@@ -420,7 +233,11 @@ fn default_name(source_name: &str) -> String {
     }
 }
 
-fn check(source_name: &str, file: ScenarioFile) -> Result<Scenario, Problem> {
+fn check(
+    source_name: &str,
+    file: ScenarioFile,
+    options: LoadOptions<'_>,
+) -> Result<Scenario, Problem> {
     let checker = Checker::new(&file)?;
     for tag in &file.spec {
         let v = &tag.value;
@@ -480,11 +297,13 @@ fn check(source_name: &str, file: ScenarioFile) -> Result<Scenario, Problem> {
         ));
     }
     let limits = run_limits(file.limits.as_ref())?;
-    for (list, what) in [
-        (&file.known_failures, "known_failures"),
-        (&file.no_snapshot_for, "no_snapshot_for"),
-    ] {
-        known_clients(list, what)?;
+    if let Some(known) = options.clients {
+        for (list, what) in [
+            (&file.known_failures, "known_failures"),
+            (&file.no_snapshot_for, "no_snapshot_for"),
+        ] {
+            known_clients(list, what, known)?;
+        }
     }
     let mut steps = Vec::with_capacity(file.steps.len());
     let mut watches = Watches::default();
@@ -565,13 +384,16 @@ fn run_limits(spec: Option<&LimitsSpec>) -> Result<Limits, Problem> {
     Ok(limits)
 }
 
-/// Every key of a per-client map names a client this harness knows, so a
-/// misspelt name does not silently leave a known failure unrecorded.
-fn known_clients(list: &Spanned<IndexMap<String, String>>, what: &str) -> Result<(), Problem> {
-    let known = crate::suite::known_client_names();
+/// Every key of a per-client map names a known client (see
+/// [`LoadOptions::clients`]).
+fn known_clients(
+    list: &Spanned<IndexMap<String, String>>,
+    what: &str,
+    known: &[String],
+) -> Result<(), Problem> {
     for name in list.value.keys() {
         if !known.iter().any(|k| k == name) {
-            let hint = crate::suite::closest(name, known)
+            let hint = closest(name, known)
                 .map(|k| format!(" (did you mean `{k}`?)"))
                 .unwrap_or_default();
             return Err(Problem::at(
@@ -632,184 +454,12 @@ fn tls_plan(spec: &TlsSpec) -> Result<TlsPlan, Problem> {
     })
 }
 
-/// One of a fixed set of words; the error lists them all.
-pub(crate) fn keyword<T: Copy>(
-    s: &Spanned<String>,
-    what: &str,
-    table: &[(&str, T)],
-) -> Result<T, Problem> {
-    table
-        .iter()
-        .find(|(name, _)| *name == s.value)
-        .map(|(_, v)| *v)
-        .ok_or_else(|| {
-            let valid: Vec<String> = table.iter().map(|(name, _)| name.to_string()).collect();
-            let hint = crate::suite::closest(&s.value, &valid)
-                .map(|k| format!(" (did you mean `{k}`?)"))
-                .unwrap_or_default();
-            Problem::at(
-                s,
-                format!(
-                    "unknown {what} `{}`{hint}: expected one of {}",
-                    s.value,
-                    valid.join(", ")
-                ),
-            )
-        })
-}
-
 fn protocol(s: &Spanned<String>) -> Result<AdsProtocol, Problem> {
     keyword(s, "protocol", &AdsProtocol::ALL.map(|p| (p.name(), p)))
 }
 
-/// A response's `resource_errors` as the fake server sends them.
-fn resource_errors(specs: &[ResourceErrorSpec]) -> Result<Vec<ScriptedResourceError>, Problem> {
-    specs
-        .iter()
-        .map(|spec| {
-            Ok(ScriptedResourceError {
-                name: spec.name.clone(),
-                code: Some(code(&spec.code)? as i32),
-                message: spec.message.clone(),
-            })
-        })
-        .collect()
-}
-
-pub(crate) fn code(s: &Spanned<String>) -> Result<tonic::Code, Problem> {
-    keyword(s, "status code", &STATUS_CODES)
-}
-
-/// A fault's optional `type:`, as a type URL.
-fn optional_type_url(t: Option<&Spanned<String>>) -> Result<Option<String>, Problem> {
-    t.map(|t| parse_resource_type(t).map(|r| r.type_url().to_string()))
-        .transpose()
-}
-
-pub(crate) fn duration(s: &Spanned<String>, what: &str) -> Result<Duration, Problem> {
-    let value = parse_duration(&s.value).map_err(|e| Problem::at(s, format!("{what}: {e}")))?;
-    check_duration(value).map_err(|e| Problem::at(s, format!("{what}: {e}")))?;
-    Ok(value)
-}
-
-pub(crate) fn parse_resource_type(s: &Spanned<String>) -> Result<ResourceType, Problem> {
-    ResourceType::parse(&s.value).ok_or_else(|| {
-        Problem::at(
-            s,
-            format!(
-                "unknown resource type `{}`: expected LDS, RDS, CDS, EDS or a type URL",
-                s.value
-            ),
-        )
-    })
-}
-
-pub(crate) fn opt<T, U>(
-    value: Option<&T>,
-    f: impl FnOnce(&T) -> Result<U, Problem>,
-) -> Result<Option<U>, Problem> {
-    value.map(f).transpose()
-}
-
-/// Checks against the scenario's declared servers (and backends).
-pub(crate) struct Checker {
-    servers: Vec<String>,
-    backends: Vec<String>,
-}
-
+/// What the loader checks with the scenario's servers and backends.
 impl Checker {
-    fn new(file: &ScenarioFile) -> Result<Self, Problem> {
-        if file.servers.value.is_empty() {
-            return Err(Problem::at(
-                &file.servers,
-                "servers: a scenario needs at least one server",
-            ));
-        }
-        Ok(Checker {
-            servers: file.servers.value.keys().cloned().collect(),
-            backends: file.backends.keys().cloned().collect(),
-        })
-    }
-
-    fn server_list(&self) -> String {
-        self.servers.join(", ")
-    }
-
-    /// A server named explicitly.
-    fn known_server(&self, name: &Spanned<String>) -> Result<String, Problem> {
-        if self.servers.contains(&name.value) {
-            return Ok(name.value.clone());
-        }
-        Err(Problem::at(
-            name,
-            format!(
-                "unknown server `{}`: scenario has servers {}",
-                name.value,
-                self.server_list()
-            ),
-        ))
-    }
-
-    /// The server a step acts on: given, or the only one.
-    fn target_server<T>(
-        &self,
-        given: Option<&Spanned<String>>,
-        step: &Spanned<T>,
-    ) -> Result<String, Problem> {
-        match (given, self.servers.as_slice()) {
-            (Some(name), _) => self.known_server(name),
-            (None, [only]) => Ok(only.clone()),
-            (None, _) => Err(Problem::at(
-                step,
-                format!(
-                    "server: required, scenario has servers {}",
-                    self.server_list()
-                ),
-            )),
-        }
-    }
-
-    /// A matcher's optional server filter.
-    pub(crate) fn filter_server(
-        &self,
-        given: Option<&Spanned<String>>,
-    ) -> Result<Option<String>, Problem> {
-        opt(given, |name| self.known_server(name))
-    }
-
-    /// An endpoint address as scenarios write it: `backend:NAME` (that
-    /// backend's canonical address) or `ip:port` as it is.
-    pub(crate) fn endpoint_address(&self, text: &Spanned<String>) -> Result<String, Problem> {
-        match text.value.strip_prefix("backend:") {
-            None => Ok(text.value.clone()),
-            Some(name) => {
-                let named = Spanned {
-                    value: name.to_string(),
-                    line: text.line,
-                    column: text.column,
-                };
-                self.known_backend(&named)?;
-                let index = self.backends.iter().position(|b| *b == named.value);
-                Ok(super::backend_address(index.unwrap_or_default()))
-            }
-        }
-    }
-
-    /// A backend named explicitly.
-    pub(crate) fn known_backend(&self, name: &Spanned<String>) -> Result<String, Problem> {
-        if self.backends.contains(&name.value) {
-            return Ok(name.value.clone());
-        }
-        Err(Problem::at(
-            name,
-            format!(
-                "unknown backend `{}`: scenario has backends [{}]",
-                name.value,
-                self.backends.join(", ")
-            ),
-        ))
-    }
-
     fn server_def(&self, name: &str, spec: &ServerSpec) -> Result<ServerDef, Problem> {
         let scripted = opt(spec.mode.as_ref(), |m| {
             keyword(m, "server mode", SERVER_MODES)
@@ -1380,37 +1030,6 @@ fn generated(
     }
 }
 
-/// Builds a list of resources. In a state-setting list each (type, name)
-/// may appear once; `send_response` lists may repeat entries on purpose.
-fn resource_list(
-    specs: &[Spanned<ResourceSpec>],
-    allow_duplicates: bool,
-    backends: &[String],
-) -> Result<Vec<ServedResource>, Problem> {
-    let mut seen: HashMap<(String, String), u64> = HashMap::new();
-    let mut built = Vec::with_capacity(specs.len());
-    for spec in specs {
-        let resource = resources::build(spec, backends)?;
-        if !allow_duplicates {
-            let key = (resource.type_url.clone(), resource.name.clone());
-            if let Some(first_line) = seen.insert(key, spec.line) {
-                let kind = ResourceType::from_type_url(&resource.type_url)
-                    .map_or(resource.type_url.clone(), |t| t.to_string());
-                return Err(Problem::at(
-                    spec,
-                    format!(
-                        "duplicate resource: {kind} `{}` is already in this list (line {first_line}); \
-                         only send_response may repeat a resource",
-                        resource.name
-                    ),
-                ));
-            }
-        }
-        built.push(resource);
-    }
-    Ok(built)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1419,6 +1038,7 @@ mod tests {
     use crate::matcher::serving::ServingMatcher;
     use crate::matcher::watcher::WatcherEventKind;
     use crate::timeline::CsdsStatus;
+    use std::fmt::Write as _;
     use xds_vocabulary::{LogLevel, RequestKind};
 
     const FULL: &str = r#"
@@ -1556,8 +1176,6 @@ steps:
             load_error("description: d\rservers: {main: {}}\r\nsteps:\r  - hang: {type: XDS}\r");
         assert_eq!((e.line, e.column), (4, 18), "{e}");
         assert!(e.snippet.contains("4 |   - hang: {type: XDS}"), "{e}");
-        assert_eq!(yaml_lines("a\r\nb\rc\n\nd"), ["a", "b", "c", "", "d"]);
-        assert_eq!(yaml_lines("a\n"), ["a"]);
     }
 
     #[test]

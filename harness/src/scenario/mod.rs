@@ -6,16 +6,19 @@
 //! entries, durations parsed, matchers compiled; located semantic errors).
 //! Matchers, file form and checked form, are in `crate::matcher`.
 
+pub(crate) mod check;
 pub mod duration;
+mod error;
 pub mod file;
 pub mod limits;
-pub(crate) mod load;
+mod load;
 pub mod proto_json;
 mod resources;
 mod schema;
 pub mod spanned_json;
 
-pub use load::{ScenarioError, load_file, load_str};
+pub use error::ScenarioError;
+pub use load::{LoadOptions, load_file, load_file_with, load_str, load_str_with};
 pub use schema::scenario_schema;
 
 use std::collections::BTreeMap;

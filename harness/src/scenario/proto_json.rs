@@ -230,7 +230,7 @@ fn object_errors(
                 .fields()
                 .flat_map(|f| [f.name().to_string(), f.json_name().to_string()])
                 .collect();
-            let hint = crate::suite::closest(&key.value, &names)
+            let hint = super::check::closest(&key.value, &names)
                 .map(|n| format!(" (did you mean `{n}`?)"))
                 .unwrap_or_default();
             errors.push(KeyError {

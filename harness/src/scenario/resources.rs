@@ -42,11 +42,11 @@ use prost::Message;
 use xds_fake_server::ServedResource;
 use xds_vocabulary::ResourceType;
 
+use super::check::{Problem, parse_resource_type};
 use super::file::{
     ClusterSpec, EndpointsSpec, ListenerSpec, LocalitySpec, RawSpec, ResourceSpec, RouteConfigSpec,
     RouteSpec, Spanned, VirtualHostSpec,
 };
-use super::load::{Problem, parse_resource_type};
 use super::proto_json;
 use super::spanned_json::SpannedJson;
 

@@ -1,0 +1,287 @@
+//! The checking toolkit: what the loader, every step kind and every
+//! matcher kind use to turn a file form into a checked form with located
+//! errors. A [`Problem`] is an error at a position; the [`Checker`] knows
+//! the scenario's servers and backends; the value parsers read keywords,
+//! durations, status codes and resource types the one way every part of a
+//! file writes them.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use xds_fake_server::{ScriptedResourceError, ServedResource};
+use xds_vocabulary::ResourceType;
+use xds_vocabulary::status::STATUS_CODES;
+
+use super::duration::parse_duration;
+use super::file::{ResourceErrorSpec, ResourceSpec, ScenarioFile, Spanned};
+use super::limits::check_duration;
+use super::resources;
+
+/// A semantic error before it is tied to a file.
+#[derive(Debug)]
+pub(crate) struct Problem {
+    pub(super) line: u64,
+    pub(super) column: u64,
+    pub(super) message: String,
+    /// Further errors of the same part, each where it is.
+    pub(super) more: Vec<Problem>,
+}
+
+impl Problem {
+    pub(crate) fn at<T>(spanned: &Spanned<T>, message: impl Into<String>) -> Self {
+        Problem {
+            line: spanned.line,
+            column: spanned.column,
+            message: message.into(),
+            more: Vec::new(),
+        }
+    }
+
+    pub(crate) fn at_position(line: u64, column: u64, message: impl Into<String>) -> Self {
+        Problem {
+            line,
+            column,
+            message: message.into(),
+            more: Vec::new(),
+        }
+    }
+
+    /// This error, and more of the same part after it.
+    pub(crate) fn with_more(self, more: Vec<Problem>) -> Self {
+        Problem { more, ..self }
+    }
+
+    #[cfg(test)]
+    pub(super) fn message(&self) -> &str {
+        &self.message
+    }
+
+    #[cfg(test)]
+    pub(super) fn line(&self) -> u64 {
+        self.line
+    }
+
+    #[cfg(test)]
+    pub(super) fn column(&self) -> u64 {
+        self.column
+    }
+}
+
+/// One of a fixed set of words; the error lists them all.
+pub(crate) fn keyword<T: Copy>(
+    s: &Spanned<String>,
+    what: &str,
+    table: &[(&str, T)],
+) -> Result<T, Problem> {
+    table
+        .iter()
+        .find(|(name, _)| *name == s.value)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let valid: Vec<String> = table.iter().map(|(name, _)| name.to_string()).collect();
+            let hint = closest(&s.value, &valid)
+                .map(|k| format!(" (did you mean `{k}`?)"))
+                .unwrap_or_default();
+            Problem::at(
+                s,
+                format!(
+                    "unknown {what} `{}`{hint}: expected one of {}",
+                    s.value,
+                    valid.join(", ")
+                ),
+            )
+        })
+}
+
+/// A response's `resource_errors` as the fake server sends them.
+pub(crate) fn resource_errors(
+    specs: &[ResourceErrorSpec],
+) -> Result<Vec<ScriptedResourceError>, Problem> {
+    specs
+        .iter()
+        .map(|spec| {
+            Ok(ScriptedResourceError {
+                name: spec.name.clone(),
+                code: Some(code(&spec.code)? as i32),
+                message: spec.message.clone(),
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn code(s: &Spanned<String>) -> Result<tonic::Code, Problem> {
+    keyword(s, "status code", &STATUS_CODES)
+}
+
+/// A fault's optional `type:`, as a type URL.
+pub(crate) fn optional_type_url(t: Option<&Spanned<String>>) -> Result<Option<String>, Problem> {
+    t.map(|t| parse_resource_type(t).map(|r| r.type_url().to_string()))
+        .transpose()
+}
+
+pub(crate) fn duration(s: &Spanned<String>, what: &str) -> Result<Duration, Problem> {
+    let value = parse_duration(&s.value).map_err(|e| Problem::at(s, format!("{what}: {e}")))?;
+    check_duration(value).map_err(|e| Problem::at(s, format!("{what}: {e}")))?;
+    Ok(value)
+}
+
+pub(crate) fn parse_resource_type(s: &Spanned<String>) -> Result<ResourceType, Problem> {
+    ResourceType::parse(&s.value).ok_or_else(|| {
+        Problem::at(
+            s,
+            format!(
+                "unknown resource type `{}`: expected LDS, RDS, CDS, EDS or a type URL",
+                s.value
+            ),
+        )
+    })
+}
+
+pub(crate) fn opt<T, U>(
+    value: Option<&T>,
+    f: impl FnOnce(&T) -> Result<U, Problem>,
+) -> Result<Option<U>, Problem> {
+    value.map(f).transpose()
+}
+
+/// Checks against the scenario's declared servers (and backends).
+pub(crate) struct Checker {
+    pub(super) servers: Vec<String>,
+    pub(super) backends: Vec<String>,
+}
+
+impl Checker {
+    pub(super) fn new(file: &ScenarioFile) -> Result<Self, Problem> {
+        if file.servers.value.is_empty() {
+            return Err(Problem::at(
+                &file.servers,
+                "servers: a scenario needs at least one server",
+            ));
+        }
+        Ok(Checker {
+            servers: file.servers.value.keys().cloned().collect(),
+            backends: file.backends.keys().cloned().collect(),
+        })
+    }
+
+    pub(crate) fn server_list(&self) -> String {
+        self.servers.join(", ")
+    }
+
+    /// A server named explicitly.
+    pub(crate) fn known_server(&self, name: &Spanned<String>) -> Result<String, Problem> {
+        if self.servers.contains(&name.value) {
+            return Ok(name.value.clone());
+        }
+        Err(Problem::at(
+            name,
+            format!(
+                "unknown server `{}`: scenario has servers {}",
+                name.value,
+                self.server_list()
+            ),
+        ))
+    }
+
+    /// The server a step acts on: given, or the only one.
+    pub(crate) fn target_server<T>(
+        &self,
+        given: Option<&Spanned<String>>,
+        step: &Spanned<T>,
+    ) -> Result<String, Problem> {
+        match (given, self.servers.as_slice()) {
+            (Some(name), _) => self.known_server(name),
+            (None, [only]) => Ok(only.clone()),
+            (None, _) => Err(Problem::at(
+                step,
+                format!(
+                    "server: required, scenario has servers {}",
+                    self.server_list()
+                ),
+            )),
+        }
+    }
+
+    /// A matcher's optional server filter.
+    pub(crate) fn filter_server(
+        &self,
+        given: Option<&Spanned<String>>,
+    ) -> Result<Option<String>, Problem> {
+        opt(given, |name| self.known_server(name))
+    }
+
+    /// An endpoint address as scenarios write it: `backend:NAME` (that
+    /// backend's canonical address) or `ip:port` as it is.
+    pub(crate) fn endpoint_address(&self, text: &Spanned<String>) -> Result<String, Problem> {
+        match text.value.strip_prefix("backend:") {
+            None => Ok(text.value.clone()),
+            Some(name) => {
+                let named = Spanned {
+                    value: name.to_string(),
+                    line: text.line,
+                    column: text.column,
+                };
+                self.known_backend(&named)?;
+                let index = self.backends.iter().position(|b| *b == named.value);
+                Ok(super::backend_address(index.unwrap_or_default()))
+            }
+        }
+    }
+
+    /// A backend named explicitly.
+    pub(crate) fn known_backend(&self, name: &Spanned<String>) -> Result<String, Problem> {
+        if self.backends.contains(&name.value) {
+            return Ok(name.value.clone());
+        }
+        Err(Problem::at(
+            name,
+            format!(
+                "unknown backend `{}`: scenario has backends [{}]",
+                name.value,
+                self.backends.join(", ")
+            ),
+        ))
+    }
+}
+
+/// Builds a list of resources. In a state-setting list each (type, name)
+/// may appear once; `send_response` lists may repeat entries on purpose.
+pub(crate) fn resource_list(
+    specs: &[Spanned<ResourceSpec>],
+    allow_duplicates: bool,
+    backends: &[String],
+) -> Result<Vec<ServedResource>, Problem> {
+    let mut seen: HashMap<(String, String), u64> = HashMap::new();
+    let mut built = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let resource = resources::build(spec, backends)?;
+        if !allow_duplicates {
+            let key = (resource.type_url.clone(), resource.name.clone());
+            if let Some(first_line) = seen.insert(key, spec.line) {
+                let kind = ResourceType::from_type_url(&resource.type_url)
+                    .map_or(resource.type_url.clone(), |t| t.to_string());
+                return Err(Problem::at(
+                    spec,
+                    format!(
+                        "duplicate resource: {kind} `{}` is already in this list (line {first_line}); \
+                         only send_response may repeat a resource",
+                        resource.name
+                    ),
+                ));
+            }
+        }
+        built.push(resource);
+    }
+    Ok(built)
+}
+
+/// The word of `candidates` closest to `word`, if one is close enough to
+/// be the word meant (a typo, not another word).
+pub fn closest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::damerau_levenshtein(word, c), c))
+        .filter(|(distance, c)| *distance <= (c.len() / 3).max(1))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, c)| c.as_str())
+}
