@@ -7,6 +7,7 @@
 
 pub mod addresses;
 pub mod bootstrap;
+pub mod check;
 pub mod differential;
 /// For the fuzz targets in `fuzz/` and their corpus replay test only.
 #[doc(hidden)]
@@ -17,6 +18,7 @@ pub mod matrix;
 pub mod peer_bench;
 pub mod progress;
 pub mod proxy;
+pub mod resource;
 pub mod runner;
 pub mod scenario;
 pub mod schedule;

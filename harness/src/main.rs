@@ -45,7 +45,7 @@ struct LimitArgs {
 }
 
 fn parse_limit(text: &str) -> Result<Duration, String> {
-    match xds_conformance::scenario::duration::parse_duration(text) {
+    match xds_conformance::check::duration::parse_duration(text) {
         Ok(d) if d.is_zero() => Err("a limit must be more than 0s".into()),
         Ok(d) => Ok(d),
         Err(e) => Err(e.to_string()),

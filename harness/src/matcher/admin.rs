@@ -8,8 +8,8 @@ use xds_client_under_test::{AdminObservation, AdminResourceState, Capabilities, 
 use xds_vocabulary::ResourceType;
 
 use super::{Check, Compare, Compile, Description, Translate, quoted};
-use crate::scenario::check::{Checker, Problem, keyword, opt, parse_resource_type};
-use crate::scenario::file::Spanned;
+use crate::check::Spanned;
+use crate::check::{Checker, Problem, keyword, opt, parse_resource_type};
 use crate::timeline::{EventKind, TimelineEvent};
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -8,7 +8,7 @@ use xds_client_under_test::{AdminObservation, Capabilities, ObservedEvent};
 
 use super::admin::missing_admin;
 use super::{Check, Compare, Compile, Description, Translate};
-use crate::scenario::check::{Checker, Problem};
+use crate::check::{Checker, Problem};
 use crate::timeline::{EventKind, TimelineEvent};
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -5,8 +5,8 @@ use serde::Deserialize;
 use xds_client_under_test::{Capabilities, ConnectivityState, ObservedEvent};
 
 use super::{Check, Compare, Compile, Description, Translate};
-use crate::scenario::check::{Checker, Problem};
-use crate::scenario::file::Spanned;
+use crate::check::Spanned;
+use crate::check::{Checker, Problem};
 use crate::timeline::{EventKind, TimelineEvent};
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -10,8 +10,8 @@ use xds_client_under_test::{Capabilities, ObservedEvent};
 use xds_vocabulary::{ClientEvent, LogLevel};
 
 use super::{Check, Compare, Compile, Description, Translate, as_written, keyword_name};
-use crate::scenario::check::{Checker, Problem, duration, keyword, opt};
-use crate::scenario::file::Spanned;
+use crate::check::Spanned;
+use crate::check::{Checker, Problem, duration, keyword, opt};
 use crate::timeline::{EventKind, TimelineEvent, describe};
 
 #[derive(Debug, Deserialize, JsonSchema)]

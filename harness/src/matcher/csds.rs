@@ -14,8 +14,8 @@ use envoy_types::pb::envoy::config::core::v3::Node;
 
 use super::node::{NodeHas, NodeHasSpec};
 use super::{Check, Compare, Compile, Description, Translate};
-use crate::scenario::check::{Checker, Problem, keyword, opt, parse_resource_type};
-use crate::scenario::file::Spanned;
+use crate::check::Spanned;
+use crate::check::{Checker, Problem, keyword, opt, parse_resource_type};
 use crate::timeline::{CsdsEntry, CsdsStatus, TimelineEvent, csds_status_name};
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

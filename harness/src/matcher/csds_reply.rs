@@ -7,8 +7,8 @@ use xds_client_under_test::Capabilities;
 use xds_vocabulary::code_name;
 
 use super::{Check, Compare, Compile, Description, Translate};
-use crate::scenario::check::{Checker, Problem, code, opt};
-use crate::scenario::file::Spanned;
+use crate::check::Spanned;
+use crate::check::{Checker, Problem, code, opt};
 use crate::timeline::{EventKind, TimelineEvent};
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

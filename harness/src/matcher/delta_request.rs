@@ -13,8 +13,8 @@ use xds_vocabulary::ResourceType;
 
 use super::request::{RequestMatcher, RequestMatcherSpec};
 use super::{Check, Compare, Compile, Description, Translate};
-use crate::scenario::check::{Checker, Problem};
-use crate::scenario::file::{OneOrMany, Spanned};
+use crate::check::{Checker, Problem};
+use crate::check::{OneOrMany, Spanned};
 use crate::timeline::{EventKind, TimelineEvent};
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

@@ -33,7 +33,7 @@ use std::fmt::{Debug, Display, Write as _};
 
 use xds_client_under_test::Capabilities;
 
-use crate::scenario::check::{Checker, Problem};
+use crate::check::{Checker, Problem};
 use crate::timeline::TimelineEvent;
 
 /// Every matcher kind, in the order error messages list them: the key

@@ -8,8 +8,8 @@ use xds_vocabulary::{RequestKind, ResourceType, code_name};
 
 use super::node::{NodeHas, NodeHasSpec};
 use super::{Check, Compare, Compile, Description, Translate, quoted};
-use crate::scenario::check::{Checker, Problem, code, keyword, opt, parse_resource_type};
-use crate::scenario::file::{OneOrMany, Spanned};
+use crate::check::{Checker, Problem, code, keyword, opt, parse_resource_type};
+use crate::check::{OneOrMany, Spanned};
 use crate::timeline::{EventKind, TimelineEvent};
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

@@ -6,8 +6,8 @@ use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::ResourceType;
 
 use super::{Check, Compare, Compile, Description, Translate, quoted};
-use crate::scenario::check::{Checker, Problem, opt, parse_resource_type};
-use crate::scenario::file::Spanned;
+use crate::check::Spanned;
+use crate::check::{Checker, Problem, opt, parse_resource_type};
 use crate::timeline::{EventKind, TimelineEvent};
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

@@ -5,8 +5,8 @@ use serde::Deserialize;
 use xds_vocabulary::code_name;
 
 use super::{Check, Compare, Compile, Description, Translate};
-use crate::scenario::check::{Checker, Problem, code, opt};
-use crate::scenario::file::Spanned;
+use crate::check::Spanned;
+use crate::check::{Checker, Problem, code, opt};
 use crate::timeline::{EventKind, TimelineEvent};
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

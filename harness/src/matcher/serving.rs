@@ -7,8 +7,8 @@ use xds_client_under_test::ObservedEvent;
 use xds_vocabulary::code_name;
 
 use super::{Check, Compare, Compile, Description, Translate, keyword_name};
-use crate::scenario::check::{Checker, Problem, code, keyword, opt};
-use crate::scenario::file::Spanned;
+use crate::check::Spanned;
+use crate::check::{Checker, Problem, code, keyword, opt};
 use crate::timeline::{EventKind, TimelineEvent};
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -6,8 +6,8 @@ use xds_client_under_test::{ObservedEvent, WatcherNotification};
 use xds_vocabulary::{ResourceType, code_name};
 
 use super::{Check, Compare, Compile, Description, Translate, keyword_name};
-use crate::scenario::check::{Checker, Problem, code, keyword, opt, parse_resource_type};
-use crate::scenario::file::Spanned;
+use crate::check::Spanned;
+use crate::check::{Checker, Problem, code, keyword, opt, parse_resource_type};
 use crate::timeline::{EventKind, TimelineEvent};
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

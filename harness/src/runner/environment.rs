@@ -18,8 +18,9 @@ use super::RunMode;
 use crate::addresses::AddressMap;
 use crate::addresses::free_listening_address;
 use crate::bootstrap::client_bootstrap;
+use crate::check::backend_address;
 use crate::proxy::{ProxyListeners, served_to};
-use crate::scenario::{Scenario, ServerDef, Step, backend_address};
+use crate::scenario::{Scenario, ServerDef, Step};
 use crate::timeline::{EventKind, Timeline};
 use crate::tls::{RunCertificates, channel_creds_of};
 

@@ -18,8 +18,8 @@ use xds_fake_server::{
 use xds_vocabulary::code_name;
 
 use super::Player;
+use crate::check::duration::format_duration;
 use crate::proxy::{ProxyListeners, served_to};
-use crate::scenario::duration::format_duration;
 use crate::scenario::{RpcUntil, Step, StepDef, UNTIL_BUDGET};
 use crate::timeline::{CsdsReply, EventKind};
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use xds_conformance_reports::Verdict;
 
-use crate::scenario::duration::format_duration_in_units;
+use crate::check::duration::format_duration_in_units;
 use crate::scenario::limits::Limits;
 use crate::timeline::Timeline;
 

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::Location;
-use super::check::Problem;
+use crate::check::Problem;
 
 /// A scenario file that cannot be run: where, and what is wrong.
 ///

@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use xds_vocabulary::ResourceType;
 
-use super::check::Problem;
-use super::duration::format_duration_in_units as format_duration;
 use super::{Step, StepDef, Window};
+use crate::check::Problem;
+use crate::check::duration::format_duration_in_units as format_duration;
 use crate::matcher::Matcher;
 
 /// How long a run may take, on each clock.
@@ -51,8 +51,9 @@ pub const DEFAULT_VIRTUAL_TIME: Duration = Duration::from_secs(10 * 60);
 pub const DEFAULT_WALL_TIME: Duration = Duration::from_secs(5 * 60);
 
 /// The most a file may raise either limit to (the command line may go
-/// further): a day of virtual time, an hour of real time.
-pub const MAX_VIRTUAL_TIME: Duration = Duration::from_secs(24 * 3600);
+/// further): a day of virtual time (the longest any value may be), an
+/// hour of real time.
+pub const MAX_VIRTUAL_TIME: Duration = crate::check::MAX_DURATION;
 pub const MAX_WALL_TIME: Duration = Duration::from_secs(3600);
 
 /// The largest scenario file read: the largest here is 3 KB; a file of
@@ -63,31 +64,7 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 /// Steps in one file.
 pub const MAX_STEPS: usize = 10_000;
 
-/// RPCs of one `rpc` step (`count`), and responses one `drop_responses`
-/// drops: a few are a test, millions are a memory leak.
-pub const MAX_COUNT: u32 = 10_000;
-
-/// A duration any single value may have: longer than any run may be.
-pub(crate) fn check_duration(value: Duration) -> Result<(), String> {
-    if value > MAX_VIRTUAL_TIME {
-        return Err(format!(
-            "{} is longer than any scenario may run (at most {})",
-            format_duration(value),
-            format_duration(MAX_VIRTUAL_TIME)
-        ));
-    }
-    Ok(())
-}
-
-/// A count of `what`, at most [`MAX_COUNT`].
-pub(crate) fn check_count(count: u32, what: &str) -> Result<(), String> {
-    if count > MAX_COUNT {
-        return Err(format!(
-            "{what}: {count} is more than the {MAX_COUNT} allowed"
-        ));
-    }
-    Ok(())
-}
+pub use crate::check::MAX_COUNT;
 
 fn at(step: &StepDef, message: String) -> Problem {
     Problem::at_position(step.location.line, step.location.column, message)

@@ -23,22 +23,21 @@ use xds_fake_server::fault::{
 };
 use xds_vocabulary::{AdsProtocol, ResourceType};
 
-use super::check::{
-    Checker, Problem, closest, code, duration, keyword, opt, optional_type_url,
-    parse_resource_type, resource_errors, resource_list,
-};
 use super::error::ScenarioError;
 use super::file::{
     BootstrapSpec, LimitsSpec, ScenarioFile, ServerSpec, Spanned, StepSpec, TlsSpec,
 };
-use super::limits::{
-    self, Limits, MAX_FILE_BYTES, MAX_STEPS, MAX_VIRTUAL_TIME, MAX_WALL_TIME, check_count,
-};
+use super::limits::{self, Limits, MAX_FILE_BYTES, MAX_STEPS, MAX_VIRTUAL_TIME, MAX_WALL_TIME};
 use super::{
     BootstrapPlan, ClientAuthPlan, ClientPlan, Location, RpcUntil, Scenario, ServerCertificatePlan,
     ServerDef, Step, StepDef, TlsPlan, Window,
 };
+use crate::check::{
+    Checker, Problem, check_count, closest, code, duration, keyword, opt, optional_type_url,
+    parse_resource_type,
+};
 use crate::matcher::{Alternative, MATCHER_KEYS, Matcher, MatcherSpec};
+use crate::resource::{resource_errors, resource_list};
 use xds_vocabulary::certificates::Signer;
 
 /// What the loader checks beyond the file itself.
@@ -238,7 +237,16 @@ fn check(
     file: ScenarioFile,
     options: LoadOptions<'_>,
 ) -> Result<Scenario, Problem> {
-    let checker = Checker::new(&file)?;
+    if file.servers.value.is_empty() {
+        return Err(Problem::at(
+            &file.servers,
+            "servers: a scenario needs at least one server",
+        ));
+    }
+    let checker = Checker::new(
+        file.servers.value.keys().cloned().collect(),
+        file.backends.keys().cloned().collect(),
+    );
     for tag in &file.spec {
         let v = &tag.value;
         let grfc = v.len() > 1 && v.starts_with('A') && v[1..].bytes().all(|b| b.is_ascii_digit());
@@ -362,7 +370,7 @@ fn run_limits(spec: Option<&LimitsSpec>) -> Result<Limits, Problem> {
                 given,
                 format!(
                     "{what}: must be more than 0s and at most {}",
-                    super::duration::format_duration_in_units(max)
+                    crate::check::duration::format_duration_in_units(max)
                 ),
             ));
         }
@@ -469,7 +477,7 @@ impl Checker {
             name: name.to_string(),
             scripted,
             server_features: spec.server_features.clone(),
-            resources: resource_list(&spec.resources, false, &self.backends)?,
+            resources: resource_list(&spec.resources, false, self.backends())?,
             protocol: opt(spec.protocol.as_ref(), protocol)?,
             tls: opt(spec.tls.as_ref(), |t| tls_plan(&t.value))?,
             max_connection_age: match &spec.max_connection_age {
@@ -488,7 +496,7 @@ impl Checker {
     fn bootstrap(&self, spec: Option<&BootstrapSpec>) -> Result<BootstrapPlan, Problem> {
         let Some(spec) = spec else {
             return Ok(generated(
-                self.servers.clone(),
+                self.servers().to_vec(),
                 None,
                 BTreeMap::new(),
                 None,
@@ -530,7 +538,7 @@ impl Checker {
                 .iter()
                 .map(|n| self.known_server(n))
                 .collect::<Result<_, _>>()?,
-            None => self.servers.clone(),
+            None => self.servers().to_vec(),
         };
         let mut authorities = BTreeMap::new();
         for (name, authority) in &spec.authorities {
@@ -569,7 +577,7 @@ impl Checker {
                 ));
             };
             let name = &after[..end];
-            if !self.servers.iter().any(|s| s == name) {
+            if !self.servers().iter().any(|s| s == name) {
                 return Err(Problem::at(
                     json,
                     format!(
@@ -760,7 +768,7 @@ impl Checker {
             }
             StepSpec::SetResources(s) => Step::SetResources {
                 server: self.target_server(s.server.as_ref(), spec)?,
-                resources: resource_list(&s.resources, false, &self.backends)?,
+                resources: resource_list(&s.resources, false, self.backends())?,
                 version: s.version.clone(),
             },
             StepSpec::RemoveResources(s) => Step::RemoveResources {
@@ -778,7 +786,7 @@ impl Checker {
                 version: s.version.clone(),
                 nonce: s.nonce.clone(),
                 // Duplicates allowed: they test how clients cope.
-                resources: resource_list(&s.resources, true, &self.backends)?,
+                resources: resource_list(&s.resources, true, self.backends())?,
                 resource_errors: resource_errors(&s.resource_errors)?,
             },
             StepSpec::SendDeltaResponse(s) => {
@@ -792,7 +800,7 @@ impl Checker {
                     system_version: s.system_version.clone(),
                     nonce: s.nonce.clone(),
                     // Duplicates allowed: they test how clients cope.
-                    resources: resource_list(&s.resources, true, &self.backends)?,
+                    resources: resource_list(&s.resources, true, self.backends())?,
                     versions: s.versions.clone().into_iter().collect(),
                     ttl,
                     no_body: s.no_body.clone(),

@@ -6,16 +6,11 @@
 //! entries, durations parsed, matchers compiled; located semantic errors).
 //! Matchers, file form and checked form, are in `crate::matcher`.
 
-pub(crate) mod check;
-pub mod duration;
 mod error;
 pub mod file;
 pub mod limits;
 mod load;
-pub mod proto_json;
-mod resources;
 mod schema;
-pub mod spanned_json;
 
 pub use error::ScenarioError;
 pub use load::{LoadOptions, load_file, load_file_with, load_str, load_str_with};
@@ -29,13 +24,6 @@ use xds_vocabulary::certificates::Signer;
 use xds_vocabulary::{AdsProtocol, ResourceType};
 
 use crate::matcher::Matcher;
-
-/// The address of the `index`-th backend in resources, in the RFC 2544
-/// benchmarking range (valid IPs that no real network uses). Runs over real
-/// TCP rewrite them to the backends' actual addresses.
-pub fn backend_address(index: usize) -> String {
-    format!("198.18.{}.{}:8080", index / 250, index % 250 + 1)
-}
 
 /// How long an `rpc ... until` step keeps trying before it takes the
 /// next answer as final (virtual time on in-process runs).
@@ -73,7 +61,7 @@ pub struct Scenario {
     /// In declaration order (the default bootstrap lists them in this order).
     pub servers: Vec<ServerDef>,
     /// Data-plane backends, in declaration order; backend `i` listens at
-    /// [`backend_address`]`(i)`.
+    /// [`backend_address`](crate::check::backend_address)`(i)`.
     pub backends: Vec<String>,
     pub bootstrap: BootstrapPlan,
     pub client: ClientPlan,

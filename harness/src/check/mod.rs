@@ -1,30 +1,30 @@
-//! The checking toolkit: what the loader, every step kind and every
-//! matcher kind use to turn a file form into a checked form with located
+//! The checking toolkit: what the loader, every step kind, every matcher
+//! kind and every resource form use to turn a file form into a checked form with located
 //! errors. A [`Problem`] is an error at a position; the [`Checker`] knows
 //! the scenario's servers and backends; the value parsers read keywords,
 //! durations, status codes and resource types the one way every part of a
 //! file writes them.
 
-use std::collections::HashMap;
+pub mod duration;
+mod spanned;
+
 use std::time::Duration;
 
-use xds_fake_server::{ScriptedResourceError, ServedResource};
 use xds_vocabulary::ResourceType;
 use xds_vocabulary::status::STATUS_CODES;
 
-use super::duration::parse_duration;
-use super::file::{ResourceErrorSpec, ResourceSpec, ScenarioFile, Spanned};
-use super::limits::check_duration;
-use super::resources;
+pub use spanned::{OneOrMany, Spanned};
+
+use duration::{format_duration_in_units, parse_duration};
 
 /// A semantic error before it is tied to a file.
 #[derive(Debug)]
 pub(crate) struct Problem {
-    pub(super) line: u64,
-    pub(super) column: u64,
-    pub(super) message: String,
+    pub(crate) line: u64,
+    pub(crate) column: u64,
+    pub(crate) message: String,
     /// Further errors of the same part, each where it is.
-    pub(super) more: Vec<Problem>,
+    pub(crate) more: Vec<Problem>,
 }
 
 impl Problem {
@@ -52,17 +52,17 @@ impl Problem {
     }
 
     #[cfg(test)]
-    pub(super) fn message(&self) -> &str {
+    pub(crate) fn message(&self) -> &str {
         &self.message
     }
 
     #[cfg(test)]
-    pub(super) fn line(&self) -> u64 {
+    pub(crate) fn line(&self) -> u64 {
         self.line
     }
 
     #[cfg(test)]
-    pub(super) fn column(&self) -> u64 {
+    pub(crate) fn column(&self) -> u64 {
         self.column
     }
 }
@@ -91,22 +91,6 @@ pub(crate) fn keyword<T: Copy>(
                 ),
             )
         })
-}
-
-/// A response's `resource_errors` as the fake server sends them.
-pub(crate) fn resource_errors(
-    specs: &[ResourceErrorSpec],
-) -> Result<Vec<ScriptedResourceError>, Problem> {
-    specs
-        .iter()
-        .map(|spec| {
-            Ok(ScriptedResourceError {
-                name: spec.name.clone(),
-                code: Some(code(&spec.code)? as i32),
-                message: spec.message.clone(),
-            })
-        })
-        .collect()
 }
 
 pub(crate) fn code(s: &Spanned<String>) -> Result<tonic::Code, Problem> {
@@ -146,22 +130,25 @@ pub(crate) fn opt<T, U>(
 
 /// Checks against the scenario's declared servers (and backends).
 pub(crate) struct Checker {
-    pub(super) servers: Vec<String>,
-    pub(super) backends: Vec<String>,
+    servers: Vec<String>,
+    backends: Vec<String>,
 }
 
 impl Checker {
-    pub(super) fn new(file: &ScenarioFile) -> Result<Self, Problem> {
-        if file.servers.value.is_empty() {
-            return Err(Problem::at(
-                &file.servers,
-                "servers: a scenario needs at least one server",
-            ));
-        }
-        Ok(Checker {
-            servers: file.servers.value.keys().cloned().collect(),
-            backends: file.backends.keys().cloned().collect(),
-        })
+    /// A checker for a scenario with these servers and backends, in
+    /// declaration order.
+    pub(crate) fn new(servers: Vec<String>, backends: Vec<String>) -> Self {
+        Checker { servers, backends }
+    }
+
+    /// The scenario's servers, in declaration order.
+    pub(crate) fn servers(&self) -> &[String] {
+        &self.servers
+    }
+
+    /// The scenario's backends, in declaration order.
+    pub(crate) fn backends(&self) -> &[String] {
+        &self.backends
     }
 
     pub(crate) fn server_list(&self) -> String {
@@ -223,7 +210,7 @@ impl Checker {
                 };
                 self.known_backend(&named)?;
                 let index = self.backends.iter().position(|b| *b == named.value);
-                Ok(super::backend_address(index.unwrap_or_default()))
+                Ok(backend_address(index.unwrap_or_default()))
             }
         }
     }
@@ -244,37 +231,6 @@ impl Checker {
     }
 }
 
-/// Builds a list of resources. In a state-setting list each (type, name)
-/// may appear once; `send_response` lists may repeat entries on purpose.
-pub(crate) fn resource_list(
-    specs: &[Spanned<ResourceSpec>],
-    allow_duplicates: bool,
-    backends: &[String],
-) -> Result<Vec<ServedResource>, Problem> {
-    let mut seen: HashMap<(String, String), u64> = HashMap::new();
-    let mut built = Vec::with_capacity(specs.len());
-    for spec in specs {
-        let resource = resources::build(spec, backends)?;
-        if !allow_duplicates {
-            let key = (resource.type_url.clone(), resource.name.clone());
-            if let Some(first_line) = seen.insert(key, spec.line) {
-                let kind = ResourceType::from_type_url(&resource.type_url)
-                    .map_or(resource.type_url.clone(), |t| t.to_string());
-                return Err(Problem::at(
-                    spec,
-                    format!(
-                        "duplicate resource: {kind} `{}` is already in this list (line {first_line}); \
-                         only send_response may repeat a resource",
-                        resource.name
-                    ),
-                ));
-            }
-        }
-        built.push(resource);
-    }
-    Ok(built)
-}
-
 /// The word of `candidates` closest to `word`, if one is close enough to
 /// be the word meant (a typo, not another word).
 pub fn closest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
@@ -284,4 +240,42 @@ pub fn closest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
         .filter(|(distance, c)| *distance <= (c.len() / 3).max(1))
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, c)| c.as_str())
+}
+
+/// The address of the `index`-th backend in resources, in the RFC 2544
+/// benchmarking range (valid IPs that no real network uses). Runs over real
+/// TCP rewrite them to the backends' actual addresses.
+pub fn backend_address(index: usize) -> String {
+    format!("198.18.{}.{}:8080", index / 250, index % 250 + 1)
+}
+
+/// The longest duration any single value may have: longer than any run
+/// may be.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+
+/// Counts a scenario may ask for at once: RPCs of one `rpc` step
+/// (`count`), responses one `drop_responses` drops. A few are a test,
+/// millions are a memory leak.
+pub const MAX_COUNT: u32 = 10_000;
+
+/// A duration, at most [`MAX_DURATION`].
+pub(crate) fn check_duration(value: Duration) -> Result<(), String> {
+    if value > MAX_DURATION {
+        return Err(format!(
+            "{} is longer than any scenario may run (at most {})",
+            format_duration_in_units(value),
+            format_duration_in_units(MAX_DURATION)
+        ));
+    }
+    Ok(())
+}
+
+/// A count of `what`, at most [`MAX_COUNT`].
+pub(crate) fn check_count(count: u32, what: &str) -> Result<(), String> {
+    if count > MAX_COUNT {
+        return Err(format!(
+            "{what}: {count} is more than the {MAX_COUNT} allowed"
+        ));
+    }
+    Ok(())
 }

@@ -2,6 +2,13 @@
 //! fake servers serve, in the shapes gRPC clients accept (see
 //! shared/notes/real-peers.md): api_listener HCMs ending in the router
 //! filter, EDS clusters over ADS, localities with an explicit weight.
+//!
+//! The file forms are in `file`; resources in proto3 JSON are read by
+//! `proto_json` from the positioned JSON of `spanned_json`.
+
+pub mod file;
+pub mod proto_json;
+pub mod spanned_json;
 
 use std::net::SocketAddr;
 
@@ -42,13 +49,16 @@ use prost::Message;
 use xds_fake_server::ServedResource;
 use xds_vocabulary::ResourceType;
 
-use super::check::{Problem, parse_resource_type};
-use super::file::{
-    ClusterSpec, EndpointsSpec, ListenerSpec, LocalitySpec, RawSpec, ResourceSpec, RouteConfigSpec,
-    RouteSpec, Spanned, VirtualHostSpec,
+use std::collections::HashMap;
+
+use xds_fake_server::ScriptedResourceError;
+
+use crate::check::{Problem, Spanned, backend_address, code, parse_resource_type};
+use file::{
+    ClusterSpec, EndpointsSpec, ListenerSpec, LocalitySpec, RawSpec, ResourceErrorSpec,
+    ResourceSpec, RouteConfigSpec, RouteSpec, VirtualHostSpec,
 };
-use super::proto_json;
-use super::spanned_json::SpannedJson;
+use spanned_json::SpannedJson;
 
 /// Builds one resource; errors point at the resource or at its offending value.
 /// `backends` are the scenario's backend names: endpoints may name them as
@@ -533,7 +543,7 @@ fn locality(spec: &LocalitySpec, backends: &[String]) -> Result<LocalityLbEndpoi
                     let index = backends.iter().position(|b| b == name).ok_or_else(|| {
                         format!("address `{text}`: unknown backend `{name}`; scenario has backends [{}]", backends.join(", "))
                     })?;
-                    resolved = super::backend_address(index);
+                    resolved = backend_address(index);
                     resolved.as_str()
                 }
                 None => text.as_str(),
@@ -656,6 +666,53 @@ fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
                 .fold(0u8, |byte, c| byte << 4 | c.to_digit(16).unwrap_or(0) as u8)
         })
         .collect())
+}
+
+/// A response's `resource_errors` as the fake server sends them.
+pub(crate) fn resource_errors(
+    specs: &[ResourceErrorSpec],
+) -> Result<Vec<ScriptedResourceError>, Problem> {
+    specs
+        .iter()
+        .map(|spec| {
+            Ok(ScriptedResourceError {
+                name: spec.name.clone(),
+                code: Some(code(&spec.code)? as i32),
+                message: spec.message.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Builds a list of resources. In a state-setting list each (type, name)
+/// may appear once; `send_response` lists may repeat entries on purpose.
+pub(crate) fn resource_list(
+    specs: &[Spanned<ResourceSpec>],
+    allow_duplicates: bool,
+    backends: &[String],
+) -> Result<Vec<ServedResource>, Problem> {
+    let mut seen: HashMap<(String, String), u64> = HashMap::new();
+    let mut built = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let resource = build(spec, backends)?;
+        if !allow_duplicates {
+            let key = (resource.type_url.clone(), resource.name.clone());
+            if let Some(first_line) = seen.insert(key, spec.line) {
+                let kind = ResourceType::from_type_url(&resource.type_url)
+                    .map_or(resource.type_url.clone(), |t| t.to_string());
+                return Err(Problem::at(
+                    spec,
+                    format!(
+                        "duplicate resource: {kind} `{}` is already in this list (line {first_line}); \
+                         only send_response may repeat a resource",
+                        resource.name
+                    ),
+                ));
+            }
+        }
+        built.push(resource);
+    }
+    Ok(built)
 }
 
 #[cfg(test)]

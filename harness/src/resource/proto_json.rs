@@ -13,8 +13,8 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::Message;
 use prost_reflect::{DescriptorPool, DeserializeOptions, DynamicMessage, MessageDescriptor};
 
-use super::file::Spanned;
 use super::spanned_json::SpannedJson;
+use crate::check::Spanned;
 
 /// envoy-types 0.7.7's `src/generated/types.bin` (a FileDescriptorSet).
 static DESCRIPTOR_SET: &[u8] = include_bytes!("../../descriptors/envoy-types-0.7.7.bin");
@@ -230,7 +230,7 @@ fn object_errors(
                 .fields()
                 .flat_map(|f| [f.name().to_string(), f.json_name().to_string()])
                 .collect();
-            let hint = super::check::closest(&key.value, &names)
+            let hint = crate::check::closest(&key.value, &names)
                 .map(|n| format!(" (did you mean `{n}`?)"))
                 .unwrap_or_default();
             errors.push(KeyError {

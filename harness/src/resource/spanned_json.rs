@@ -9,7 +9,7 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::file::Spanned;
+use crate::check::Spanned;
 
 /// One JSON value with its parts' positions.
 #[derive(Clone, Debug)]
