@@ -277,7 +277,7 @@ pub fn timeline_doc(events: &[TimelineEvent]) -> TimelineDoc {
             continue;
         };
         let at_ms = u64::try_from(event.at.as_millis()).unwrap_or(u64::MAX);
-        let source = event.source.clone();
+        let source = event.source.as_str().to_string();
         let (lane, to_lane, kind, label) = match &event.kind {
             EventKind::Server(e) => match &**e {
                 ServerEvent::RequestReceived { request, .. } => {
@@ -354,11 +354,12 @@ mod tests {
     use xds_conformance_reports::matrix::MarkKind;
 
     use super::*;
+    use crate::timeline::Source;
 
     fn event(ms: u64, kind: EventKind) -> TimelineEvent {
         TimelineEvent {
             at: Duration::from_millis(ms),
-            source: "step".into(),
+            source: Source::Step,
             kind,
         }
     }

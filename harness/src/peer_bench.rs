@@ -961,6 +961,7 @@ mod tests {
     use crate::matcher::request::RequestMatcher;
     use crate::runner::not_applicable;
     use crate::scenario::Step;
+    use crate::timeline::Source;
     use std::time::Duration;
     use xds_fake_server::event::{RecordedRequest, RecordedResponse};
 
@@ -1106,7 +1107,7 @@ mod tests {
     fn server(at_ms: u64, event: ServerEvent) -> TimelineEvent {
         TimelineEvent {
             at: Duration::from_millis(at_ms),
-            source: "primary".into(),
+            source: Source::Server("primary".into()),
             kind: EventKind::Server(Box::new(event)),
         }
     }

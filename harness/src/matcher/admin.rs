@@ -150,13 +150,14 @@ pub(super) fn missing_admin(caps: &Capabilities) -> Option<&'static str> {
 mod tests {
     use super::*;
     use crate::matcher::as_written;
+    use crate::timeline::Source;
     use std::time::Duration;
 
     #[test]
     fn resources_match_on_what_is_given() {
         let seen = TimelineEvent {
             at: Duration::ZERO,
-            source: "client".into(),
+            source: Source::Client,
             kind: EventKind::Client(ObservedEvent::Admin(AdminObservation::Resource {
                 resource_type: ResourceType::ClusterLoadAssignment,
                 name: "svc-endpoints".into(),

@@ -91,12 +91,13 @@ impl Check for AdminStatMatcher {
 mod tests {
     use super::*;
     use crate::matcher::as_written;
+    use crate::timeline::Source;
     use std::time::Duration;
 
     fn stat(value: u64) -> TimelineEvent {
         TimelineEvent {
             at: Duration::ZERO,
-            source: "client".into(),
+            source: Source::Client,
             kind: EventKind::Client(ObservedEvent::Admin(AdminObservation::Stat {
                 name: "cluster_manager.cds.update_rejected".into(),
                 value,

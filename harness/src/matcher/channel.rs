@@ -81,12 +81,13 @@ impl Check for ChannelMatcher {
 mod tests {
     use super::*;
     use crate::matcher::as_written;
+    use crate::timeline::Source;
     use std::time::Duration;
 
     fn state(target: &str, state: ConnectivityState) -> TimelineEvent {
         TimelineEvent {
             at: Duration::ZERO,
-            source: "client".into(),
+            source: Source::Client,
             kind: EventKind::Client(ObservedEvent::ChannelState {
                 target: target.into(),
                 state,

@@ -237,11 +237,12 @@ impl Check for ClientEventMatcher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timeline::Source;
 
     fn retry(server: &str, delay_ms: u64) -> TimelineEvent {
         TimelineEvent {
             at: Duration::ZERO,
-            source: "client".into(),
+            source: Source::Client,
             kind: EventKind::Client(ObservedEvent::Client(ClientEvent::RetryScheduled {
                 server: server.into(),
                 delay: Duration::from_millis(delay_ms),
@@ -272,7 +273,7 @@ mod tests {
     fn status(failures: u64, failing: bool) -> TimelineEvent {
         TimelineEvent {
             at: Duration::ZERO,
-            source: "client".into(),
+            source: Source::Client,
             kind: EventKind::Client(ObservedEvent::Client(ClientEvent::ServerStatus {
                 server: "primary:443".into(),
                 error: failing

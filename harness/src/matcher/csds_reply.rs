@@ -83,12 +83,13 @@ mod tests {
     use super::*;
     use crate::matcher::as_written;
     use crate::timeline::CsdsReply;
+    use crate::timeline::Source;
     use std::time::Duration;
 
     fn reply(code: tonic::Code, configs: usize) -> TimelineEvent {
         TimelineEvent {
             at: Duration::ZERO,
-            source: "csds".into(),
+            source: Source::Csds,
             kind: EventKind::CsdsReply(CsdsReply {
                 node_matchers: 1,
                 code,

@@ -164,6 +164,7 @@ impl Check for DeltaRequestMatcher {
 mod tests {
     use super::*;
     use crate::matcher::as_written;
+    use crate::timeline::Source;
     use std::time::Duration;
     use xds_fake_server::event::{RecordedDeltaRequest, RecordedRequest};
     use xds_vocabulary::RequestKind;
@@ -171,7 +172,7 @@ mod tests {
     fn delta_request(subscribe: &[&str], initial: &[(&str, &str)]) -> TimelineEvent {
         TimelineEvent {
             at: Duration::ZERO,
-            source: "primary".into(),
+            source: Source::Server("primary".into()),
             kind: EventKind::Server(Box::new(ServerEvent::RequestReceived {
                 stream: 1,
                 request: RecordedRequest {
@@ -241,7 +242,7 @@ mod tests {
         request.delta = None;
         let event = TimelineEvent {
             at: Duration::ZERO,
-            source: "primary".into(),
+            source: Source::Server("primary".into()),
             kind: EventKind::Server(e),
         };
         assert!(!matcher(None, None).matches(&event, &as_written));

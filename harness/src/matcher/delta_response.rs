@@ -146,13 +146,14 @@ impl Check for DeltaResponseMatcher {
 mod tests {
     use super::*;
     use crate::matcher::as_written;
+    use crate::timeline::Source;
     use std::time::Duration;
     use xds_fake_server::event::{RecordedDeltaResource, RecordedDeltaResponse, RecordedResponse};
 
     fn sent(resources: &[(&str, &str)], removed: &[&str]) -> TimelineEvent {
         TimelineEvent {
             at: Duration::ZERO,
-            source: "primary".into(),
+            source: Source::Server("primary".into()),
             kind: EventKind::Server(Box::new(ServerEvent::ResponseSent {
                 stream: 1,
                 response: RecordedResponse {

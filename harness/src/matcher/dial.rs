@@ -148,6 +148,7 @@ impl Check for DialMatcher {
 mod tests {
     use super::*;
     use crate::matcher::as_written;
+    use crate::timeline::Source;
     use std::time::Duration;
     use xds_vocabulary::XdsError;
 
@@ -164,7 +165,7 @@ mod tests {
             .collect();
         TimelineEvent {
             at: Duration::ZERO,
-            source: "client".into(),
+            source: Source::Client,
             kind: EventKind::Client(ObservedEvent::Dial {
                 target: "xds:///svc".into(),
                 update: DialNotification::Config {

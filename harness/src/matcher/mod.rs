@@ -659,6 +659,7 @@ impl From<Description> for String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timeline::Source;
     use std::time::Duration;
     use xds_client_under_test::ObservedEvent;
     use xds_vocabulary::ResourceType;
@@ -721,7 +722,7 @@ mod tests {
         ]);
         let event = TimelineEvent {
             at: Duration::ZERO,
-            source: "client".into(),
+            source: Source::Client,
             kind: EventKind::Client(ObservedEvent::ChannelState {
                 target: "xds:///b".into(),
                 state: xds_client_under_test::ConnectivityState::Ready,

@@ -206,13 +206,14 @@ pub(super) fn named_lds_cds_needed(
 mod tests {
     use super::*;
     use crate::matcher::as_written;
+    use crate::timeline::Source;
     use std::time::Duration;
     use xds_fake_server::event::RecordedRequest;
 
     fn request(kind: RequestKind, names: &[&str], error: Option<(i32, &str)>) -> TimelineEvent {
         TimelineEvent {
             at: Duration::ZERO,
-            source: "primary".into(),
+            source: Source::Server("primary".into()),
             kind: EventKind::Server(Box::new(ServerEvent::RequestReceived {
                 stream: 1,
                 request: RecordedRequest {

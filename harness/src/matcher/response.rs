@@ -103,13 +103,14 @@ impl Check for ResponseMatcher {
 mod tests {
     use super::*;
     use crate::matcher::as_written;
+    use crate::timeline::Source;
     use std::time::Duration;
     use xds_fake_server::event::RecordedResponse;
 
     fn sent(version: &str) -> TimelineEvent {
         TimelineEvent {
             at: Duration::ZERO,
-            source: "primary".into(),
+            source: Source::Server("primary".into()),
             kind: EventKind::Server(Box::new(ServerEvent::ResponseSent {
                 stream: 1,
                 response: RecordedResponse {

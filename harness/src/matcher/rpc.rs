@@ -91,13 +91,14 @@ impl Check for RpcMatcher {
 mod tests {
     use super::*;
     use crate::matcher::as_written;
+    use crate::timeline::Source;
     use std::time::Duration;
     use xds_client_under_test::RpcOutcome;
 
     fn rpc(code: tonic::Code, backend: Option<&str>) -> TimelineEvent {
         TimelineEvent {
             at: Duration::ZERO,
-            source: "client".into(),
+            source: Source::Client,
             kind: EventKind::Rpc {
                 target: "xds:///svc".into(),
                 outcome: RpcOutcome {

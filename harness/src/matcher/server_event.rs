@@ -249,12 +249,13 @@ impl Check for ServerEventMatcher {
 mod tests {
     use super::*;
     use crate::matcher::as_written;
+    use crate::timeline::Source;
     use std::time::Duration;
 
     fn closed(by_client: bool) -> TimelineEvent {
         TimelineEvent {
             at: Duration::ZERO,
-            source: "primary".into(),
+            source: Source::Server("primary".into()),
             kind: EventKind::Server(Box::new(ServerEvent::StreamClosed {
                 stream: 1,
                 code: tonic::Code::Unavailable,
@@ -291,7 +292,7 @@ mod tests {
     fn checks_how_a_tls_handshake_ended() {
         let event = |event: ServerEvent| TimelineEvent {
             at: Duration::ZERO,
-            source: "primary".into(),
+            source: Source::Server("primary".into()),
             kind: EventKind::Server(Box::new(event)),
         };
         let failed = |failure| {

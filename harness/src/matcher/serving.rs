@@ -115,13 +115,14 @@ impl Check for ServingMatcher {
 mod tests {
     use super::*;
     use crate::matcher::as_written;
+    use crate::timeline::Source;
     use std::time::Duration;
     use xds_vocabulary::XdsError;
 
     fn status(status: Result<(), XdsError>) -> TimelineEvent {
         TimelineEvent {
             at: Duration::ZERO,
-            source: "client".into(),
+            source: Source::Client,
             kind: EventKind::Client(ObservedEvent::ServingStatus {
                 address: "[::]:8443".into(),
                 status,

@@ -140,6 +140,7 @@ impl Check for WatcherMatcher {
 mod tests {
     use super::*;
     use crate::matcher::as_written;
+    use crate::timeline::Source;
     use std::time::Duration;
     use xds_vocabulary::XdsError;
 
@@ -147,7 +148,7 @@ mod tests {
     fn checks_kind_code_and_text() {
         let event = TimelineEvent {
             at: Duration::ZERO,
-            source: "client".into(),
+            source: Source::Client,
             kind: EventKind::Client(ObservedEvent::Watcher {
                 resource_type: ResourceType::Cluster,
                 name: "c1".into(),

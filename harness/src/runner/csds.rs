@@ -9,7 +9,7 @@ use envoy_types::pb::envoy::config::core::v3::Node;
 
 use super::Player;
 use crate::matcher::csds::CsdsMatcher;
-use crate::timeline::{CsdsChange, CsdsDetail, CsdsEntry, CsdsStatus, EventKind, Timeline};
+use crate::timeline::{CsdsChange, CsdsDetail, CsdsEntry, CsdsStatus, EventKind, Source, Timeline};
 
 /// `(client_scope, type_url, name)`, the name as the scenario writes it.
 type CsdsKey = (String, String, String);
@@ -38,7 +38,7 @@ impl CsdsState {
     fn poll_failed(&mut self, error: String, timeline: &Timeline) {
         if self.poll_error.as_ref() != Some(&error) {
             timeline.record(
-                "csds",
+                Source::Csds,
                 EventKind::Note(format!("CSDS poll failed: {error}")),
             );
             self.poll_error = Some(error);
@@ -114,7 +114,7 @@ impl CsdsState {
             }
         }
         for change in changes {
-            timeline.record("csds", EventKind::Csds(change));
+            timeline.record(Source::Csds, EventKind::Csds(change));
         }
         self.entries = now;
     }
@@ -136,8 +136,10 @@ impl Player {
             }
         };
         if self.csds_state.poll_error.take().is_some() {
-            self.timeline
-                .record("csds", EventKind::Note("CSDS poll works again".into()));
+            self.timeline.record(
+                Source::Csds,
+                EventKind::Note("CSDS poll works again".into()),
+            );
         }
         let mut now = BTreeMap::new();
         self.csds_state.nodes = response

@@ -21,7 +21,7 @@ use crate::bootstrap::client_bootstrap;
 use crate::check::backend_address;
 use crate::proxy::{ProxyListeners, served_to};
 use crate::scenario::{Scenario, ServerDef, Step};
-use crate::timeline::{EventKind, Timeline};
+use crate::timeline::{EventKind, Source, Timeline};
 use crate::tls::{RunCertificates, channel_creds_of};
 
 /// CSDS timestamps count from here, so they are the same on every run.
@@ -48,7 +48,7 @@ pub fn fake_server(def: &ServerDef, timeline: &Timeline) -> FakeAdsServer {
     server.set_observer(Arc::new(move |recorded| {
         tl.record_at(
             recorded.at,
-            recorded.server.clone(),
+            Source::Server(recorded.server.clone()),
             EventKind::Server(Box::new(recorded.event.clone())),
         )
     }));
@@ -148,7 +148,7 @@ pub(super) async fn set_up(
         backend.set_observer(Arc::new(move |recorded| {
             tl.record_at(
                 recorded.at,
-                recorded.server.clone(),
+                Source::Backend(recorded.server.clone()),
                 EventKind::Backend(recorded.event.clone()),
             )
         }));
@@ -218,7 +218,9 @@ pub(super) async fn set_up(
         rng_seed: scenario.client.seed,
         profile: scenario.client.profile.clone(),
         clock_epoch: SystemTime::UNIX_EPOCH + Duration::from_secs(CLOCK_EPOCH_UNIX_SECONDS),
-        events: Arc::new(move |event| sink_timeline.record("client", EventKind::Client(event))),
+        events: Arc::new(move |event| {
+            sink_timeline.record(Source::Client, EventKind::Client(event))
+        }),
     };
     Ok(Environment {
         servers,

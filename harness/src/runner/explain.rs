@@ -261,14 +261,15 @@ mod tests {
     use crate::matcher::as_written;
     use crate::matcher::watcher::{WatcherEventKind, WatcherMatcher};
     use crate::matcher::{Alternative, channel::ChannelMatcher};
+    use crate::timeline::Source;
     use crate::timeline::{EventKind, render_events};
     use xds_client_under_test::{ConnectivityState, ObservedEvent, WatcherNotification};
     use xds_vocabulary::ResourceType;
 
-    fn at(ms: u64, source: &str, kind: EventKind) -> TimelineEvent {
+    fn at(ms: u64, source: Source, kind: EventKind) -> TimelineEvent {
         TimelineEvent {
             at: Duration::from_millis(ms),
-            source: source.into(),
+            source,
             kind,
         }
     }
@@ -276,7 +277,7 @@ mod tests {
     fn watcher(ms: u64, name: &str, notification: WatcherNotification) -> TimelineEvent {
         at(
             ms,
-            "client",
+            Source::Client,
             EventKind::Client(ObservedEvent::Watcher {
                 resource_type: ResourceType::Cluster,
                 name: name.into(),
@@ -291,7 +292,7 @@ mod tests {
     }
 
     fn step(ms: u64, text: &str) -> TimelineEvent {
-        at(ms, "step", EventKind::Step(text.into()))
+        at(ms, Source::Step, EventKind::Step(text.into()))
     }
 
     fn wants(name: &str, event: WatcherEventKind) -> Matcher {
@@ -309,7 +310,7 @@ mod tests {
     fn script() -> Vec<TimelineEvent> {
         vec![
             changed(0, "c1"),
-            at(0, "harness", EventKind::Barrier),
+            at(0, Source::Harness, EventKind::Barrier),
             step(1000, "watch CDS c1"),
             changed(1000, "c2"),
             changed(1000, "c1"),

@@ -37,7 +37,7 @@ use crate::addresses::{AddressMap, Normalizer};
 use crate::proxy::ProxyListeners;
 use crate::scenario::{BootstrapPlan, Scenario, Step};
 use crate::settle::IdleSignal;
-use crate::timeline::{Timeline, TimelineEvent};
+use crate::timeline::{Source, Timeline, TimelineEvent};
 
 pub use environment::{CLOCK_EPOCH_UNIX_SECONDS, fake_server, server_uri};
 
@@ -472,7 +472,7 @@ async fn play(
         // Appended here: a full timeline would not take it.
         events.push(TimelineEvent {
             at: duration,
-            source: "harness".into(),
+            source: Source::Harness,
             kind: crate::timeline::EventKind::Note(note),
         });
     }
@@ -487,7 +487,7 @@ async fn play(
     {
         events.push(TimelineEvent {
             at: Instant::now() - start,
-            source: "harness".into(),
+            source: Source::Harness,
             kind: crate::timeline::EventKind::Note(format!(
                 "the client did not shut down within {}s; left behind",
                 SHUTDOWN_LIMIT.as_secs()

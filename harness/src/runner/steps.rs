@@ -21,7 +21,7 @@ use super::Player;
 use crate::check::duration::format_duration;
 use crate::proxy::{ProxyListeners, served_to};
 use crate::scenario::{RpcUntil, Step, StepDef, UNTIL_BUDGET};
-use crate::timeline::{CsdsReply, EventKind};
+use crate::timeline::{CsdsReply, EventKind, Source};
 
 /// The pause between the RPCs of an `rpc ... until` step (virtual time on
 /// in-process runs); how long it keeps trying is the scenario's
@@ -73,7 +73,7 @@ impl Player {
     }
 
     fn record_step(&mut self, text: String) {
-        self.timeline.record("step", EventKind::Step(text));
+        self.timeline.record(Source::Step, EventKind::Step(text));
         self.action_mark = self.timeline.len();
         self.consumed.clear();
     }
@@ -122,7 +122,7 @@ impl Player {
                     // dial causes nothing, so expectations after it still
                     // look back to the last real action (or the start).
                     self.timeline
-                        .record("step", EventKind::Step(format!("dial {target}")));
+                        .record(Source::Step, EventKind::Step(format!("dial {target}")));
                 } else {
                     self.record_step(format!("dial {target}"));
                 }
@@ -160,7 +160,8 @@ impl Player {
                         configs: 0,
                     },
                 };
-                self.timeline.record("csds", EventKind::CsdsReply(reply));
+                self.timeline
+                    .record(Source::Csds, EventKind::CsdsReply(reply));
             }
             Step::Serve { address } => {
                 self.record_step(format!("serve {address}"));
@@ -216,7 +217,7 @@ impl Player {
                         let settling = !until.met_by(outcome.code, outcome.backend.as_deref())
                             && Instant::now() < give_up;
                         self.timeline.record(
-                            "client",
+                            Source::Client,
                             EventKind::Rpc {
                                 target: target.clone(),
                                 outcome,
@@ -245,14 +246,14 @@ impl Player {
                                     e.to_string().lines().next().unwrap_or_default()
                                 )),
                             };
-                            timeline.record("client", event);
+                            timeline.record(Source::Client, event);
                         }));
                     }
                 } else {
                     for _ in 0..*count {
                         let outcome = self.client.rpc(&request).await?;
                         self.timeline.record(
-                            "client",
+                            Source::Client,
                             EventKind::Rpc {
                                 target: target.clone(),
                                 outcome,
@@ -416,20 +417,20 @@ impl Player {
                 // On the timeline, but not an action: expectations still
                 // look back to the last action.
                 self.timeline.record(
-                    "step",
+                    Source::Step,
                     EventKind::Step(format!("wait {}", format_duration(*duration))),
                 );
                 let deadline = Instant::now() + *duration;
                 self.run_until(deadline).await;
-                self.timeline.record("step", EventKind::Barrier);
+                self.timeline.record(Source::Step, EventKind::Barrier);
             }
             Step::Expect { matcher, window } => {
                 self.expect(def, matcher, *window).await?;
-                self.timeline.record("step", EventKind::Barrier);
+                self.timeline.record(Source::Step, EventKind::Barrier);
             }
             Step::ExpectNone { matcher, duration } => {
                 self.expect_none(def, matcher, *duration).await?;
-                self.timeline.record("step", EventKind::Barrier);
+                self.timeline.record(Source::Step, EventKind::Barrier);
             }
         }
         Ok(())

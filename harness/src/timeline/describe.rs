@@ -1,0 +1,538 @@
+//! How each timeline event reads: one line per event, as snapshots,
+//! reports and failure messages show it.
+
+use std::fmt::Write as _;
+
+use xds_client_under_test::{
+    AdminObservation, DialNotification, ObservedEvent, WatcherNotification,
+};
+use xds_fake_server::backend::BackendEvent;
+use xds_fake_server::event::{RecordedRequest, RecordedResponse, ServerEvent};
+use xds_vocabulary::RequestKind;
+use xds_vocabulary::{AdsProtocol, ClientEvent, LogLevel, ResourceType, XdsError, code_name};
+
+use super::*;
+
+/// Renders events, numbering none; `from` only offsets nothing — it lets
+/// failure reports show a window of the timeline.
+pub fn render_events(events: &[TimelineEvent], from: usize) -> String {
+    let mut out = String::new();
+    for event in events.iter().skip(from) {
+        if let Some(line) = render_line(event) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// One line, e.g.
+/// `   0.000s  primary  <- [s1] DiscoveryRequest CDS names=[c1] version="" nonce="" node=yes (initial)`.
+/// None for events too fine-grained to show (they can still be matched).
+pub fn render_line(event: &TimelineEvent) -> Option<String> {
+    let text = describe(&event.kind)?;
+    // One event, one line: failure messages number events by the written
+    // timeline's lines.
+    let text = if text.contains(['\n', '\r']) {
+        text.replace('\r', "\\r").replace('\n', "\\n")
+    } else {
+        text
+    };
+    Some(format!(
+        "{:>9.3}s  {:<8} {}",
+        event.at.as_secs_f64(),
+        event.source,
+        text
+    ))
+}
+
+/// Per event, its line number (from 1) in the written timeline
+/// ([`render_events`] of all events), or `None` for an event not shown.
+pub fn line_numbers(events: &[TimelineEvent]) -> Vec<Option<usize>> {
+    let mut line = 0;
+    events
+        .iter()
+        .map(|event| {
+            describe(&event.kind).map(|_| {
+                line += 1;
+                line
+            })
+        })
+        .collect()
+}
+
+pub fn type_name(type_url: &str) -> String {
+    match ResourceType::from_type_url(type_url) {
+        Some(t) => t.short_name().to_string(),
+        None if type_url.is_empty() => "\"\"".to_string(),
+        None => type_url.to_string(),
+    }
+}
+
+fn names(list: &[String]) -> String {
+    format!("[{}]", list.join(","))
+}
+
+fn error_text(e: &XdsError) -> String {
+    status_text(e.code, &e.message)
+}
+
+fn status_text(code: tonic::Code, message: &str) -> String {
+    if message.is_empty() {
+        code_name(code).to_string()
+    } else {
+        format!("{}: {message}", code_name(code))
+    }
+}
+
+pub fn describe(kind: &EventKind) -> Option<String> {
+    Some(match kind {
+        EventKind::Step(text) => format!("== {text}"),
+        EventKind::Note(text) => format!("!! {text}"),
+        EventKind::Barrier => return None,
+        EventKind::Server(e) => describe_server(e),
+        EventKind::Client(e) => describe_client(e)?,
+        EventKind::Csds(c) => describe_csds(c),
+        EventKind::CsdsReply(reply) => {
+            let answer = if reply.code == tonic::Code::Ok {
+                format!("OK, {} client configs", reply.configs)
+            } else {
+                status_text(reply.code, &reply.message)
+            };
+            format!(
+                "CSDS request with {} node_matchers: {answer}",
+                reply.node_matchers
+            )
+        }
+        EventKind::Rpc {
+            target,
+            outcome,
+            settling,
+        } => {
+            let text = match &outcome.backend {
+                Some(backend) if outcome.code == tonic::Code::Ok => {
+                    format!("rpc {target}: OK from {backend}")
+                }
+                _ => format!(
+                    "rpc {target}: {}",
+                    status_text(outcome.code, &outcome.message)
+                ),
+            };
+            if *settling {
+                format!("{text} (settling)")
+            } else {
+                text
+            }
+        }
+        EventKind::Backend(BackendEvent::RpcServed { method }) => format!("served {method}"),
+    })
+}
+
+fn describe_server(event: &ServerEvent) -> String {
+    match event {
+        ServerEvent::ConnectionAccepted { connection } => {
+            format!("connection {connection} accepted")
+        }
+        ServerEvent::ConnectionRefused { address } => format!("connection to {address} refused"),
+        ServerEvent::ConnectionClosed { connection } => format!("connection {connection} closed"),
+        ServerEvent::TlsEstablished {
+            connection,
+            client_certificate,
+        } => {
+            let client = if *client_certificate {
+                "client certificate verified"
+            } else {
+                "no client certificate"
+            };
+            format!("connection {connection}: TLS established, {client}")
+        }
+        ServerEvent::TlsFailed {
+            connection,
+            failure,
+        } => format!("connection {connection}: TLS handshake failed: {failure}"),
+        ServerEvent::StreamOpened {
+            stream,
+            connection,
+            protocol,
+        } => {
+            let kind = match protocol {
+                AdsProtocol::Sotw => "ADS stream",
+                AdsProtocol::Delta => "delta ADS stream",
+            };
+            match connection {
+                Some(c) => format!("[s{stream}] {kind} opened on connection {c}"),
+                None => format!("[s{stream}] {kind} opened"),
+            }
+        }
+        ServerEvent::StreamClosed {
+            stream,
+            code,
+            message,
+            by_client,
+        } => {
+            let who = if *by_client { "by client" } else { "by server" };
+            format!(
+                "[s{stream}] ADS stream closed {who}: {}",
+                status_text(*code, message)
+            )
+        }
+        ServerEvent::RequestReceived { stream, request } => describe_request(*stream, request),
+        ServerEvent::ResponseSent { stream, response } => {
+            describe_response("->", *stream, response)
+        }
+        ServerEvent::ResponseDropped { stream, response } => format!(
+            "{} (dropped: never reaches the client)",
+            describe_response("-x", *stream, response)
+        ),
+        ServerEvent::FaultApplied { fault } => format!("fault: {fault}"),
+        ServerEvent::ResourcesChanged {
+            type_url,
+            version,
+            updated,
+            removed,
+        } => {
+            let mut s = format!("store {} version={version:?}", type_name(type_url));
+            if !updated.is_empty() {
+                let _ = write!(s, " set={}", names(updated));
+            }
+            if !removed.is_empty() {
+                let _ = write!(s, " removed={}", names(removed));
+            }
+            s
+        }
+    }
+}
+
+fn describe_request(stream: u64, r: &RecordedRequest) -> String {
+    let node = match &r.node {
+        Some(n) => format!(" node={:?}", n.id),
+        None => String::new(),
+    };
+    let kind = match r.kind {
+        RequestKind::Initial => "(initial)".to_string(),
+        RequestKind::Ack => "(ACK)".to_string(),
+        RequestKind::UnknownNonce => "(unknown nonce)".to_string(),
+        RequestKind::Nack | RequestKind::NackOfUnknownNonce => {
+            let of = if r.kind == RequestKind::NackOfUnknownNonce {
+                " of unknown nonce"
+            } else {
+                ""
+            };
+            match &r.error_detail {
+                Some((code, message)) => format!(
+                    "(NACK{of} {}: {message})",
+                    code_name(tonic::Code::from_i32(*code))
+                ),
+                None => format!("(NACK{of})"),
+            }
+        }
+    };
+    let Some(delta) = &r.delta else {
+        return format!(
+            "<- [s{stream}] DiscoveryRequest {} names={} version={:?} nonce={:?}{node} {kind}",
+            type_name(&r.type_url),
+            names(&r.resource_names),
+            r.version_info,
+            r.response_nonce
+        );
+    };
+    // What changed travels: `+` subscribes, `-` unsubscribes.
+    let mut changes = format!("+{}", names(&delta.subscribe));
+    if !delta.unsubscribe.is_empty() {
+        let _ = write!(changes, " -{}", names(&delta.unsubscribe));
+    }
+    if !delta.initial_resource_versions.is_empty() {
+        let initial: Vec<String> = delta
+            .initial_resource_versions
+            .iter()
+            .map(|(name, version)| format!("{name}:{version:?}"))
+            .collect();
+        let _ = write!(changes, " initial={{{}}}", initial.join(","));
+    }
+    format!(
+        "<- [s{stream}] DeltaDiscoveryRequest {} {changes} nonce={:?}{node} {kind}",
+        type_name(&r.type_url),
+        r.response_nonce
+    )
+}
+
+fn describe_response(arrow: &str, stream: u64, response: &RecordedResponse) -> String {
+    let mut s = describe_response_body(arrow, stream, response);
+    if !response.resource_errors.is_empty() {
+        let errors: Vec<String> = response
+            .resource_errors
+            .iter()
+            .map(|e| {
+                let name = e.name.as_deref().unwrap_or("(no name)");
+                match &e.status {
+                    Some((code, message)) => format!(
+                        "{name}:{}",
+                        status_text(tonic::Code::from_i32(*code), message)
+                    ),
+                    None => format!("{name}:(no error_detail)"),
+                }
+            })
+            .collect();
+        let _ = write!(s, " resource_errors=[{}]", errors.join(","));
+    }
+    s
+}
+
+fn describe_response_body(arrow: &str, stream: u64, response: &RecordedResponse) -> String {
+    let Some(delta) = &response.delta else {
+        return format!(
+            "{arrow} [s{stream}] DiscoveryResponse {} version={:?} nonce={:?} resources={}",
+            type_name(&response.type_url),
+            response.version_info,
+            response.nonce,
+            names(&response.resource_names)
+        );
+    };
+    // Each resource with its own version (and TTL, or a missing body).
+    let resources: Vec<String> = response
+        .resource_names
+        .iter()
+        .zip(&delta.resources)
+        .map(|(name, r)| {
+            let mut s = format!("{name}:{:?}", r.version);
+            if let Some(ttl) = r.ttl {
+                let _ = write!(s, " ttl={:.3}s", ttl.as_secs_f64());
+            }
+            if !r.body {
+                s.push_str(" (no body)");
+            }
+            s
+        })
+        .collect();
+    let mut s = format!(
+        "{arrow} [s{stream}] DeltaDiscoveryResponse {} system_version={:?} nonce={:?} resources=[{}]",
+        type_name(&response.type_url),
+        response.version_info,
+        response.nonce,
+        resources.join(",")
+    );
+    if !delta.removed_resources.is_empty() {
+        let _ = write!(s, " removed={}", names(&delta.removed_resources));
+    }
+    s
+}
+
+fn describe_client(event: &ObservedEvent) -> Option<String> {
+    Some(match event {
+        ObservedEvent::Watcher {
+            resource_type,
+            name,
+            notification,
+        } => {
+            let what = match notification {
+                WatcherNotification::Changed { summary } => format!("changed: {summary}"),
+                WatcherNotification::ResourceError(e) => {
+                    format!("resource error {}", error_text(e))
+                }
+                WatcherNotification::AmbientError(e) => format!("ambient error {}", error_text(e)),
+                WatcherNotification::AmbientErrorCleared => "ambient error cleared".to_string(),
+                WatcherNotification::DoesNotExist => "does not exist".to_string(),
+            };
+            format!("watcher {resource_type} {name}: {what}")
+        }
+        ObservedEvent::Dial { target, update } => match update {
+            DialNotification::Config { summary, .. } => format!("dial {target}: config {summary}"),
+            DialNotification::Error(e) => format!("dial {target}: error {}", error_text(e)),
+        },
+        ObservedEvent::ChannelState { target, state } => {
+            format!("channel {target}: {}", state.name())
+        }
+        ObservedEvent::ServingStatus { address, status } => match status {
+            Ok(()) => format!("server {address}: SERVING"),
+            Err(e) => format!("server {address}: NOT_SERVING {}", error_text(e)),
+        },
+        ObservedEvent::Client(e) => describe_client_event(e)?,
+        ObservedEvent::Admin(observation) => describe_admin(observation),
+    })
+}
+
+/// `admin CDS svc-cluster: active v1`, `admin EDS svc-endpoints: active
+/// [127.0.0.1:1]`, `admin stat cluster_manager.cds.update_rejected = 1`.
+pub fn describe_admin(observation: &AdminObservation) -> String {
+    match observation {
+        AdminObservation::Resource {
+            resource_type,
+            name,
+            version,
+            state,
+            detail,
+        } => {
+            let mut text = format!("admin {resource_type} {name}: {}", state.name());
+            if let Some(version) = version {
+                text.push_str(&format!(" v{version}"));
+            }
+            if !detail.is_empty() {
+                text.push_str(&format!(" {detail}"));
+            }
+            text
+        }
+        AdminObservation::Stat { name, value } => format!("admin stat {name} = {value}"),
+    }
+}
+
+fn describe_client_event(event: &ClientEvent) -> Option<String> {
+    Some(match event {
+        ClientEvent::AdsCallStarted { server } => format!("ADS call to {server} started"),
+        ClientEvent::AdsCallFinished {
+            server,
+            status,
+            seen_response,
+        } => format!(
+            "ADS call to {server} ended ({}): {}",
+            if *seen_response {
+                "after a response"
+            } else {
+                "no response"
+            },
+            error_text(status)
+        ),
+        ClientEvent::Connected {
+            server,
+            connected: true,
+        } => format!("connected to {server}"),
+        ClientEvent::Connected {
+            server,
+            connected: false,
+        } => format!("no longer connected to {server}"),
+        ClientEvent::RetryScheduled { server, delay } => {
+            format!("next ADS call to {server} in {:.3}s", delay.as_secs_f64())
+        }
+        ClientEvent::ServerStatus {
+            server,
+            error: None,
+            failures,
+        } => {
+            format!("server {server} healthy (failures={failures})")
+        }
+        ClientEvent::ServerStatus {
+            server,
+            error: Some(e),
+            failures,
+        } => {
+            format!(
+                "server {server} failing (failures={failures}): {}",
+                error_text(e)
+            )
+        }
+        ClientEvent::ResourceTimerStarted {
+            resource_type,
+            name,
+            timeout,
+        } => {
+            format!(
+                "does-not-exist timer for {resource_type} {name} started ({}s)",
+                timeout.as_secs_f64()
+            )
+        }
+        // Every request already has its own line, from the server.
+        ClientEvent::SubscriptionSent { .. } => return None,
+        ClientEvent::FallbackStarted { authority, server } => {
+            format!("authority {authority:?} falls back to {server}")
+        }
+        ClientEvent::FellForward { authority, server } => {
+            format!("authority {authority:?} back on {server}")
+        }
+        ClientEvent::Log { level, message } => {
+            let level = match level {
+                LogLevel::Info => "INFO",
+                LogLevel::Warning => "WARNING",
+                LogLevel::Error => "ERROR",
+            };
+            format!("log {level}: {message}")
+        }
+    })
+}
+
+pub fn csds_status_name(status: CsdsStatus) -> &'static str {
+    match status {
+        CsdsStatus::Requested => "REQUESTED",
+        CsdsStatus::Acked => "ACKED",
+        CsdsStatus::Nacked => "NACKED",
+        CsdsStatus::DoesNotExist => "DOES_NOT_EXIST",
+        CsdsStatus::ReceivedError => "RECEIVED_ERROR",
+        CsdsStatus::Timeout => "TIMEOUT",
+        CsdsStatus::Absent => "ABSENT",
+    }
+}
+
+fn describe_entry(entry: &Option<CsdsEntry>) -> String {
+    match entry {
+        None => "ABSENT".to_string(),
+        Some(e) => {
+            let mut s = csds_status_name(e.status).to_string();
+            if !e.version.is_empty() {
+                let _ = write!(s, " version={:?}", e.version);
+            }
+            s
+        }
+    }
+}
+
+fn describe_csds(c: &CsdsChange) -> String {
+    let scope = if c.client_scope.is_empty() {
+        String::new()
+    } else {
+        format!("[{}] ", c.client_scope)
+    };
+    format!(
+        "{scope}{} {}: {} -> {}",
+        type_name(&c.type_url),
+        c.name,
+        describe_entry(&c.from),
+        describe_entry(&c.to)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn tls_handshakes_say_how_they_ended() {
+        use xds_fake_server::event::TlsFailure;
+        let lines = [
+            (
+                ServerEvent::TlsEstablished {
+                    connection: 1,
+                    client_certificate: true,
+                },
+                "connection 1: TLS established, client certificate verified",
+            ),
+            (
+                ServerEvent::TlsEstablished {
+                    connection: 2,
+                    client_certificate: false,
+                },
+                "connection 2: TLS established, no client certificate",
+            ),
+            (
+                ServerEvent::TlsFailed {
+                    connection: 3,
+                    failure: TlsFailure::AlertFromClient("UnknownCA".into()),
+                },
+                "connection 3: TLS handshake failed: the client sent alert UnknownCA",
+            ),
+            (
+                ServerEvent::TlsFailed {
+                    connection: 4,
+                    failure: TlsFailure::ClosedByClient,
+                },
+                "connection 4: TLS handshake failed: the client closed the connection without an alert",
+            ),
+            (
+                ServerEvent::TlsFailed {
+                    connection: 5,
+                    failure: TlsFailure::NoClientCertificate,
+                },
+                "connection 5: TLS handshake failed: the client sent no certificate",
+            ),
+        ];
+        for (event, text) in lines {
+            assert_eq!(describe_server(&event), text);
+        }
+    }
+}

@@ -1,0 +1,415 @@
+//! The timeline: every event of a run — the script's actions, what each
+//! fake server saw and sent, what the client reported, how its CSDS view
+//! changed — in one list, in the order it happened, with virtual
+//! timestamps. Rendered one event per line for snapshots and reports.
+//!
+//! This module is the store (events, who they are from, the caps that
+//! bound it); `describe` says how each event reads, one line each;
+//! `normalize` renders real-time runs so that what timing decides is left
+//! out.
+
+mod describe;
+mod normalize;
+
+pub use describe::{
+    csds_status_name, describe, describe_admin, line_numbers, render_events, render_line, type_name,
+};
+pub use normalize::render_normalized;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use xds_client_under_test::{ObservedEvent, RpcOutcome};
+use xds_fake_server::backend::BackendEvent;
+use xds_fake_server::event::ServerEvent;
+use xds_vocabulary::ClientEvent;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimelineEvent {
+    /// Virtual time since the scenario started.
+    pub at: Duration,
+    /// Who.
+    pub source: Source,
+    pub kind: EventKind,
+}
+
+/// Who an event is from; a timeline line shows it as its second column.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Source {
+    /// The script: its actions and waits (`step`).
+    Step,
+    /// The client under test: what it reported (`client`), RPC results.
+    Client,
+    /// The client's CSDS view, as polled, and CSDS answers (`csds`).
+    Csds,
+    /// The harness itself (`harness`): a client that did not shut down,
+    /// what the caps left out.
+    Harness,
+    /// A fake ADS server, by its name in the scenario.
+    Server(String),
+    /// A data-plane backend, by its name in the scenario.
+    Backend(String),
+}
+
+impl Source {
+    /// As a timeline line shows it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Source::Step => "step",
+            Source::Client => "client",
+            Source::Csds => "csds",
+            Source::Harness => "harness",
+            Source::Server(name) | Source::Backend(name) => name,
+        }
+    }
+}
+
+impl std::fmt::Display for Source {
+    /// Padded like a `&str` (`{:<8}` lines timelines up).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum EventKind {
+    /// An action of the script, as written.
+    Step(String),
+    /// Boxed: server events are large, and a timeline holds many events.
+    Server(Box<ServerEvent>),
+    Client(ObservedEvent),
+    Csds(CsdsChange),
+    /// How the client's CSDS service answered a `csds_request` step.
+    CsdsReply(CsdsReply),
+    /// How an RPC of an `rpc` step ended.
+    Rpc {
+        target: String,
+        outcome: RpcOutcome,
+        /// An RPC of an `until` step that did not end as wanted, while the
+        /// client was still applying its config: not in normalised
+        /// renderings, whose content must not depend on timing.
+        settling: bool,
+    },
+    /// What a data-plane backend did.
+    Backend(BackendEvent),
+    /// Something the harness itself noticed (a client command failing).
+    Note(String),
+    /// The script waited here (an expectation met, or a `wait` over).
+    /// Not shown; it tells normalised renderings where the effects of the
+    /// steps before it are known to be over.
+    Barrier,
+}
+
+/// The answer to a CSDS request of a scenario's making.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CsdsReply {
+    /// How many `node_matchers` the request had.
+    pub node_matchers: usize,
+    /// OK, or the status the service answered with.
+    pub code: tonic::Code,
+    pub message: String,
+    /// The response's ClientConfigs (0 on an error).
+    pub configs: usize,
+}
+
+/// One resource's CSDS state before and after a poll.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CsdsChange {
+    pub client_scope: String,
+    pub type_url: String,
+    pub name: String,
+    pub from: Option<CsdsEntry>,
+    pub to: Option<CsdsEntry>,
+}
+
+/// A resource's status in the client's CSDS view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CsdsStatus {
+    Requested,
+    Acked,
+    Nacked,
+    DoesNotExist,
+    /// gRFC A88: the server sent an error for the resource (xRFC TP3).
+    ReceivedError,
+    /// gRFC A88: the timer fired under `resource_timer_is_transient_error`.
+    Timeout,
+    /// Not in the client's CSDS dump at all.
+    Absent,
+}
+
+impl CsdsStatus {
+    /// In the order scenario file errors list them.
+    pub const ALL: [CsdsStatus; 7] = [
+        CsdsStatus::Requested,
+        CsdsStatus::Acked,
+        CsdsStatus::Nacked,
+        CsdsStatus::DoesNotExist,
+        CsdsStatus::ReceivedError,
+        CsdsStatus::Timeout,
+        CsdsStatus::Absent,
+    ];
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CsdsEntry {
+    pub status: CsdsStatus,
+    pub version: String,
+    /// `error_state.details`, if the entry has an error state.
+    pub error: Option<String>,
+    /// What the timeline does not show but expectations may check.
+    pub detail: CsdsDetail,
+}
+
+/// The rest of a CSDS entry: timestamps and versions a timeline line
+/// leaves out (timestamps differ on every run), which `csds` expectations
+/// can still check.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CsdsDetail {
+    /// `error_state.version_info` (empty without an error state).
+    pub error_version: String,
+    /// `error_state.last_update_attempt` is set.
+    pub error_time: bool,
+    /// `last_updated` is set.
+    pub last_updated: bool,
+    /// `xds_config` is set (the entry holds a resource).
+    pub config: bool,
+}
+
+impl CsdsEntry {
+    /// What a timeline line shows: a change of anything else is no event.
+    pub fn shown(&self) -> (CsdsStatus, &str, Option<&str>) {
+        (self.status, &self.version, self.error.as_deref())
+    }
+}
+
+/// How many events one run's timeline holds. A client that floods the
+/// harness (an adapter printing log lines as fast as it can) must not take
+/// its memory and its reports with it: past this the run is stopped (see
+/// [`Timeline::overflowed`]). Far above any real scenario's few hundred.
+pub const MAX_EVENTS: usize = 100_000;
+
+/// How many of those may be client log lines: logs are the one kind a
+/// client can produce without the script asking, so they get their own,
+/// smaller share, and the run goes on without them past it.
+pub const MAX_LOG_EVENTS: usize = 10_000;
+
+/// How much of one client log line the timeline keeps: enough for any
+/// trace line a person reads, not the megabyte a line may be on the wire.
+pub const MAX_LOG_MESSAGE: usize = 2048;
+
+/// A shared, append-only timeline. Cloning shares it.
+#[derive(Clone)]
+pub struct Timeline {
+    inner: Arc<Mutex<Recorded>>,
+    start: Instant,
+    changed: Arc<Notify>,
+    /// Notified once, when the timeline reached [`MAX_EVENTS`].
+    overflow: Arc<Notify>,
+}
+
+/// The events and what the caps left out.
+#[derive(Default)]
+struct Recorded {
+    events: Vec<TimelineEvent>,
+    log_events: usize,
+    logs_dropped: usize,
+    dropped: usize,
+}
+
+impl Timeline {
+    pub fn new(start: Instant) -> Self {
+        Timeline {
+            inner: Arc::default(),
+            start,
+            changed: Arc::new(Notify::new()),
+            overflow: Arc::new(Notify::new()),
+        }
+    }
+
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+
+    /// Appends an event stamped now.
+    pub fn record(&self, source: Source, kind: EventKind) {
+        self.record_at(Instant::now(), source, kind);
+    }
+
+    pub fn record_at(&self, at: Instant, source: Source, mut kind: EventKind) {
+        if let EventKind::Client(ObservedEvent::Client(ClientEvent::Log { message, .. })) =
+            &mut kind
+            && message.len() > MAX_LOG_MESSAGE
+        {
+            *message = xds_vocabulary::cut::cut(message, MAX_LOG_MESSAGE).into_owned();
+        }
+        let event = TimelineEvent {
+            at: at.saturating_duration_since(self.start),
+            source,
+            kind,
+        };
+        let is_log = matches!(
+            event.kind,
+            EventKind::Client(ObservedEvent::Client(ClientEvent::Log { .. }))
+        );
+        {
+            let mut recorded = self.lock();
+            if is_log && recorded.log_events >= MAX_LOG_EVENTS {
+                recorded.logs_dropped += 1;
+                return;
+            }
+            if recorded.events.len() >= MAX_EVENTS {
+                recorded.dropped += 1;
+                if recorded.dropped == 1 {
+                    self.overflow.notify_one();
+                }
+                return;
+            }
+            if is_log {
+                recorded.log_events += 1;
+            }
+            recorded.events.push(event);
+        }
+        self.changed.notify_one();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Recorded> {
+        // A panic while holding the lock cannot leave the Vec half-written.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Resolves once the timeline is full ([`MAX_EVENTS`]): the runner
+    /// stops the run then, rather than play on with events missing.
+    pub async fn overflowed(&self) {
+        self.overflow.notified().await
+    }
+
+    /// What the caps left out, as a sentence, if anything.
+    pub fn dropped_note(&self) -> Option<String> {
+        let recorded = self.lock();
+        let mut parts = Vec::new();
+        if recorded.logs_dropped > 0 {
+            parts.push(format!(
+                "{} client log lines past the first {MAX_LOG_EVENTS}",
+                recorded.logs_dropped
+            ));
+        }
+        if recorded.dropped > 0 {
+            parts.push(format!(
+                "{} events past the timeline's limit of {MAX_EVENTS}",
+                recorded.dropped
+            ));
+        }
+        (!parts.is_empty()).then(|| format!("not recorded: {}", parts.join(" and ")))
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().events.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn events(&self) -> Vec<TimelineEvent> {
+        self.lock().events.clone()
+    }
+
+    /// Removes and returns every event recorded so far, for a consumer
+    /// that only streams them (`serve` prints and forgets).
+    pub fn take_events(&self) -> Vec<TimelineEvent> {
+        std::mem::take(&mut self.lock().events)
+    }
+
+    pub fn get(&self, index: usize) -> Option<TimelineEvent> {
+        self.lock().events.get(index).cloned()
+    }
+
+    /// The first event from index `from` on that `accept`s, with its index;
+    /// searched in place (nothing else is copied).
+    pub fn find_from(
+        &self,
+        from: usize,
+        mut accept: impl FnMut(usize, &TimelineEvent) -> bool,
+    ) -> Option<(usize, TimelineEvent)> {
+        self.lock()
+            .events
+            .iter()
+            .enumerate()
+            .skip(from)
+            .find(|(i, e)| accept(*i, e))
+            .map(|(i, e)| (i, e.clone()))
+    }
+
+    /// Resolves when an event is recorded (or one was since the last call).
+    pub async fn changed(&self) {
+        self.changed.notified().await
+    }
+
+    pub fn render(&self) -> String {
+        render_events(&self.events(), 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xds_vocabulary::LogLevel;
+    fn log(message: String) -> EventKind {
+        EventKind::Client(ObservedEvent::Client(ClientEvent::Log {
+            level: LogLevel::Info,
+            message,
+        }))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_log_flood_is_capped_and_said() {
+        let timeline = Timeline::new(Instant::now());
+        for i in 0..MAX_LOG_EVENTS + 5 {
+            timeline.record(Source::Client, log(format!("line {i}")));
+        }
+        timeline.record(Source::Step, EventKind::Step("watch".into()));
+        // The log share is full, the step is still recorded.
+        assert_eq!(timeline.len(), MAX_LOG_EVENTS + 1);
+        assert_eq!(
+            timeline.dropped_note().as_deref(),
+            Some("not recorded: 5 client log lines past the first 10000")
+        );
+        let long = timeline.clone();
+        long.record(Source::Client, log("x".repeat(MAX_LOG_MESSAGE * 3)));
+        assert_eq!(timeline.len(), MAX_LOG_EVENTS + 1, "over the log share");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn long_log_lines_are_cut_with_a_marker() {
+        let timeline = Timeline::new(Instant::now());
+        timeline.record(Source::Client, log("y".repeat(MAX_LOG_MESSAGE + 100)));
+        let Some(TimelineEvent {
+            kind: EventKind::Client(ObservedEvent::Client(ClientEvent::Log { message, .. })),
+            ..
+        }) = timeline.get(0)
+        else {
+            panic!("no log event");
+        };
+        assert!(message.ends_with(" [... 100 more bytes]"), "{message}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_timeline_says_so_once() {
+        let timeline = Timeline::new(Instant::now());
+        for _ in 0..MAX_EVENTS + 3 {
+            timeline.record(Source::Step, EventKind::Barrier);
+        }
+        assert_eq!(timeline.len(), MAX_EVENTS);
+        // The overflow was signalled before anyone waited: the permit is kept.
+        tokio::time::timeout(Duration::from_secs(1), timeline.overflowed())
+            .await
+            .expect("overflow signalled");
+        assert!(
+            timeline
+                .dropped_note()
+                .is_some_and(|n| n.contains("3 events past the timeline's limit of 100000"))
+        );
+    }
+}
