@@ -4,6 +4,17 @@
 //!
 //! It must not know any particular client's internals: clients are reached
 //! only through the client-under-test interface.
+//!
+//! Its modules import each other in one direction (`tests/layering.rs`):
+//! - the toolkit: `check` (positions, located errors, value parsers),
+//!   `resource` (resource file forms and building them), `matcher` (what
+//!   expectations look for, one module per kind), `step` (what a script
+//!   does, one module per kind; steps play on a `step::Stage` and know
+//!   nothing else of the runner), `timeline`;
+//! - `scenario`: a file, loaded and checked with the toolkit. It must not
+//!   know which clients exist (the caller says, `scenario::LoadOptions`);
+//! - `runner`: plays a scenario against a client;
+//! - `suite`, `matrix`, `schedule`: many runs, reports.
 
 pub mod addresses;
 pub mod bootstrap;
@@ -24,6 +35,7 @@ pub mod scenario;
 pub mod schedule;
 pub mod serve;
 pub mod settle;
+pub mod step;
 pub mod suite;
 pub mod timeline;
 pub mod tls;

@@ -14,10 +14,10 @@ use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::RequestKind;
 
 use crate::runner::RunOutcome;
-use crate::runner::explain::Mark;
 use crate::scenario::Scenario;
 use crate::schedule::{Progress, ScenarioRuns, run_all};
 use crate::suite::{BoxedFactory, load_selected};
+use crate::timeline::Mark;
 use crate::timeline::{EventKind, TimelineEvent, describe, type_name};
 
 /// A client to put in the matrix.

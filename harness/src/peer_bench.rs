@@ -973,12 +973,9 @@ mod tests {
     }
 
     fn request_matcher(step: &Step) -> &RequestMatcher {
-        match step {
-            Step::Expect {
-                matcher: Matcher::Request(m),
-                ..
-            } => m,
-            other => panic!("not a request expectation: {other:?}"),
+        match step.matcher() {
+            Some(Matcher::Request(m)) => m,
+            _ => panic!("not a request expectation: {step:?}"),
         }
     }
 
@@ -987,7 +984,7 @@ mod tests {
         for workload in Workload::ALL {
             let scenario = workload.scenario(3, ClusterSubscription::Named).unwrap();
             let steps = steps(&scenario);
-            assert!(matches!(steps[0], Step::Dial { .. }), "{steps:?}");
+            assert!(matches!(steps[0], Step::Dial(_)), "{steps:?}");
             assert!(matches!(steps[2], Step::SetResources { .. }), "{steps:?}");
             assert_eq!(steps.len(), 4);
         }
@@ -1024,21 +1021,16 @@ mod tests {
             .unwrap();
         let steps = steps(&scenario);
         assert_eq!(steps.len(), 6, "{steps:?}");
-        assert!(matches!(steps[0], Step::Dial { .. }), "{steps:?}");
+        assert!(matches!(steps[0], Step::Dial(_)), "{steps:?}");
         let initial = request_matcher(steps[1]);
         assert_eq!(initial.resource_type, Some(ResourceType::Cluster));
         assert_eq!(initial.names, Some(vec![]));
         assert_eq!(initial.kind, Some(RequestKind::Initial));
-        let Step::SendResponse {
-            resource_type,
-            resources,
-            ..
-        } = steps[2]
-        else {
+        let Step::SendResponse(response) = steps[2] else {
             panic!("{steps:?}");
         };
-        assert_eq!(*resource_type, ResourceType::Cluster);
-        assert!(resources.is_empty());
+        assert_eq!(response.resource_type, ResourceType::Cluster);
+        assert!(response.resources.is_empty());
         let routes_acked = request_matcher(steps[3]);
         assert_eq!(
             routes_acked.resource_type,
@@ -1054,7 +1046,7 @@ mod tests {
         let named_steps = self::steps(&named);
         assert_eq!(scenario.servers[0].resources, named.servers[0].resources);
         let clusters = |step: &Step| match step {
-            Step::SetResources { resources, .. } => resources.clone(),
+            Step::SetResources(set) => set.resources.clone(),
             other => panic!("not set_resources: {other:?}"),
         };
         assert_eq!(clusters(steps[4]), clusters(named_steps[2]));

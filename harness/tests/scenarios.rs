@@ -19,7 +19,7 @@ use xds_client_under_test::{ClientUnderTest, ReferenceClient};
 use xds_conformance::differential::run_variants;
 use xds_conformance::matcher::as_written;
 use xds_conformance::runner::{RunOutcome, not_applicable};
-use xds_conformance::scenario::{Scenario, Step, load_file};
+use xds_conformance::scenario::{Scenario, load_file};
 use xds_conformance::suite::{discover, manifest_dir};
 use xds_conformance_reports::Verdict;
 
@@ -101,7 +101,7 @@ fn matchers_agree_with_their_explanations(
     outcome: &RunOutcome,
 ) -> Result<(), Failed> {
     for step in &scenario.steps {
-        let (Step::Expect { matcher, .. } | Step::ExpectNone { matcher, .. }) = &step.step else {
+        let Some(matcher) = step.step.matcher() else {
             continue;
         };
         for (index, event) in outcome.events.iter().enumerate() {

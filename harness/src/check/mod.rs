@@ -6,6 +6,8 @@
 //! file writes them.
 
 pub mod duration;
+mod reach;
+pub mod schema;
 mod spanned;
 
 use std::time::Duration;
@@ -13,9 +15,24 @@ use std::time::Duration;
 use xds_vocabulary::ResourceType;
 use xds_vocabulary::status::STATUS_CODES;
 
-pub use spanned::{OneOrMany, Spanned};
+pub use reach::Reachable;
+pub use spanned::{Empty, OneOrMany, Spanned, is_empty};
 
 use duration::{format_duration_in_units, parse_duration};
+
+/// A source position, for error messages and failure reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Location {
+    pub file: String,
+    pub line: u64,
+    pub column: u64,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
 
 /// A semantic error before it is tied to a file.
 #[derive(Debug)]
@@ -97,12 +114,6 @@ pub(crate) fn code(s: &Spanned<String>) -> Result<tonic::Code, Problem> {
     keyword(s, "status code", &STATUS_CODES)
 }
 
-/// A fault's optional `type:`, as a type URL.
-pub(crate) fn optional_type_url(t: Option<&Spanned<String>>) -> Result<Option<String>, Problem> {
-    t.map(|t| parse_resource_type(t).map(|r| r.type_url().to_string()))
-        .transpose()
-}
-
 pub(crate) fn duration(s: &Spanned<String>, what: &str) -> Result<Duration, Problem> {
     let value = parse_duration(&s.value).map_err(|e| Problem::at(s, format!("{what}: {e}")))?;
     check_duration(value).map_err(|e| Problem::at(s, format!("{what}: {e}")))?;
@@ -168,25 +179,6 @@ impl Checker {
                 self.server_list()
             ),
         ))
-    }
-
-    /// The server a step acts on: given, or the only one.
-    pub(crate) fn target_server<T>(
-        &self,
-        given: Option<&Spanned<String>>,
-        step: &Spanned<T>,
-    ) -> Result<String, Problem> {
-        match (given, self.servers.as_slice()) {
-            (Some(name), _) => self.known_server(name),
-            (None, [only]) => Ok(only.clone()),
-            (None, _) => Err(Problem::at(
-                step,
-                format!(
-                    "server: required, scenario has servers {}",
-                    self.server_list()
-                ),
-            )),
-        }
     }
 
     /// A matcher's optional server filter.

@@ -2,13 +2,31 @@
 //! serde-saphyr, described in the schema as plain `T`; and `OneOrMany`.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 #[derive(Clone, Debug, Default)]
 pub struct Spanned<T> {
     pub value: T,
     pub line: u64,
     pub column: u64,
+}
+
+impl<T> Spanned<T> {
+    /// A value written nowhere yet (generated, to be written out).
+    pub fn new(value: T) -> Self {
+        Spanned {
+            value,
+            line: 0,
+            column: 0,
+        }
+    }
+}
+
+/// Written back as the plain value.
+impl<T: Serialize> Serialize for Spanned<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.value.serialize(serializer)
+    }
 }
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Spanned<T> {
@@ -37,7 +55,7 @@ impl<T: JsonSchema> JsonSchema for Spanned<T> {
 }
 
 /// A string, or a list of strings.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum OneOrMany {
     One(String),
@@ -50,5 +68,40 @@ impl OneOrMany {
             OneOrMany::One(s) => vec![s],
             OneOrMany::Many(v) => v,
         }
+    }
+}
+
+/// A collection left at its default, which a written file leaves out
+/// (`#[serde(skip_serializing_if = "crate::check::is_empty")]`).
+pub fn is_empty<T: Empty + ?Sized>(value: &T) -> bool {
+    value.is_empty()
+}
+
+/// What [`is_empty`] asks.
+pub trait Empty {
+    fn is_empty(&self) -> bool;
+}
+
+impl<T> Empty for Vec<T> {
+    fn is_empty(&self) -> bool {
+        Vec::is_empty(self)
+    }
+}
+
+impl<K, V> Empty for indexmap::IndexMap<K, V> {
+    fn is_empty(&self) -> bool {
+        indexmap::IndexMap::is_empty(self)
+    }
+}
+
+impl Empty for String {
+    fn is_empty(&self) -> bool {
+        str::is_empty(self)
+    }
+}
+
+impl<T: Empty> Empty for Spanned<T> {
+    fn is_empty(&self) -> bool {
+        self.value.is_empty()
     }
 }

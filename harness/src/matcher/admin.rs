@@ -3,7 +3,7 @@
 //! CSDS. Its counters are `admin_stat`.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xds_client_under_test::{AdminObservation, AdminResourceState, Capabilities, ObservedEvent};
 use xds_vocabulary::ResourceType;
 
@@ -12,15 +12,19 @@ use crate::check::Spanned;
 use crate::check::{Checker, Problem, keyword, opt, parse_resource_type};
 use crate::timeline::{EventKind, TimelineEvent};
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AdminMatcherSpec {
     /// The resource's type: LDS, RDS, CDS or EDS.
     #[serde(rename = "type")]
+    #[schemars(schema_with = "crate::check::schema::resource_type")]
     pub resource_type: Spanned<String>,
     /// Resource name as the proxy shows it.
     pub name: Option<String>,
     /// active, warming, rejected, draining or removed.
+    #[schemars(schema_with = "admin_states")]
+    #[serde(default)]
     pub state: Option<Spanned<String>>,
     /// The version the dump shows (Envoy shows none for endpoints).
     pub version: Option<String>,
@@ -144,6 +148,10 @@ impl Check for AdminMatcher {
 /// Both admin matchers need the client to have an admin API.
 pub(super) fn missing_admin(caps: &Capabilities) -> Option<&'static str> {
     (!caps.admin).then_some("an admin API (Envoy's config dump and stats)")
+}
+
+fn admin_states(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::check::schema::table(STATES)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! `control_plane.connected_state`, ...), reaching a value.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xds_client_under_test::{AdminObservation, Capabilities, ObservedEvent};
 
 use super::admin::missing_admin;
@@ -11,7 +11,8 @@ use super::{Check, Compare, Compile, Description, Translate};
 use crate::check::{Checker, Problem};
 use crate::timeline::{EventKind, TimelineEvent};
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AdminStatMatcherSpec {
     /// The stat's full name.

@@ -1,7 +1,7 @@
 //! The `channel` matcher: a dialled channel's connectivity state change.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xds_client_under_test::{Capabilities, ConnectivityState, ObservedEvent};
 
 use super::{Check, Compare, Compile, Description, Translate};
@@ -9,12 +9,14 @@ use crate::check::Spanned;
 use crate::check::{Checker, Problem};
 use crate::timeline::{EventKind, TimelineEvent};
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelMatcherSpec {
     /// The dialled target, e.g. `xds:///svc` (default: any).
     pub target: Option<String>,
     /// IDLE, CONNECTING, READY, TRANSIENT_FAILURE or SHUTDOWN.
+    #[schemars(schema_with = "connectivity_states")]
     pub state: Spanned<String>,
 }
 
@@ -75,6 +77,10 @@ impl Check for ChannelMatcher {
     fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
         (!caps.channel_states).then_some("channel connectivity states")
     }
+}
+
+fn connectivity_states(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::check::schema::words(ConnectivityState::ALL.iter().map(|s| s.name()))
 }
 
 #[cfg(test)]

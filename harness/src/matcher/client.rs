@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xds_client_under_test::{Capabilities, ObservedEvent};
 use xds_vocabulary::{ClientEvent, LogLevel};
 
@@ -14,19 +14,23 @@ use crate::check::Spanned;
 use crate::check::{Checker, Problem, duration, keyword, opt};
 use crate::timeline::{EventKind, TimelineEvent, describe};
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClientMatcherSpec {
     /// ads_call_started, ads_call_finished, retry_scheduled, server_status,
     /// connected,
     /// resource_timer_started, subscription_sent, fallback_started,
     /// fell_forward, log.
+    #[schemars(schema_with = "client_events")]
     pub event: Spanned<String>,
     /// The server it concerns, by name (`primary`) or URI (`primary:443`).
     pub server: Option<Spanned<String>>,
     /// retry_scheduled delay, e.g. `1.1s`.
     pub delay: Option<Spanned<String>>,
     /// log level: info, warning, error.
+    #[schemars(schema_with = "log_levels")]
+    #[serde(default)]
     pub level: Option<Spanned<String>>,
     /// Substring of the event as the timeline writes it.
     pub contains: Option<String>,
@@ -232,6 +236,14 @@ impl Check for ClientEventMatcher {
     fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
         (!caps.client_events).then_some("client events")
     }
+}
+
+fn client_events(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::check::schema::table(CLIENT_EVENTS)
+}
+
+fn log_levels(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::check::schema::words(xds_vocabulary::LogLevel::ALL.iter().map(|l| l.name()))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xds_client_under_test::Capabilities;
 use xds_vocabulary::ResourceType;
 
@@ -18,15 +18,20 @@ use crate::check::Spanned;
 use crate::check::{Checker, Problem, keyword, opt, parse_resource_type};
 use crate::timeline::{CsdsEntry, CsdsStatus, TimelineEvent, csds_status_name};
 
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CsdsMatcherSpec {
     /// Resource type: LDS, RDS, CDS or EDS.
     #[serde(rename = "type")]
+    #[schemars(schema_with = "crate::check::schema::resource_type")]
+    #[serde(default)]
     pub resource_type: Option<Spanned<String>>,
     /// Resource name.
     pub name: Option<String>,
     /// REQUESTED, ACKED, NACKED, DOES_NOT_EXIST, RECEIVED_ERROR, TIMEOUT or ABSENT.
+    #[schemars(schema_with = "csds_statuses")]
+    #[serde(default)]
     pub status: Option<Spanned<String>>,
     /// The entry's version_info.
     pub version: Option<String>,
@@ -197,6 +202,14 @@ impl Check for CsdsMatcher {
     fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
         (!caps.csds).then_some("CSDS")
     }
+}
+
+fn csds_statuses(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::check::schema::words(
+        crate::timeline::CsdsStatus::ALL
+            .iter()
+            .map(|s| crate::timeline::csds_status_name(*s)),
+    )
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! `csds_request` step.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xds_client_under_test::Capabilities;
 use xds_vocabulary::code_name;
 
@@ -11,10 +11,13 @@ use crate::check::Spanned;
 use crate::check::{Checker, Problem, code, opt};
 use crate::timeline::{EventKind, TimelineEvent};
 
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CsdsReplyMatcherSpec {
     /// Status code name of the answer (OK, INVALID_ARGUMENT, ...).
+    #[schemars(schema_with = "crate::check::schema::status_code")]
+    #[serde(default)]
     pub code: Option<Spanned<String>>,
     /// Substring of the status message.
     pub contains: Option<String>,

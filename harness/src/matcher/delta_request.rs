@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xds_client_under_test::Capabilities;
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::ResourceType;
@@ -17,13 +17,16 @@ use crate::check::{Checker, Problem};
 use crate::check::{OneOrMany, Spanned};
 use crate::timeline::{EventKind, TimelineEvent};
 
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeltaRequestMatcherSpec {
     /// The server that received it (default: any).
     pub server: Option<Spanned<String>>,
     /// Resource type: LDS, RDS, CDS or EDS.
     #[serde(rename = "type")]
+    #[schemars(schema_with = "crate::check::schema::resource_type")]
+    #[serde(default)]
     pub resource_type: Option<Spanned<String>>,
     /// Exact set of resource_names_subscribe (order ignored); `[]` = none.
     pub subscribe: Option<Vec<String>>,
@@ -37,6 +40,8 @@ pub struct DeltaRequestMatcherSpec {
     /// initial, ack, nack or unknown_nonce.
     pub kind: Option<Spanned<String>>,
     /// error_detail.code, by name (e.g. INVALID_ARGUMENT).
+    #[schemars(schema_with = "crate::check::schema::status_code")]
+    #[serde(default)]
     pub error_code: Option<Spanned<String>>,
     /// Substring(s) that error_detail.message must all contain.
     pub error_contains: Option<OneOrMany>,

@@ -5,16 +5,17 @@ use std::collections::BTreeMap;
 
 use indexmap::IndexMap;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xds_client_under_test::{Capabilities, DialNotification, ObservedEvent};
 use xds_vocabulary::code_name;
 
 use super::{Check, Compare, Compile, Description, Translate, same_set};
 use crate::check::Spanned;
-use crate::check::{Checker, Problem, code, opt};
+use crate::check::{Checker, Problem, Reachable, code, opt};
 use crate::timeline::{EventKind, TimelineEvent};
 
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DialMatcherSpec {
     /// The dialled target, e.g. `xds:///svc` (default: any).
@@ -22,6 +23,8 @@ pub struct DialMatcherSpec {
     /// true: a config; false: an error.
     pub resolved: Option<bool>,
     /// Status code name of a resolution error (e.g. UNAVAILABLE).
+    #[schemars(schema_with = "crate::check::schema::status_code")]
+    #[serde(default)]
     pub code: Option<Spanned<String>>,
     /// Substring of the error message, or of the resolved config's summary.
     pub contains: Option<String>,
@@ -127,6 +130,12 @@ impl Check for DialMatcher {
                 got_clusters,
             );
         Some(())
+    }
+
+    fn never_met(&self, reach: &Reachable) -> Option<String> {
+        let target = self.target.as_ref()?;
+        (!reach.is_dialled(target))
+            .then(|| format!("no dial or rpc step before it dials `{target}`"))
     }
 
     fn describe(&self) -> String {

@@ -33,7 +33,7 @@ use std::fmt::{Debug, Display, Write as _};
 
 use xds_client_under_test::Capabilities;
 
-use crate::check::{Checker, Problem};
+use crate::check::{Checker, Problem, Reachable};
 use crate::timeline::TimelineEvent;
 
 /// Every matcher kind, in the order error messages list them: the key
@@ -253,6 +253,12 @@ pub(crate) trait Check {
     fn missing_capability(&self, _caps: &Capabilities) -> Option<&'static str> {
         None
     }
+
+    /// Why nothing the script did before it could cause what it looks
+    /// for (a watcher event of a resource never watched, ...), if so.
+    fn never_met(&self, _reach: &Reachable) -> Option<String> {
+        None
+    }
 }
 
 /// For the forms of several matchers: `Some` if one of `matchers` meets
@@ -299,6 +305,11 @@ impl Check for Vec<Matcher> {
 
     fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
         self.iter().find_map(|m| m.missing_capability(caps))
+    }
+
+    /// Every event of a sequence must happen.
+    fn never_met(&self, reach: &Reachable) -> Option<String> {
+        self.iter().find_map(|m| m.never_met(reach))
     }
 }
 
@@ -534,6 +545,15 @@ impl Check for Vec<Alternative> {
     // `missing_capability`: the default, nothing. Alternatives have never
     // been looked into: a client that lacks what one of them needs still
     // runs the scenario.
+
+    /// Only if no alternative can be met ("nothing happened" always can).
+    fn never_met(&self, reach: &Reachable) -> Option<String> {
+        let reasons: Vec<String> = self
+            .iter()
+            .map(|a| a.matcher.never_met(reach))
+            .collect::<Option<_>>()?;
+        Some(reasons.join("; "))
+    }
 }
 
 impl Matcher {
@@ -589,6 +609,11 @@ impl Matcher {
     /// What a client lacks to be checked by this matcher, if anything.
     pub fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
         self.check().missing_capability(caps)
+    }
+
+    /// Why the steps before it cannot cause what it looks for, if so.
+    pub fn never_met(&self, reach: &Reachable) -> Option<String> {
+        self.check().never_met(reach)
     }
 }
 
@@ -664,15 +689,14 @@ mod tests {
     use xds_client_under_test::ObservedEvent;
     use xds_vocabulary::ResourceType;
 
+    use crate::scenario::StepDef;
     use crate::scenario::load_str;
-    use crate::scenario::{Step, StepDef};
     use crate::timeline::EventKind;
 
     fn step_matcher(step: &StepDef) -> &Matcher {
-        match &step.step {
-            Step::Expect { matcher, .. } | Step::ExpectNone { matcher, .. } => matcher,
-            other => panic!("not an expectation: {other:?}"),
-        }
+        step.step
+            .matcher()
+            .unwrap_or_else(|| panic!("not an expectation: {:?}", step.step))
     }
 
     #[test]

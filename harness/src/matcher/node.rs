@@ -7,12 +7,13 @@ use envoy_types::pb::envoy::config::core::v3::node::UserAgentVersionType;
 use envoy_types::pb::google::protobuf::value::Kind;
 use indexmap::IndexMap;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Compare, list};
 
 /// The node fields a request's node must have; those left out are open.
-#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeHasSpec {
     /// node.id.

@@ -1,7 +1,7 @@
 //! The `request` matcher: a DiscoveryRequest a server received.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xds_client_under_test::Capabilities;
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::{RequestKind, ResourceType, code_name};
@@ -12,13 +12,16 @@ use crate::check::{Checker, Problem, code, keyword, opt, parse_resource_type};
 use crate::check::{OneOrMany, Spanned};
 use crate::timeline::{EventKind, TimelineEvent};
 
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestMatcherSpec {
     /// The server that received it (default: any).
     pub server: Option<Spanned<String>>,
     /// Resource type: LDS, RDS, CDS or EDS.
     #[serde(rename = "type")]
+    #[schemars(schema_with = "crate::check::schema::resource_type")]
+    #[serde(default)]
     pub resource_type: Option<Spanned<String>>,
     /// Exact set of resource_names (order ignored); `[]` = none. On a
     /// delta request: the stream's subscription after it.
@@ -29,8 +32,12 @@ pub struct RequestMatcherSpec {
     /// response_nonce: the nonce of the response it answers (`""` for none).
     pub nonce: Option<String>,
     /// initial, ack, nack or unknown_nonce.
+    #[schemars(schema_with = "request_kinds")]
+    #[serde(default)]
     pub kind: Option<Spanned<String>>,
     /// error_detail.code, by name (e.g. INVALID_ARGUMENT).
+    #[schemars(schema_with = "crate::check::schema::status_code")]
+    #[serde(default)]
     pub error_code: Option<Spanned<String>>,
     /// Substring(s) that error_detail.message must all contain.
     pub error_contains: Option<OneOrMany>,
@@ -200,6 +207,10 @@ pub(super) fn named_lds_cds_needed(
     );
     let named = names.is_some_and(|n| n.iter().any(|n| n != "*"));
     (lds_cds && named && !caps.named_lds_cds).then_some("named Listener and Cluster subscriptions")
+}
+
+fn request_kinds(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::check::schema::words(xds_vocabulary::RequestKind::ALL.iter().map(|k| k.name()))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The `response` matcher: a DiscoveryResponse a server sent.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::ResourceType;
 
@@ -10,13 +10,16 @@ use crate::check::Spanned;
 use crate::check::{Checker, Problem, opt, parse_resource_type};
 use crate::timeline::{EventKind, TimelineEvent};
 
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResponseMatcherSpec {
     /// The server that sent it (default: any).
     pub server: Option<Spanned<String>>,
     /// Resource type: LDS, RDS, CDS or EDS.
     #[serde(rename = "type")]
+    #[schemars(schema_with = "crate::check::schema::resource_type")]
+    #[serde(default)]
     pub resource_type: Option<Spanned<String>>,
     /// Exact set of the resources' names (order ignored).
     pub names: Option<Vec<String>>,

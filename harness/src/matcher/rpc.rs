@@ -1,20 +1,23 @@
 //! The `rpc` matcher: the result of an RPC of an `rpc` step.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xds_vocabulary::code_name;
 
 use super::{Check, Compare, Compile, Description, Translate};
 use crate::check::Spanned;
-use crate::check::{Checker, Problem, code, opt};
+use crate::check::{Checker, Problem, Reachable, code, opt};
 use crate::timeline::{EventKind, TimelineEvent};
 
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RpcMatcherSpec {
     /// The target the RPC was sent on (default: any).
     pub target: Option<String>,
     /// Status code name (OK, UNAVAILABLE, DEADLINE_EXCEEDED, ...).
+    #[schemars(schema_with = "crate::check::schema::status_code")]
+    #[serde(default)]
     pub code: Option<Spanned<String>>,
     /// The backend that served it.
     pub backend: Option<Spanned<String>>,
@@ -75,6 +78,11 @@ impl Check for RpcMatcher {
             )
             .contains("contains", &self.contains, &outcome.message, text);
         Some(())
+    }
+
+    fn never_met(&self, reach: &Reachable) -> Option<String> {
+        let target = self.target.as_ref()?;
+        (!reach.is_called(target)).then(|| format!("no rpc step before it calls `{target}`"))
     }
 
     fn describe(&self) -> String {

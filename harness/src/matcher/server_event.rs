@@ -1,7 +1,7 @@
 //! The `server_event` matcher: a connection or stream event on a server.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xds_fake_server::event::{ServerEvent, TlsFailure};
 use xds_vocabulary::code_name;
 
@@ -10,15 +10,19 @@ use crate::check::Spanned;
 use crate::check::{Checker, Problem, code, keyword, opt};
 use crate::timeline::{EventKind, TimelineEvent};
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerEventMatcherSpec {
     /// The server it happened on (default: any).
     pub server: Option<Spanned<String>>,
     /// connection_accepted, connection_refused, connection_closed,
     /// stream_opened, stream_closed, tls_established, tls_failed.
+    #[schemars(schema_with = "server_events")]
     pub event: Spanned<String>,
     /// stream_closed: the status code.
+    #[schemars(schema_with = "crate::check::schema::status_code")]
+    #[serde(default)]
     pub code: Option<Spanned<String>>,
     /// stream_closed: whether the client ended the stream.
     pub by_client: Option<bool>,
@@ -29,6 +33,8 @@ pub struct ServerEventMatcherSpec {
     /// `client_certificate_rejected`, `alert_from_client` (the client
     /// refused the server's certificate with an alert), `closed_by_client`
     /// (it closed the connection mid-handshake without one) or `other`.
+    #[schemars(schema_with = "tls_failures")]
+    #[serde(default)]
     pub failure: Option<Spanned<String>>,
 }
 
@@ -243,6 +249,14 @@ impl Check for ServerEventMatcher {
             )
             .into()
     }
+}
+
+fn server_events(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::check::schema::table(SERVER_EVENTS)
+}
+
+fn tls_failures(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::check::schema::table(TLS_FAILURES)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! (gRFC A36).
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xds_client_under_test::ObservedEvent;
 use xds_vocabulary::code_name;
 
@@ -11,14 +11,18 @@ use crate::check::Spanned;
 use crate::check::{Checker, Problem, code, keyword, opt};
 use crate::timeline::{EventKind, TimelineEvent};
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServingMatcherSpec {
     /// The listening address, `ip:port`.
     pub address: Option<String>,
     /// SERVING or NOT_SERVING.
+    #[schemars(schema_with = "serving_states")]
     pub state: Spanned<String>,
     /// Status code of a NOT_SERVING (e.g. FAILED_PRECONDITION).
+    #[schemars(schema_with = "crate::check::schema::status_code")]
+    #[serde(default)]
     pub code: Option<Spanned<String>>,
     /// Substring of a NOT_SERVING's message.
     pub contains: Option<String>,
@@ -109,6 +113,10 @@ impl Check for ServingMatcher {
             .given_debug("contains", self.contains.as_ref())
             .into()
     }
+}
+
+fn serving_states(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::check::schema::table(SERVING_STATES)
 }
 
 #[cfg(test)]

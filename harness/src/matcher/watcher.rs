@@ -1,26 +1,33 @@
 //! The `watcher` matcher: a notification to one of the client's watchers.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xds_client_under_test::{ObservedEvent, WatcherNotification};
 use xds_vocabulary::{ResourceType, code_name};
 
 use super::{Check, Compare, Compile, Description, Translate, keyword_name};
 use crate::check::Spanned;
-use crate::check::{Checker, Problem, code, keyword, opt, parse_resource_type};
+use crate::check::{Checker, Problem, Reachable, code, keyword, opt, parse_resource_type};
 use crate::timeline::{EventKind, TimelineEvent};
 
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WatcherMatcherSpec {
     /// Resource type: LDS, RDS, CDS or EDS (default: any).
     #[serde(rename = "type")]
+    #[schemars(schema_with = "crate::check::schema::resource_type")]
+    #[serde(default)]
     pub resource_type: Option<Spanned<String>>,
     /// Resource name (default: any).
     pub name: Option<String>,
     /// changed, resource_error, ambient_error, ambient_error_cleared, does_not_exist.
+    #[schemars(schema_with = "watcher_events")]
+    #[serde(default)]
     pub event: Option<Spanned<String>>,
     /// Status code name of an error.
+    #[schemars(schema_with = "crate::check::schema::status_code")]
+    #[serde(default)]
     pub code: Option<Spanned<String>>,
     /// Substring of the error message or of the resource summary.
     pub contains: Option<String>,
@@ -122,6 +129,20 @@ impl Check for WatcherMatcher {
         Some(())
     }
 
+    fn never_met(&self, reach: &Reachable) -> Option<String> {
+        let name = self.name.as_ref()?;
+        let types: Vec<ResourceType> = match self.resource_type {
+            Some(t) => vec![t],
+            None => ResourceType::ALL.to_vec(),
+        };
+        (!reach.is_watched(&types, name)).then(|| {
+            let what = self
+                .resource_type
+                .map_or_else(|| "any type".to_string(), |t| t.to_string());
+            format!("no watch step before it watches {what} `{name}`, so no watcher hears of it")
+        })
+    }
+
     fn describe(&self) -> String {
         Description::new("watcher event")
             .given("type", self.resource_type.map(ResourceType::short_name))
@@ -134,6 +155,10 @@ impl Check for WatcherMatcher {
             .given_debug("contains", self.contains.as_ref())
             .into()
     }
+}
+
+fn watcher_events(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::check::schema::table(WATCHER_EVENTS)
 }
 
 #[cfg(test)]

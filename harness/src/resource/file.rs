@@ -4,13 +4,13 @@
 
 use indexmap::IndexMap;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::check::Spanned;
 
 /// A resource: a compact form for the common shapes, full proto3 JSON, or
 /// raw bytes. Each is a single-key map: `- cluster: {name: c1}`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum ResourceSpec {
     /// A Listener with an api_listener HttpConnectionManager.
@@ -30,7 +30,8 @@ pub enum ResourceSpec {
     Wrapped(Box<Spanned<ResourceSpec>>),
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListenerSpec {
     /// The Listener's name (the target's authority-less name, e.g. `svc`).
@@ -54,7 +55,8 @@ pub struct ListenerSpec {
     pub address: Option<String>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteConfigSpec {
     /// The RouteConfiguration's name.
@@ -69,7 +71,8 @@ pub struct RouteConfigSpec {
     pub virtual_hosts: Option<Vec<VirtualHostSpec>>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VirtualHostSpec {
     /// The virtual host's name.
@@ -80,7 +83,8 @@ pub struct VirtualHostSpec {
     pub routes: Vec<RouteSpec>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSpec {
     /// Path prefix (default "" = everything).
@@ -95,7 +99,8 @@ pub struct RouteSpec {
     pub non_forwarding: Option<bool>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterSpec {
     /// The Cluster's name.
@@ -107,10 +112,13 @@ pub struct ClusterSpec {
     /// Aggregate cluster of these clusters, in priority order.
     pub aggregate: Option<Vec<String>>,
     /// `lb_policy` enum name (default ROUND_ROBIN); e.g. RANDOM is invalid for gRPC.
+    #[schemars(schema_with = "lb_policies")]
+    #[serde(default)]
     pub lb_policy: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointsSpec {
     /// cluster_name of the ClusterLoadAssignment.
@@ -124,7 +132,8 @@ pub struct EndpointsSpec {
     pub drop: Option<IndexMap<String, u32>>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LocalitySpec {
     /// Locality region.
@@ -141,11 +150,13 @@ pub struct LocalitySpec {
     pub addresses: Vec<String>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawSpec {
     /// The stream type this entry is sent on: LDS, RDS, CDS, EDS.
     #[serde(rename = "type")]
+    #[schemars(schema_with = "crate::check::schema::resource_type")]
     pub resource_type: Spanned<String>,
     /// The name the server files it under.
     pub name: String,
@@ -159,7 +170,8 @@ pub struct RawSpec {
 }
 
 /// One `ResourceError` of a response (xRFC TP3).
-#[derive(Debug, Deserialize, JsonSchema)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResourceErrorSpec {
     /// The resource's name; left out, the error has no `resource_name`
@@ -167,8 +179,19 @@ pub struct ResourceErrorSpec {
     pub name: Option<String>,
     /// `error_detail`'s gRPC status code name, e.g. NOT_FOUND,
     /// PERMISSION_DENIED, UNAVAILABLE (OK is malformed: gRPC NACKs it).
+    #[schemars(schema_with = "crate::check::schema::status_code")]
     pub code: Spanned<String>,
     /// `error_detail`'s message.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "crate::check::is_empty")]
     pub message: String,
+}
+
+/// The `lb_policy` names of envoy.config.cluster.v3.Cluster.LbPolicy.
+fn lb_policies(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    use envoy_types::pb::envoy::config::cluster::v3::cluster::LbPolicy;
+    crate::check::schema::words(
+        (0..32)
+            .filter_map(|i| LbPolicy::try_from(i).ok())
+            .map(|p| p.as_str_name()),
+    )
 }

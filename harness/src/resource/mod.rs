@@ -7,6 +7,7 @@
 //! `proto_json` from the positioned JSON of `spanned_json`.
 
 pub mod file;
+pub mod generate;
 pub mod proto_json;
 pub mod spanned_json;
 

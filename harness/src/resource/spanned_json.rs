@@ -165,6 +165,13 @@ impl<'de> Visitor<'de> for JsonVisitor {
 }
 
 /// Described in the schema as what it is: any JSON value.
+/// Written back as the plain JSON value.
+impl serde::Serialize for SpannedJson {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(serializer)
+    }
+}
+
 impl JsonSchema for SpannedJson {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         serde_json::Value::schema_name()

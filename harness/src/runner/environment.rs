@@ -20,7 +20,8 @@ use crate::addresses::free_listening_address;
 use crate::bootstrap::client_bootstrap;
 use crate::check::backend_address;
 use crate::proxy::{ProxyListeners, served_to};
-use crate::scenario::{Scenario, ServerDef, Step};
+use crate::scenario::{Scenario, ServerDef};
+use crate::step::Step;
 use crate::timeline::{EventKind, Source, Timeline};
 use crate::tls::{RunCertificates, channel_creds_of};
 
@@ -239,7 +240,7 @@ fn serve_addresses(scenario: &Scenario) -> Vec<String> {
         .steps
         .iter()
         .filter_map(|s| match &s.step {
-            Step::Serve { address } => Some(address.clone()),
+            Step::Serve(serve) => Some(serve.address.clone()),
             _ => None,
         })
         .filter(|a| seen.insert(a.clone()))

@@ -12,18 +12,20 @@ use std::collections::BTreeSet;
 use xds_conformance_reports::matrix::MarkKind;
 
 use super::Player;
-use super::explain::{self, Mark, Search};
-use super::steps::{Failure, StepError};
+use super::explain::{self, Search};
 use super::wait::{describe_lateness, on_time, window_bounds};
+use crate::check::Location;
 use crate::matcher::csds::CsdsMatcher;
 use crate::matcher::{Alternative, Matcher};
-use crate::scenario::{StepDef, Window};
+use crate::step::Window;
+use crate::step::{Failure, StepError};
+use crate::timeline::Mark;
 use crate::timeline::{TimelineEvent, line_numbers};
 
 impl Player {
     pub(super) async fn expect(
         &mut self,
-        def: &StepDef,
+        at: &Location,
         matcher: &Matcher,
         window: Window,
     ) -> Result<(), StepError> {
@@ -32,7 +34,7 @@ impl Player {
                 matcher: Matcher::Csds(m.clone()),
                 divergence: None,
             }];
-            return self.expect_csds(def, &alternatives, window).await;
+            return self.expect_csds(at, &alternatives, window).await;
         }
         // Alternatives that are all CSDS views are a state check too.
         if let Matcher::AnyOf(alternatives) = matcher
@@ -40,10 +42,10 @@ impl Player {
                 .iter()
                 .all(|a| matches!(a.matcher, Matcher::Csds(_)))
         {
-            return self.expect_csds(def, alternatives, window).await;
+            return self.expect_csds(at, alternatives, window).await;
         }
         if let Matcher::InOrder(sequence) = matcher {
-            return self.expect_in_order(def, matcher, sequence, window).await;
+            return self.expect_in_order(at, matcher, sequence, window).await;
         }
         let start = self.timeline.start();
         let began = Instant::now() - start;
@@ -86,7 +88,7 @@ impl Player {
                     deadline.as_secs_f64()
                 ),
             };
-            let head = format!("{}: expected {} {when}", def.location, matcher.describe());
+            let head = format!("{}: expected {} {when}", at, matcher.describe());
             let events = self.timeline.events();
             let line = |line: &str| self.normalizer.translate(line).into_owned();
             let search = Search {
@@ -108,7 +110,7 @@ impl Player {
         {
             let message = format!(
                 "{}: expected {} at {:.3}s{}, but it happened at {:.3}s\n{}",
-                def.location,
+                at,
                 matcher.describe(),
                 t.as_secs_f64(),
                 describe_lateness(lateness),
@@ -139,7 +141,7 @@ impl Player {
     /// any sequence fits, that one does.
     async fn expect_in_order(
         &mut self,
-        def: &StepDef,
+        at: &Location,
         matcher: &Matcher,
         sequence: &[Matcher],
         window: Window,
@@ -169,7 +171,7 @@ impl Player {
                 .collect();
             let head = format!(
                 "{}: expected {} within {:.3}s (from {:.3}s to {:.3}s); matched {} of {}{}, then no {}",
-                def.location,
+                at,
                 matcher.describe(),
                 (deadline - began).as_secs_f64(),
                 began.as_secs_f64(),
@@ -206,7 +208,7 @@ impl Player {
             {
                 let message = format!(
                     "{}: expected {} at {:.3}s{}, but one happened at {:.3}s\n{}",
-                    def.location,
+                    at,
                     matcher.describe(),
                     t.as_secs_f64(),
                     describe_lateness(lateness),
@@ -250,7 +252,7 @@ impl Player {
     /// alternatives (each a CSDS matcher) describes.
     async fn expect_csds(
         &mut self,
-        def: &StepDef,
+        at: &Location,
         alternatives: &[Alternative],
         window: Window,
     ) -> Result<(), StepError> {
@@ -278,7 +280,7 @@ impl Player {
             };
             let message = format!(
                 "{}: expected the client's CSDS to show {} by {:.3}s; it shows:\n{}",
-                def.location,
+                at,
                 described,
                 deadline.as_secs_f64(),
                 self.csds_state.describe()
@@ -303,7 +305,7 @@ impl Player {
 
     pub(super) async fn expect_none(
         &mut self,
-        def: &StepDef,
+        at: &Location,
         matcher: &Matcher,
         duration: Duration,
     ) -> Result<(), StepError> {
@@ -313,7 +315,7 @@ impl Player {
         // the window's last stretch is not held against the client.
         let duration = duration.saturating_sub(self.mode.lateness());
         if let Matcher::Csds(m) = matcher {
-            return self.expect_no_csds(def, m, duration).await;
+            return self.expect_no_csds(at, m, duration).await;
         }
         let start = self.timeline.start();
         let began = Instant::now() - start;
@@ -323,7 +325,7 @@ impl Player {
             let number = self.line_number(index);
             let message = format!(
                 "{}: expected no {} for {:.3}s, but one happened at {:.3}s (#{number})\n{}",
-                def.location,
+                at,
                 matcher.describe(),
                 duration.as_secs_f64(),
                 event.at.as_secs_f64(),
@@ -340,7 +342,7 @@ impl Player {
 
     async fn expect_no_csds(
         &mut self,
-        def: &StepDef,
+        at: &Location,
         m: &CsdsMatcher,
         duration: Duration,
     ) -> Result<(), StepError> {
@@ -351,7 +353,7 @@ impl Player {
         if shown.is_some() {
             let message = format!(
                 "{}: expected the client's CSDS never to show {} for {:.3}s, but at {:.3}s it shows:\n{}",
-                def.location,
+                at,
                 Matcher::Csds(m.clone()).describe(),
                 duration.as_secs_f64(),
                 (Instant::now() - self.timeline.start()).as_secs_f64(),

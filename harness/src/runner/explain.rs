@@ -14,20 +14,7 @@ use std::time::Duration;
 use xds_conformance_reports::matrix::MarkKind;
 
 use crate::matcher::{Explained, Matcher, Translate};
-use crate::timeline::{TimelineEvent, line_numbers, render_line};
-
-/// What a verdict points at on the run's timeline (drawn on the matrix's
-/// picture): the expectation's window and the event it is about.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Mark {
-    pub kind: MarkKind,
-    /// From and to, since the run started.
-    pub window: Option<(Duration, Duration)>,
-    /// Index into the run's events.
-    pub event: Option<usize>,
-    /// What was expected, in one line.
-    pub expected: String,
-}
+use crate::timeline::{Mark, TimelineEvent, line_numbers, render_line};
 
 /// How many candidates a message shows.
 const CANDIDATES: usize = 3;

@@ -12,7 +12,8 @@
 //! timeline -> verdict.
 //!
 //! Each concern is a module: `environment` starts the fake servers and
-//! backends the client is pointed at, `steps` plays one step, `expect`
+//! backends the client is pointed at, `stage` is what steps may do while
+//! they play (each step kind plays itself: `crate::step`), `expect`
 //! checks expectations, `wait` lets time pass (the one wait loop), `csds`
 //! keeps the client's CSDS view.
 
@@ -20,7 +21,7 @@ mod csds;
 mod environment;
 mod expect;
 pub mod explain;
-mod steps;
+mod stage;
 pub mod stop;
 mod wait;
 
@@ -35,15 +36,15 @@ use xds_vocabulary::AdsProtocol;
 
 use crate::addresses::{AddressMap, Normalizer};
 use crate::proxy::ProxyListeners;
-use crate::scenario::{BootstrapPlan, Scenario, Step};
+use crate::scenario::{BootstrapPlan, Scenario};
 use crate::settle::IdleSignal;
 use crate::timeline::{Source, Timeline, TimelineEvent};
 
 pub use environment::{CLOCK_EPOCH_UNIX_SECONDS, fake_server, server_uri};
 
+use crate::step::{Failure, StepError};
 use csds::CsdsState;
 use environment::{Environment, SetUpError};
-use steps::{Failure, StepError};
 
 /// The result of playing one scenario.
 #[derive(Clone, Debug)]
@@ -65,7 +66,7 @@ pub struct RunOutcome {
     pub peak_rss_bytes: Option<u64>,
     /// What the verdict points at on the timeline (a failure's window and
     /// nearest event, or the first divergence), for the matrix's picture.
-    pub mark: Option<explain::Mark>,
+    pub mark: Option<crate::timeline::Mark>,
 }
 
 impl RunOutcome {
@@ -293,31 +294,8 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
         "TLS on the xDS channel (gRFC A65 `tls` channel_creds)",
     );
     for step in &scenario.steps {
-        match &step.step {
-            Step::Watch { .. } | Step::CancelWatch { .. } => {
-                need(caps.watch, "a resource watch API")
-            }
-            Step::HoldReads { .. } => need(
-                caps.read_flow_control,
-                "read flow control (a watcher holding the next read)",
-            ),
-            Step::WatchInCallback { .. } => need(
-                caps.watch_in_callback,
-                "watches started from a watcher's callback",
-            ),
-            Step::Dial { .. } => need(caps.dial, "dial"),
-            Step::CsdsRequest { .. } => need(caps.csds_service, "a CSDS service"),
-            Step::Serve { .. } => need(caps.serve, "xDS-enabled servers"),
-            Step::Rpc { background, .. } => {
-                need(caps.rpc, "RPCs");
-                need(!background || caps.background_rpc, "RPCs in the background");
-            }
-            Step::Expect { matcher, .. } | Step::ExpectNone { matcher, .. } => {
-                if let Some(what) = matcher.missing_capability(caps) {
-                    need(false, what);
-                }
-            }
-            _ => {}
+        if let Some(what) = step.step.missing_capability(caps) {
+            need(false, what);
         }
     }
     if let Some(profile) = &scenario.client.profile {
@@ -353,7 +331,7 @@ struct Player {
     divergences: Vec<String>,
     /// What the verdict points at on the timeline: the failure, or the
     /// first divergence.
-    mark: Option<explain::Mark>,
+    mark: Option<crate::timeline::Mark>,
     /// For a proxy client: where its listeners are (see [`ProxyListeners`]).
     proxy: Option<ProxyListeners>,
     /// RPCs of `background` steps still under way; they end with the run.
@@ -389,7 +367,7 @@ struct Played {
     duration: Duration,
     addresses: AddressMap,
     peak_rss_bytes: Option<u64>,
-    mark: Option<explain::Mark>,
+    mark: Option<crate::timeline::Mark>,
 }
 
 async fn play(
@@ -516,7 +494,7 @@ impl Player {
     async fn play_steps(&mut self) -> Verdict {
         let steps = self.scenario.steps.clone();
         for step in &steps {
-            match self.play_step(step).await {
+            match step.step.play(self, &step.location).await {
                 Ok(()) => {}
                 Err(StepError::Failed(Failure { message, mark })) => {
                     self.mark = mark;

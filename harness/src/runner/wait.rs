@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{Player, RunMode};
-use crate::scenario::Window;
+use crate::step::Window;
 use crate::timeline::Timeline;
 
 /// How often an external client's CSDS is polled while nothing happens.

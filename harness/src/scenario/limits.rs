@@ -12,15 +12,11 @@
 //! expectations about a
 //! resource never watched, a target never dialled, RPCs never sent.
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
-use xds_vocabulary::ResourceType;
-
-use super::{Step, StepDef, Window};
-use crate::check::Problem;
 use crate::check::duration::format_duration_in_units as format_duration;
-use crate::matcher::Matcher;
+use crate::check::{Problem, Reachable};
+use crate::step::{ScriptClock, StepDef};
 
 /// How long a run may take, on each clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,72 +68,23 @@ fn at(step: &StepDef, message: String) -> Problem {
 
 /// Checks the script against the time it may take: the most scenario
 /// time the steps can use (every wait in full, every window to its end,
-/// every RPC to its deadline) must fit in `limits.virtual_time`; an `at`
-/// window must lie ahead of the least time the steps before it surely
-/// took. (`expect_none` with `for: 0s` is fine: it looks back at what
-/// happened since the last action.)
+/// every RPC to its deadline) must fit in `limits.virtual_time`; each
+/// step's kind says what it adds (`Kind::advance`), and an `at` window
+/// must lie ahead of the least time the steps before it surely took.
 pub(crate) fn check_timing(steps: &[StepDef], limits: &Limits) -> Result<(), Problem> {
-    // Scenario time at this step: at least `least`, at most `most`.
-    let mut least = Duration::ZERO;
-    let mut most = Duration::ZERO;
+    let mut clock = ScriptClock::default();
     for step in steps {
-        match &step.step {
-            Step::Wait(d) => {
-                least += *d;
-                most += *d;
-            }
-            Step::ExpectNone { duration, .. } => {
-                least += *duration;
-                most += *duration;
-            }
-            Step::Expect {
-                window: Window::Within(w),
-                ..
-            } => most += *w,
-            Step::Expect {
-                window: Window::At(t),
-                ..
-            } => {
-                if *t < least {
-                    return Err(at(
-                        step,
-                        format!(
-                            "expect: `at: {}` can never be met: the steps before it wait at \
-                             least {} of scenario time",
-                            format_duration(*t),
-                            format_duration(least)
-                        ),
-                    ));
-                }
-                // The run waits until `t`, or fails.
-                least = *t;
-                most = most.max(*t);
-            }
-            Step::Rpc {
-                timeout,
-                count,
-                until,
-                background,
-                ..
-            } => {
-                most += match until {
-                    // The script goes on at once.
-                    _ if *background => Duration::ZERO,
-                    // `until` retries for a fixed budget, then one more.
-                    Some(_) => super::UNTIL_BUDGET + *timeout,
-                    None => timeout.saturating_mul(*count),
-                };
-            }
-            _ => {}
-        }
-        if most > limits.virtual_time {
+        step.step
+            .advance(&mut clock)
+            .map_err(|message| at(step, message))?;
+        if clock.most > limits.virtual_time {
             return Err(at(
                 step,
                 format!(
                     "by this step the script may take up to {} of scenario time, more than its \
                      limit of {} (raise it with `limits: {{virtual_time: ...}}` in the file, \
                      or --virtual-limit)",
-                    format_duration(most),
+                    format_duration(clock.most),
                     format_duration(limits.virtual_time)
                 ),
             ));
@@ -149,115 +96,17 @@ pub(crate) fn check_timing(steps: &[StepDef], limits: &Limits) -> Result<(), Pro
 /// Rejects expectations that nothing in the script could cause: a
 /// watcher event of a resource never watched (by name or by `*`), a dial
 /// update of a target never dialled (by a `dial` or an `rpc` step), an
-/// RPC result of a target no `rpc` step called. `expect_none` may name
+/// RPC result of a target no `rpc` step called. Each step's kind says
+/// what it makes reachable (`Kind::reach`); `expect_none` may name
 /// anything: saying that something does not happen is its point.
 pub(crate) fn check_reachable(steps: &[StepDef]) -> Result<(), Problem> {
-    let mut watched: BTreeSet<(ResourceType, String)> = BTreeSet::new();
-    let mut dialled: BTreeSet<String> = BTreeSet::new();
-    let mut called: BTreeSet<String> = BTreeSet::new();
+    let mut reach = Reachable::default();
     for step in steps {
-        match &step.step {
-            Step::Watch {
-                resource_type,
-                name,
-            }
-            | Step::WatchInCallback {
-                resource_type,
-                name,
-                ..
-            } => {
-                watched.insert((*resource_type, name.clone()));
-            }
-            Step::Dial { target } => {
-                dialled.insert(target.clone());
-            }
-            Step::Rpc { target, .. } => {
-                dialled.insert(target.clone());
-                called.insert(target.clone());
-            }
-            Step::Expect { matcher, .. } => {
-                let reachable = Reachable {
-                    watched: &watched,
-                    dialled: &dialled,
-                    called: &called,
-                };
-                if let Some(why) = reachable.never_met(matcher) {
-                    return Err(at(step, format!("expect: can never be met: {why}")));
-                }
-            }
-            _ => {}
-        }
+        step.step
+            .reach(&mut reach)
+            .map_err(|message| at(step, message))?;
     }
     Ok(())
-}
-
-/// A resource name as clients key it: an xdstp:// name's context
-/// parameters sorted (gRFC A47), so `?b=2&a=1` and `?a=1&b=2` are one name.
-fn canonical(name: &str) -> String {
-    match name.split_once('?') {
-        Some((path, query)) if name.starts_with("xdstp:") => {
-            let mut params: Vec<&str> = query.split('&').collect();
-            params.sort_unstable();
-            format!("{path}?{}", params.join("&"))
-        }
-        _ => name.to_string(),
-    }
-}
-
-struct Reachable<'a> {
-    watched: &'a BTreeSet<(ResourceType, String)>,
-    dialled: &'a BTreeSet<String>,
-    called: &'a BTreeSet<String>,
-}
-
-impl Reachable<'_> {
-    /// Why `matcher` can never be met here, if it cannot.
-    fn never_met(&self, matcher: &Matcher) -> Option<String> {
-        match matcher {
-            Matcher::Watcher(w) => {
-                let name = w.name.as_ref()?;
-                let types: Vec<ResourceType> = match w.resource_type {
-                    Some(t) => vec![t],
-                    None => ResourceType::ALL.to_vec(),
-                };
-                let name = &canonical(name);
-                let seen = types.iter().any(|t| {
-                    self.watched.iter().any(|(w, watched)| {
-                        w == t && (watched == "*" || canonical(watched) == *name)
-                    })
-                });
-                (!seen).then(|| {
-                    let what = w
-                        .resource_type
-                        .map_or_else(|| "any type".to_string(), |t| t.to_string());
-                    format!(
-                        "no watch step before it watches {what} `{name}`, so no watcher hears of it"
-                    )
-                })
-            }
-            Matcher::Dial(d) => {
-                let target = d.target.as_ref()?;
-                (!self.dialled.contains(target))
-                    .then(|| format!("no dial or rpc step before it dials `{target}`"))
-            }
-            Matcher::Rpc(r) => {
-                let target = r.target.as_ref()?;
-                (!self.called.contains(target))
-                    .then(|| format!("no rpc step before it calls `{target}`"))
-            }
-            Matcher::AnyOf(alternatives) => {
-                // "Nothing happened" can always be met.
-                let reasons: Vec<String> = alternatives
-                    .iter()
-                    .map(|a| self.never_met(&a.matcher))
-                    .collect::<Option<_>>()?;
-                Some(reasons.join("; "))
-            }
-            // Every event of a sequence must happen.
-            Matcher::InOrder(sequence) => sequence.iter().find_map(|m| self.never_met(m)),
-            _ => None,
-        }
-    }
 }
 
 #[cfg(test)]

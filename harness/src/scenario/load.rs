@@ -11,34 +11,25 @@
 //! how errors read is `error`. The loader knows nothing of the machine it
 //! runs on: which clients exist is the caller's to say ([`LoadOptions`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Component, Path};
 use std::time::Duration;
 
 use indexmap::IndexMap;
 use serde_saphyr::MessageFormatter as _;
-use xds_fake_server::fault::{
-    CloseStreamsAfter, DelayResponses, DropResponses, Hang, HoldConnections, KeepStreams,
-    ReleaseConnections, Restart, Resume,
-};
-use xds_vocabulary::{AdsProtocol, ResourceType};
+use xds_vocabulary::AdsProtocol;
+use xds_vocabulary::certificates::Signer;
 
 use super::error::ScenarioError;
-use super::file::{
-    BootstrapSpec, LimitsSpec, ScenarioFile, ServerSpec, Spanned, StepSpec, TlsSpec,
-};
+use super::file::{BootstrapSpec, LimitsSpec, ScenarioFile, ServerSpec, Spanned, TlsSpec};
 use super::limits::{self, Limits, MAX_FILE_BYTES, MAX_STEPS, MAX_VIRTUAL_TIME, MAX_WALL_TIME};
 use super::{
-    BootstrapPlan, ClientAuthPlan, ClientPlan, Location, RpcUntil, Scenario, ServerCertificatePlan,
-    ServerDef, Step, StepDef, TlsPlan, Window,
+    BootstrapPlan, ClientAuthPlan, ClientPlan, Location, Scenario, ServerCertificatePlan,
+    ServerDef, StepDef, TlsPlan,
 };
-use crate::check::{
-    Checker, Problem, check_count, closest, code, duration, keyword, opt, optional_type_url,
-    parse_resource_type,
-};
-use crate::matcher::{Alternative, MATCHER_KEYS, Matcher, MatcherSpec};
-use crate::resource::{resource_errors, resource_list};
-use xds_vocabulary::certificates::Signer;
+use crate::check::{Checker, Problem, closest, duration, keyword, opt};
+use crate::resource::resource_list;
+use crate::step::ScriptState;
 
 /// What the loader checks beyond the file itself.
 #[derive(Clone, Copy, Debug, Default)]
@@ -314,7 +305,7 @@ fn check(
         }
     }
     let mut steps = Vec::with_capacity(file.steps.len());
-    let mut watches = Watches::default();
+    let mut script = ScriptState::default();
     for spec in &file.steps {
         steps.push(StepDef {
             location: Location {
@@ -322,7 +313,7 @@ fn check(
                 line: spec.line,
                 column: spec.column,
             },
-            step: checker.step(spec, &mut watches)?,
+            step: spec.value.compile(&mut script.at(&checker, spec))?,
         });
     }
     limits::check_timing(&steps, &limits)?;
@@ -415,10 +406,6 @@ fn known_clients(
     }
     Ok(())
 }
-
-/// Watches active at the current step (a watch may be started twice).
-#[derive(Default)]
-struct Watches(HashMap<(ResourceType, String), usize>);
 
 pub(crate) const SERVER_MODES: &[(&str, bool)] = &[("auto", false), ("scripted", true)];
 
@@ -590,426 +577,6 @@ impl Checker {
         }
         Ok(())
     }
-
-    fn step(&self, spec: &Spanned<StepSpec>, watches: &mut Watches) -> Result<Step, Problem> {
-        Ok(match &spec.value {
-            StepSpec::Watch(w) => {
-                let resource_type = parse_resource_type(&w.resource_type)?;
-                *watches
-                    .0
-                    .entry((resource_type, w.name.clone()))
-                    .or_default() += 1;
-                Step::Watch {
-                    resource_type,
-                    name: w.name.clone(),
-                }
-            }
-            StepSpec::HoldReads(w) | StepSpec::ReleaseReads(w) => {
-                let resource_type = parse_resource_type(&w.resource_type)?;
-                let hold = matches!(&spec.value, StepSpec::HoldReads(_));
-                if watches
-                    .0
-                    .get(&(resource_type, w.name.clone()))
-                    .is_none_or(|count| *count == 0)
-                {
-                    let verb = if hold { "hold_reads" } else { "release_reads" };
-                    return Err(Problem::at(
-                        spec,
-                        format!(
-                            "{verb}: no watch on {resource_type} `{}` is active here \
-                             (start one with a watch step first)",
-                            w.name
-                        ),
-                    ));
-                }
-                Step::HoldReads {
-                    resource_type,
-                    name: w.name.clone(),
-                    hold,
-                }
-            }
-            StepSpec::WatchInCallback(w) => {
-                let of_type = parse_resource_type(&w.of.resource_type)?;
-                if watches
-                    .0
-                    .get(&(of_type, w.of.name.clone()))
-                    .is_none_or(|count| *count == 0)
-                {
-                    return Err(Problem::at(
-                        spec,
-                        format!(
-                            "watch_in_callback: no watch on {of_type} `{}` is active here \
-                             (start one with a watch step first)",
-                            w.of.name
-                        ),
-                    ));
-                }
-                Step::WatchInCallback {
-                    resource_type: parse_resource_type(&w.resource_type)?,
-                    name: w.name.clone(),
-                    of: (of_type, w.of.name.clone()),
-                }
-            }
-            StepSpec::CancelWatch(w) => {
-                let resource_type = parse_resource_type(&w.resource_type)?;
-                match watches.0.get_mut(&(resource_type, w.name.clone())) {
-                    Some(count) if *count > 0 => *count -= 1,
-                    _ => {
-                        return Err(Problem::at(
-                            spec,
-                            format!(
-                                "cancel_watch: no watch on {resource_type} `{}` is active here \
-                                 (start one with a watch step first)",
-                                w.name
-                            ),
-                        ));
-                    }
-                }
-                Step::CancelWatch {
-                    resource_type,
-                    name: w.name.clone(),
-                }
-            }
-            StepSpec::Dial(target) => {
-                if !target.value.starts_with("xds:") {
-                    return Err(Problem::at(
-                        target,
-                        format!(
-                            "dial: target `{}` is not an xds: target, e.g. xds:///my-service",
-                            target.value
-                        ),
-                    ));
-                }
-                Step::Dial {
-                    target: target.value.clone(),
-                }
-            }
-            StepSpec::Serve(address) => {
-                if address.value.parse::<std::net::SocketAddr>().is_err() {
-                    return Err(Problem::at(
-                        address,
-                        format!(
-                            "serve: `{}` is not a listening address: expected ip:port, \
-                             e.g. 0.0.0.0:8443 or [::]:8443",
-                            address.value
-                        ),
-                    ));
-                }
-                Step::Serve {
-                    address: address.value.clone(),
-                }
-            }
-            StepSpec::Rpc(r) => {
-                if !r.target.value.starts_with("xds:") {
-                    return Err(Problem::at(
-                        &r.target,
-                        format!(
-                            "rpc: target `{}` is not an xds: target, e.g. xds:///my-service",
-                            r.target.value
-                        ),
-                    ));
-                }
-                let count = r.count.unwrap_or(1);
-                check_count(count, "rpc: count").map_err(|e| Problem::at(spec, e))?;
-                if count == 0 {
-                    return Err(Problem::at(spec, "rpc: count must be at least 1"));
-                }
-                if let Some(until) = r.until.as_ref().or(r.until_backend.as_ref())
-                    && count > 1
-                {
-                    return Err(Problem::at(
-                        until,
-                        "rpc: `until` and `count` exclude each other",
-                    ));
-                }
-                let background = r.background.unwrap_or(false);
-                if let Some(until) = r.until.as_ref().or(r.until_backend.as_ref())
-                    && background
-                {
-                    return Err(Problem::at(
-                        until,
-                        "rpc: `until` and `background` exclude each other (an `until` step waits)",
-                    ));
-                }
-                let until = match (&r.until, &r.until_backend) {
-                    (until, Some(backend)) => {
-                        let backend = self.known_backend(backend)?;
-                        let code = opt(until.as_ref(), code)?.unwrap_or(tonic::Code::Ok);
-                        if code != tonic::Code::Ok {
-                            return Err(Problem::at(
-                                spec,
-                                "rpc: `until_backend` waits for an RPC that succeeds there; `until` can only be OK with it",
-                            ));
-                        }
-                        Some(RpcUntil {
-                            code,
-                            backend: Some(backend),
-                        })
-                    }
-                    (Some(c), None) => Some(RpcUntil {
-                        code: code(c)?,
-                        backend: None,
-                    }),
-                    (None, None) => None,
-                };
-                Step::Rpc {
-                    target: r.target.value.clone(),
-                    method: r
-                        .method
-                        .clone()
-                        .unwrap_or_else(|| xds_client_under_test::BACKEND_METHOD.to_string()),
-                    timeout: opt(r.timeout.as_ref(), |t| duration(t, "timeout"))?
-                        .unwrap_or(Duration::from_secs(1)),
-                    wait_for_ready: r.wait_for_ready.unwrap_or(false),
-                    count,
-                    until,
-                    background,
-                }
-            }
-            StepSpec::SetResources(s) => Step::SetResources {
-                server: self.target_server(s.server.as_ref(), spec)?,
-                resources: resource_list(&s.resources, false, self.backends())?,
-                version: s.version.clone(),
-            },
-            StepSpec::RemoveResources(s) => Step::RemoveResources {
-                server: self.target_server(s.server.as_ref(), spec)?,
-                resource_type: parse_resource_type(&s.resource_type)?,
-                names: s.names.clone(),
-                version: s.version.clone(),
-            },
-            StepSpec::CsdsRequest(s) => Step::CsdsRequest {
-                node_ids: s.node_matchers.iter().map(|m| m.node_id.clone()).collect(),
-            },
-            StepSpec::SendResponse(s) => Step::SendResponse {
-                server: self.target_server(s.server.as_ref(), spec)?,
-                resource_type: parse_resource_type(&s.resource_type)?,
-                version: s.version.clone(),
-                nonce: s.nonce.clone(),
-                // Duplicates allowed: they test how clients cope.
-                resources: resource_list(&s.resources, true, self.backends())?,
-                resource_errors: resource_errors(&s.resource_errors)?,
-            },
-            StepSpec::SendDeltaResponse(s) => {
-                let mut ttl = BTreeMap::new();
-                for (name, t) in &s.ttl {
-                    ttl.insert(name.clone(), duration(t, "ttl")?);
-                }
-                Step::SendDeltaResponse {
-                    server: self.target_server(s.server.as_ref(), spec)?,
-                    resource_type: parse_resource_type(&s.resource_type)?,
-                    system_version: s.system_version.clone(),
-                    nonce: s.nonce.clone(),
-                    // Duplicates allowed: they test how clients cope.
-                    resources: resource_list(&s.resources, true, self.backends())?,
-                    versions: s.versions.clone().into_iter().collect(),
-                    ttl,
-                    no_body: s.no_body.clone(),
-                    removed: s.removed.clone(),
-                    resource_errors: resource_errors(&s.resource_errors)?,
-                }
-            }
-            StepSpec::CloseStream(s) => Step::CloseStream {
-                server: self.target_server(s.server.as_ref(), spec)?,
-                code: opt(s.code.as_ref(), code)?.unwrap_or(tonic::Code::Unavailable),
-                message: s.message.clone().unwrap_or_default(),
-            },
-            StepSpec::RefuseConnections(s) => Step::RefuseConnections {
-                server: self.target_server(s.server.as_ref(), spec)?,
-            },
-            StepSpec::AcceptConnections(s) => Step::AcceptConnections {
-                server: self.target_server(s.server.as_ref(), spec)?,
-            },
-            StepSpec::Hang(s) => Step::Fault {
-                server: self.target_server(s.server.as_ref(), spec)?,
-                fault: Hang {
-                    type_url: optional_type_url(s.resource_type.as_ref())?,
-                }
-                .into(),
-            },
-            StepSpec::Resume(s) => Step::Fault {
-                server: self.target_server(s.server.as_ref(), spec)?,
-                fault: Resume.into(),
-            },
-            StepSpec::CloseStreamsAfter(s) => Step::Fault {
-                server: self.target_server(s.server.as_ref(), spec)?,
-                fault: CloseStreamsAfter {
-                    responses: s.responses,
-                    code: opt(s.code.as_ref(), code)?.unwrap_or(tonic::Code::Unavailable),
-                    message: s.message.clone().unwrap_or_default(),
-                }
-                .into(),
-            },
-            StepSpec::KeepStreams(s) => Step::Fault {
-                server: self.target_server(s.server.as_ref(), spec)?,
-                fault: KeepStreams.into(),
-            },
-            StepSpec::HoldConnections(s) => Step::Fault {
-                server: self.target_server(s.server.as_ref(), spec)?,
-                fault: HoldConnections.into(),
-            },
-            StepSpec::ReleaseConnections(s) => Step::Fault {
-                server: self.target_server(s.server.as_ref(), spec)?,
-                fault: ReleaseConnections.into(),
-            },
-            StepSpec::DropResponses(s) => Step::Fault {
-                server: self.target_server(s.server.as_ref(), spec)?,
-                fault: DropResponses {
-                    count: {
-                        let count = s.count.unwrap_or(1);
-                        check_count(count, "drop_responses: count")
-                            .map_err(|e| Problem::at(spec, e))?;
-                        count
-                    },
-                    type_url: optional_type_url(s.resource_type.as_ref())?,
-                }
-                .into(),
-            },
-            StepSpec::DelayResponses(s) => Step::Fault {
-                server: self.target_server(s.server.as_ref(), spec)?,
-                fault: DelayResponses {
-                    by: duration(&s.by, "by")?,
-                }
-                .into(),
-            },
-            StepSpec::Restart(s) => Step::Fault {
-                server: self.target_server(s.server.as_ref(), spec)?,
-                fault: Restart {
-                    keep_resources: s.keep_resources.unwrap_or(true),
-                }
-                .into(),
-            },
-            StepSpec::Wait(d) => Step::Wait(duration(d, "wait")?),
-            StepSpec::Expect(e) => {
-                let matcher = match (&e.any_of, &e.in_order) {
-                    (Some(_), Some(_)) => {
-                        return Err(Problem::at(
-                            spec,
-                            "expect: `any_of` and `in_order` exclude each other",
-                        ));
-                    }
-                    (None, Some(sequence)) => {
-                        if !e.matchers().is_empty() {
-                            return Err(Problem::at(
-                                spec,
-                                "expect: `in_order` replaces the matcher; put every event inside it",
-                            ));
-                        }
-                        if sequence.len() < 2 {
-                            return Err(Problem::at(
-                                spec,
-                                "expect: `in_order` needs at least two events (one is a plain expect)",
-                            ));
-                        }
-                        let mut list = Vec::with_capacity(sequence.len());
-                        for one in sequence {
-                            list.push(self.matcher(spec, "expect.in_order", one.matchers())?);
-                        }
-                        Matcher::InOrder(list)
-                    }
-                    (None, None) => self.matcher(spec, "expect", e.matchers())?,
-                    (Some(alternatives), None) => {
-                        if !e.matchers().is_empty() {
-                            return Err(Problem::at(
-                                spec,
-                                "expect: `any_of` replaces the matcher; put every alternative inside it",
-                            ));
-                        }
-                        if alternatives.is_empty() {
-                            return Err(Problem::at(
-                                spec,
-                                "expect: `any_of` needs at least one alternative",
-                            ));
-                        }
-                        let mut list = Vec::with_capacity(alternatives.len());
-                        for a in alternatives {
-                            let matcher = match (a.nothing, a.matchers().is_empty()) {
-                                (Some(true), true) => Matcher::Nothing,
-                                (Some(true), false) => {
-                                    return Err(Problem::at(
-                                        spec,
-                                        "expect.any_of: `nothing: true` is an alternative of its own; it takes no matcher",
-                                    ));
-                                }
-                                (Some(false), _) => {
-                                    return Err(Problem::at(
-                                        spec,
-                                        "expect.any_of: `nothing` is either `true` or left out",
-                                    ));
-                                }
-                                (None, _) => self.matcher(spec, "expect.any_of", a.matchers())?,
-                            };
-                            list.push(Alternative {
-                                matcher,
-                                divergence: a.divergence.clone(),
-                            });
-                        }
-                        if list.iter().all(|a| a.matcher == Matcher::Nothing) {
-                            return Err(Problem::at(
-                                spec,
-                                "expect.any_of: `nothing` alone expects nothing; use expect_none",
-                            ));
-                        }
-                        if list.iter().any(|a| a.matcher == Matcher::Nothing)
-                            && list.iter().any(|a| matches!(a.matcher, Matcher::Csds(_)))
-                        {
-                            return Err(Problem::at(
-                                spec,
-                                "expect.any_of: `csds` is a state checked throughout the window, not an event; `nothing` cannot be its alternative",
-                            ));
-                        }
-                        Matcher::AnyOf(list)
-                    }
-                };
-                let window = match (&e.within, &e.at) {
-                    (Some(_), Some(at)) => {
-                        return Err(Problem::at(
-                            at,
-                            "expect: `within` and `at` exclude each other",
-                        ));
-                    }
-                    (Some(within), None) => Window::Within(duration(within, "within")?),
-                    (None, Some(at)) => Window::At(duration(at, "at")?),
-                    (None, None) => Window::Within(Duration::from_secs(1)),
-                };
-                Step::Expect { matcher, window }
-            }
-            StepSpec::ExpectNone(e) => Step::ExpectNone {
-                matcher: self.matcher(spec, "expect_none", e.matchers())?,
-                duration: duration(&e.duration, "for")?,
-            },
-        })
-    }
-
-    /// The one matcher of an `expect`, an `any_of` alternative or an
-    /// `expect_none`.
-    fn matcher<T>(
-        &self,
-        step: &Spanned<T>,
-        what: &str,
-        given: Vec<MatcherSpec<'_>>,
-    ) -> Result<Matcher, Problem> {
-        match given.as_slice() {
-            [one] => one.compile(self),
-            _ => {
-                let found = if given.is_empty() {
-                    "none".to_string()
-                } else {
-                    given
-                        .iter()
-                        .map(MatcherSpec::key)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                Err(Problem::at(
-                    step,
-                    format!(
-                        "{what}: expected exactly one of {} (found {found})",
-                        MATCHER_KEYS.join(", ")
-                    ),
-                ))
-            }
-        }
-    }
 }
 
 fn generated(
@@ -1038,15 +605,43 @@ fn generated(
     }
 }
 
+pub(crate) fn server_modes(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::check::schema::table(SERVER_MODES)
+}
+
+pub(crate) fn server_certificates(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::check::schema::table(SERVER_CERTIFICATES)
+}
+
+pub(crate) fn client_certificates(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::check::schema::table(CLIENT_CERTIFICATES)
+}
+
+pub(crate) fn client_auths(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::check::schema::table(CLIENT_AUTH)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::matcher::Matcher;
     use crate::matcher::client::ClientEventKind;
     use crate::matcher::server_event::ServerEventKind;
     use crate::matcher::serving::ServingMatcher;
     use crate::matcher::watcher::WatcherEventKind;
+    use crate::step::Step;
+    use crate::step::Window;
+    use crate::step::dial::Dial;
+    use crate::step::expect::Expect;
+    use crate::step::expect_none::ExpectNone;
+    use crate::step::remove_resources::RemoveResources;
+    use crate::step::rpc::{Rpc, RpcUntil};
+    use crate::step::send_response::SendResponse;
+    use crate::step::set_resources::SetResources;
+    use crate::step::watch::Watch;
     use crate::timeline::CsdsStatus;
     use std::fmt::Write as _;
+    use xds_vocabulary::ResourceType;
     use xds_vocabulary::{LogLevel, RequestKind};
 
     const FULL: &str = r#"
@@ -1125,9 +720,17 @@ steps:
             .steps
             .iter()
             .map(|step| match &step.step {
-                Step::Fault { server, fault } => {
-                    assert_eq!(server, "main");
-                    fault.clone()
+                Step::Hang(f)
+                | Step::Resume(f)
+                | Step::CloseStreamsAfter(f)
+                | Step::KeepStreams(f)
+                | Step::Restart(f)
+                | Step::HoldConnections(f)
+                | Step::ReleaseConnections(f)
+                | Step::DelayResponses(f)
+                | Step::DropResponses(f) => {
+                    assert_eq!(f.server, "main");
+                    f.fault.clone()
                 }
                 other => panic!("not a fault: {other:?}"),
             })
@@ -1201,21 +804,21 @@ steps:
              - expect: {serving: {state: NOT_SERVING, code: NOT_FOUND, contains: x}}\n",
         );
         assert!(
-            matches!(&s.steps[0].step, Step::Serve { address } if address == "[::]:8443"),
+            matches!(&s.steps[0].step, Step::Serve(serve) if serve.address == "[::]:8443"),
             "{:?}",
             s.steps[0].step
         );
         assert!(
             matches!(
                 &s.steps[1].step,
-                Step::Expect {
+                Step::Expect(Expect {
                     matcher: Matcher::Serving(ServingMatcher {
                         serving: false,
                         code: Some(tonic::Code::NotFound),
                         ..
                     }),
                     ..
-                }
+                })
             ),
             "{:?}",
             s.steps[1].step
@@ -1244,7 +847,7 @@ steps:
         assert!(
             matches!(
                 &s.steps[0].step,
-                Step::Rpc { until: Some(RpcUntil { code: tonic::Code::Ok, backend: Some(b) }), .. } if b == "b1"
+                Step::Rpc(Rpc { until: Some(RpcUntil { code: tonic::Code::Ok, backend: Some(b) }), .. }) if b == "b1"
             ),
             "{:?}",
             s.steps[0].step
@@ -1277,14 +880,14 @@ steps:
         assert!(
             matches!(
                 &s.steps[0].step,
-                Step::Rpc {
+                Step::Rpc(Rpc {
                     until: Some(RpcUntil {
                         code: tonic::Code::Unavailable,
                         backend: None
                     }),
                     count: 1,
                     ..
-                }
+                })
             ),
             "{:?}",
             s.steps[0].step
@@ -1350,21 +953,21 @@ steps:
             }
         );
         assert!(
-            matches!(steps[0], Step::Watch { resource_type: ResourceType::Cluster, name } if name == "c1")
+            matches!(steps[0], Step::Watch(Watch { resource_type: ResourceType::Cluster, name }) if name == "c1")
         );
-        let Step::Expect {
+        let Step::Expect(Expect {
             matcher: Matcher::Watcher(w),
             window,
-        } = steps[2]
+        }) = steps[2]
         else {
             panic!("{:?}", steps[2])
         };
         assert_eq!(*window, Window::Within(Duration::from_secs(1)));
         assert_eq!(w.event, Some(WatcherEventKind::Changed));
-        let Step::Expect {
+        let Step::Expect(Expect {
             matcher: Matcher::Request(r),
             window,
-        } = steps[3]
+        }) = steps[3]
         else {
             panic!()
         };
@@ -1374,27 +977,27 @@ steps:
             (r.kind, r.error_code, r.node),
             (Some(RequestKind::Nack), Some(3), Some(true))
         );
-        let Step::Expect {
+        let Step::Expect(Expect {
             matcher: Matcher::Response(r),
             window,
-        } = steps[4]
+        }) = steps[4]
         else {
             panic!()
         };
         assert_eq!(*window, Window::Within(Duration::from_millis(250)));
         assert_eq!(r.server.as_deref(), Some("main"));
-        let Step::Expect {
+        let Step::Expect(Expect {
             matcher: Matcher::Csds(c),
             ..
-        } = steps[5]
+        }) = steps[5]
         else {
             panic!()
         };
         assert_eq!(c.status, Some(CsdsStatus::DoesNotExist));
-        let Step::Expect {
+        let Step::Expect(Expect {
             matcher: Matcher::ServerEvent(e),
             ..
-        } = steps[6]
+        }) = steps[6]
         else {
             panic!()
         };
@@ -1406,10 +1009,10 @@ steps:
                 Some(false)
             )
         );
-        let Step::Expect {
+        let Step::Expect(Expect {
             matcher: Matcher::Client(c),
             ..
-        } = steps[7]
+        }) = steps[7]
         else {
             panic!()
         };
@@ -1420,10 +1023,10 @@ steps:
                 Some(Duration::from_millis(1100))
             )
         );
-        let Step::Expect {
+        let Step::Expect(Expect {
             matcher: Matcher::Dial(d),
             ..
-        } = steps[8]
+        }) = steps[8]
         else {
             panic!()
         };
@@ -1433,15 +1036,14 @@ steps:
             Some(["127.0.0.1:8080".to_string()].as_slice())
         );
         assert!(
-            matches!(steps[9], Step::CancelWatch { .. })
-                && matches!(steps[10], Step::CancelWatch { .. })
+            matches!(steps[9], Step::CancelWatch(_)) && matches!(steps[10], Step::CancelWatch(_))
         );
-        assert!(matches!(steps[11], Step::Dial { target } if target == "xds:///l1"));
-        let Step::SetResources {
+        assert!(matches!(steps[11], Step::Dial(Dial { target }) if target == "xds:///l1"));
+        let Step::SetResources(SetResources {
             server,
             resources,
             version,
-        } = steps[12]
+        }) = steps[12]
         else {
             panic!()
         };
@@ -1451,17 +1053,17 @@ steps:
         );
         assert!(matches!(
             steps[13],
-            Step::RemoveResources {
+            Step::RemoveResources(RemoveResources {
                 resource_type: ResourceType::Listener,
                 ..
-            }
+            })
         ));
-        let Step::SendResponse {
+        let Step::SendResponse(SendResponse {
             resources,
             nonce,
             version,
             ..
-        } = steps[14]
+        }) = steps[14]
         else {
             panic!()
         };
@@ -1470,18 +1072,18 @@ steps:
             (2, Some("n1"), &None)
         );
         assert!(
-            matches!(steps[15], Step::CloseStream { code: tonic::Code::Unavailable, message, .. } if message.is_empty())
+            matches!(steps[15], Step::CloseStream(c) if c.close.code == tonic::Code::Unavailable && c.close.message.is_empty())
         );
         assert!(
-            matches!(steps[16], Step::CloseStream { code: tonic::Code::NotFound, message, .. } if message == "gone")
+            matches!(steps[16], Step::CloseStream(c) if c.close.code == tonic::Code::NotFound && c.close.message == "gone")
         );
-        assert!(matches!(steps[17], Step::RefuseConnections { server } if server == "main"));
-        assert!(matches!(steps[18], Step::AcceptConnections { server } if server == "main"));
-        assert!(matches!(steps[19], Step::Wait(d) if *d == Duration::from_secs(120)));
-        let Step::ExpectNone {
+        assert!(matches!(steps[17], Step::RefuseConnections(f) if f.server == "main"));
+        assert!(matches!(steps[18], Step::AcceptConnections(f) if f.server == "main"));
+        assert!(matches!(steps[19], Step::Wait(w) if w.duration == Duration::from_secs(120)));
+        let Step::ExpectNone(ExpectNone {
             matcher: Matcher::Client(c),
             duration,
-        } = steps[20]
+        }) = steps[20]
         else {
             panic!()
         };

@@ -4,44 +4,29 @@
 //! Loading goes file text -> `file::ScenarioFile` (serde, located syntax
 //! errors) -> `Scenario` (names resolved, resources built into wire
 //! entries, durations parsed, matchers compiled; located semantic errors).
-//! Matchers, file form and checked form, are in `crate::matcher`.
+//! Steps, matchers and resources, file form and checked form, are in
+//! `crate::step`, `crate::matcher` and `crate::resource`.
 
 mod error;
 pub mod file;
 pub mod limits;
 mod load;
 mod schema;
+mod write;
 
 pub use error::ScenarioError;
 pub use load::{LoadOptions, load_file, load_file_with, load_str, load_str_with};
 pub use schema::scenario_schema;
+pub use write::to_yaml;
+
+pub use crate::check::Location;
+pub use crate::step::{RpcUntil, Step, StepDef, UNTIL_BUDGET, Window};
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use xds_fake_server::{ScriptedResourceError, ServedResource};
+use xds_fake_server::ServedResource;
+use xds_vocabulary::AdsProtocol;
 use xds_vocabulary::certificates::Signer;
-use xds_vocabulary::{AdsProtocol, ResourceType};
-
-use crate::matcher::Matcher;
-
-/// How long an `rpc ... until` step keeps trying before it takes the
-/// next answer as final (virtual time on in-process runs).
-pub const UNTIL_BUDGET: Duration = Duration::from_secs(2);
-
-/// A source position, for error messages and failure reports.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Location {
-    pub file: String,
-    pub line: u64,
-    pub column: u64,
-}
-
-impl std::fmt::Display for Location {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}:{}", self.file, self.line, self.column)
-    }
-}
 
 /// A checked scenario, ready to run.
 #[derive(Clone, Debug)]
@@ -176,143 +161,4 @@ pub struct ClientPlan {
     pub seed: u64,
     /// Named client profile (`reference`, `grpc-go-retry`, ...); None = default.
     pub profile: Option<String>,
-}
-
-#[derive(Clone, Debug)]
-pub struct StepDef {
-    pub location: Location,
-    pub step: Step,
-}
-
-/// What ends an `rpc ... until` step: an RPC with this code, served (for
-/// `until_backend`) by this backend.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RpcUntil {
-    pub code: tonic::Code,
-    pub backend: Option<String>,
-}
-
-impl RpcUntil {
-    /// Whether an RPC's outcome ends the step.
-    pub fn met_by(&self, code: tonic::Code, backend: Option<&str>) -> bool {
-        code == self.code
-            && self
-                .backend
-                .as_deref()
-                .is_none_or(|want| backend == Some(want))
-    }
-}
-
-#[derive(Clone, Debug)]
-pub enum Step {
-    Watch {
-        resource_type: ResourceType,
-        name: String,
-    },
-    CancelWatch {
-        resource_type: ResourceType,
-        name: String,
-    },
-    /// The most recent watcher of the resource holds (or lets go of) the
-    /// stream reads its notifications carry.
-    HoldReads {
-        resource_type: ResourceType,
-        name: String,
-        hold: bool,
-    },
-    /// A watch the most recent watcher of `of` starts in its next callback.
-    WatchInCallback {
-        resource_type: ResourceType,
-        name: String,
-        of: (ResourceType, String),
-    },
-    Dial {
-        target: String,
-    },
-    /// A CSDS request with these `node_matchers` (node ids, exact).
-    CsdsRequest {
-        node_ids: Vec<String>,
-    },
-    Serve {
-        address: String,
-    },
-    Rpc {
-        target: String,
-        method: String,
-        timeout: Duration,
-        wait_for_ready: bool,
-        count: u32,
-        /// Repeat until an RPC ends like this (see `RpcSpec::until`).
-        until: Option<RpcUntil>,
-        /// Started, not awaited (see `RpcSpec::background`).
-        background: bool,
-    },
-    SetResources {
-        server: String,
-        resources: Vec<ServedResource>,
-        version: Option<String>,
-    },
-    RemoveResources {
-        server: String,
-        resource_type: ResourceType,
-        names: Vec<String>,
-        version: Option<String>,
-    },
-    SendResponse {
-        server: String,
-        resource_type: ResourceType,
-        version: Option<String>,
-        nonce: Option<String>,
-        resources: Vec<ServedResource>,
-        resource_errors: Vec<ScriptedResourceError>,
-    },
-    SendDeltaResponse {
-        server: String,
-        resource_type: ResourceType,
-        system_version: Option<String>,
-        nonce: Option<String>,
-        resources: Vec<ServedResource>,
-        /// Resource name -> version (default: the server's).
-        versions: BTreeMap<String, String>,
-        ttl: BTreeMap<String, Duration>,
-        /// Names sent without a body, after `resources`.
-        no_body: Vec<String>,
-        removed: Vec<String>,
-        resource_errors: Vec<ScriptedResourceError>,
-    },
-    CloseStream {
-        server: String,
-        code: tonic::Code,
-        message: String,
-    },
-    RefuseConnections {
-        server: String,
-    },
-    AcceptConnections {
-        server: String,
-    },
-    /// Any other fault verb: `hang`, `resume`, `close_streams_after`,
-    /// `keep_streams`.
-    Fault {
-        server: String,
-        fault: xds_fake_server::fault::Fault,
-    },
-    Wait(Duration),
-    Expect {
-        matcher: Matcher,
-        window: Window,
-    },
-    ExpectNone {
-        matcher: Matcher,
-        duration: Duration,
-    },
-}
-
-/// When an expected event must have happened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Window {
-    /// At most this long after the step starts.
-    Within(Duration),
-    /// Exactly at this virtual time since the scenario started (ms precision).
-    At(Duration),
 }

@@ -4,16 +4,12 @@
 //!
 //! The file form keeps keywords as strings (with their positions, for
 //! located errors); the words each one takes come from the same tables the
-//! loader checks them against, added here as `enum`s so an editor can
-//! complete and flag them.
+//! loader checks them against, named beside each field
+//! (`crate::check::schema`), as `enum`s an editor completes and flags.
 
 use serde_json::{Value, json};
-use xds_vocabulary::status::STATUS_CODES;
-use xds_vocabulary::{AdsProtocol, LogLevel, RequestKind, ResourceType};
 
 use super::file::ScenarioFile;
-use crate::matcher;
-use crate::timeline::{CsdsStatus, csds_status_name};
 
 /// The scenario file JSON Schema (draft 2020-12), pretty-printed, with a
 /// trailing newline.
@@ -21,9 +17,6 @@ pub fn scenario_schema() -> String {
     let schema = schemars::schema_for!(ScenarioFile);
     // Serializing a schemars Schema (a JSON value) cannot fail.
     let mut value = serde_json::to_value(&schema).unwrap_or_default();
-    for keyword in keywords() {
-        keyword.apply(&mut value);
-    }
     describe_variant_keys(&mut value);
     let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
     text.push('\n');
@@ -69,212 +62,10 @@ fn describe_variant_keys(schema: &mut Value) {
     }
 }
 
-/// A keyword property of one definition of the schema (`None`: the
-/// top level), and the words it takes.
-struct Keyword {
-    definition: Option<&'static str>,
-    property: &'static str,
-    words: Vec<String>,
-    /// The property is a list of such words.
-    list: bool,
-}
-
-impl Keyword {
-    /// Adds the `enum`; false if the schema has no such property (a
-    /// renamed struct or field: the test below catches it).
-    fn apply(&self, schema: &mut Value) -> bool {
-        let owner = match self.definition {
-            Some(definition) => &mut schema["$defs"][definition],
-            None => schema,
-        };
-        let Some(property) = owner
-            .get_mut("properties")
-            .and_then(|p| p.get_mut(self.property))
-        else {
-            return false;
-        };
-        let target = if self.list {
-            match property.get_mut("items") {
-                Some(items) => items,
-                None => return false,
-            }
-        } else {
-            property
-        };
-        let Some(object) = target.as_object_mut() else {
-            return false;
-        };
-        object.insert("enum".into(), json!(self.words));
-        true
-    }
-}
-
-fn words<T>(table: &[(&str, T)]) -> Vec<String> {
-    table.iter().map(|(w, _)| w.to_string()).collect()
-}
-
-/// Every spelling `ResourceType::parse` takes (short names in either case).
-fn resource_type_words() -> Vec<String> {
-    let mut words = Vec::new();
-    for t in ResourceType::ALL {
-        words.push(t.short_name().to_string());
-        words.push(t.short_name().to_ascii_lowercase());
-        words.push(t.message_name().to_string());
-        words.push(t.type_url().to_string());
-    }
-    for t in ResourceType::ALL {
-        let rust = t
-            .type_url()
-            .rsplit('.')
-            .next()
-            .unwrap_or_default()
-            .to_string();
-        if !words.contains(&rust) {
-            words.push(rust);
-        }
-    }
-    words
-}
-
-/// The `lb_policy` names of envoy.config.cluster.v3.Cluster.LbPolicy.
-fn lb_policy_words() -> Vec<String> {
-    use envoy_types::pb::envoy::config::cluster::v3::cluster::LbPolicy;
-    (0..32)
-        .filter_map(|i| LbPolicy::try_from(i).ok())
-        .map(|p| p.as_str_name().to_string())
-        .collect()
-}
-
-fn keywords() -> Vec<Keyword> {
-    let one = |definition, property, words: Vec<String>| Keyword {
-        definition: Some(definition),
-        property,
-        words,
-        list: false,
-    };
-    let codes: Vec<String> = STATUS_CODES.iter().map(|(n, _)| n.to_string()).collect();
-    let protocols: Vec<String> = AdsProtocol::ALL
-        .iter()
-        .map(|p| p.name().to_string())
-        .collect();
-    let mut list = vec![
-        Keyword {
-            definition: None,
-            property: "protocols",
-            words: protocols.clone(),
-            list: true,
-        },
-        one("ServerSpec", "protocol", protocols),
-        one("ServerSpec", "mode", words(super::load::SERVER_MODES)),
-        one(
-            "TlsSpec",
-            "server_certificate",
-            words(super::load::SERVER_CERTIFICATES),
-        ),
-        one(
-            "TlsSpec",
-            "client_certificate",
-            words(super::load::CLIENT_CERTIFICATES),
-        ),
-        one("TlsSpec", "client_auth", words(super::load::CLIENT_AUTH)),
-        one("ClusterSpec", "lb_policy", lb_policy_words()),
-        one(
-            "WatcherMatcherSpec",
-            "event",
-            words(matcher::watcher::WATCHER_EVENTS),
-        ),
-        one(
-            "ClientMatcherSpec",
-            "event",
-            words(matcher::client::CLIENT_EVENTS),
-        ),
-        one(
-            "ClientMatcherSpec",
-            "level",
-            LogLevel::ALL.iter().map(|l| l.name().to_string()).collect(),
-        ),
-        one(
-            "ServerEventMatcherSpec",
-            "event",
-            words(matcher::server_event::SERVER_EVENTS),
-        ),
-        one(
-            "ServerEventMatcherSpec",
-            "failure",
-            words(matcher::server_event::TLS_FAILURES),
-        ),
-        one(
-            "CsdsMatcherSpec",
-            "status",
-            CsdsStatus::ALL
-                .iter()
-                .map(|s| csds_status_name(*s).to_string())
-                .collect(),
-        ),
-        one(
-            "RequestMatcherSpec",
-            "kind",
-            RequestKind::ALL
-                .iter()
-                .map(|k| k.name().to_string())
-                .collect(),
-        ),
-        one(
-            "ChannelMatcherSpec",
-            "state",
-            xds_client_under_test::ConnectivityState::ALL
-                .iter()
-                .map(|s| s.name().to_string())
-                .collect(),
-        ),
-        one(
-            "ServingMatcherSpec",
-            "state",
-            words(matcher::serving::SERVING_STATES),
-        ),
-        one("AdminMatcherSpec", "state", words(matcher::admin::STATES)),
-    ];
-    for (definition, property) in [
-        ("CloseStreamSpec", "code"),
-        ("CsdsReplyMatcherSpec", "code"),
-        ("ResourceErrorSpec", "code"),
-        ("CloseStreamsAfterSpec", "code"),
-        ("DialMatcherSpec", "code"),
-        ("RpcMatcherSpec", "code"),
-        ("RpcSpec", "until"),
-        ("ServerEventMatcherSpec", "code"),
-        ("ServingMatcherSpec", "code"),
-        ("WatcherMatcherSpec", "code"),
-        ("RequestMatcherSpec", "error_code"),
-        ("DeltaRequestMatcherSpec", "error_code"),
-    ] {
-        list.push(one(definition, property, codes.clone()));
-    }
-    for definition in [
-        "AdminMatcherSpec",
-        "CsdsMatcherSpec",
-        "DeltaRequestMatcherSpec",
-        "DeltaResponseMatcherSpec",
-        "DropResponsesSpec",
-        "HangSpec",
-        "RawSpec",
-        "RemoveResourcesSpec",
-        "RequestMatcherSpec",
-        "ResponseMatcherSpec",
-        "SendDeltaResponseSpec",
-        "SendResponseSpec",
-        "WatchSpec",
-        "WatchInCallbackSpec",
-        "WatcherMatcherSpec",
-    ] {
-        list.push(one(definition, "type", resource_type_words()));
-    }
-    list
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xds_vocabulary::ResourceType;
 
     fn schema_path() -> std::path::PathBuf {
         crate::suite::manifest_dir(env!("CARGO_MANIFEST_DIR")).join("scenario.schema.json")
@@ -329,17 +120,62 @@ mod tests {
         );
     }
 
+    /// Keyword properties carry their words beside their field
+    /// (`schema_with`); these must have them as an `enum`, so editors
+    /// complete them.
     #[test]
     fn every_keyword_property_gets_its_enum() {
-        let schema = schemars::schema_for!(ScenarioFile);
-        let mut value = serde_json::to_value(&schema).expect("JSON");
-        let missing: Vec<String> = keywords()
-            .iter()
-            .filter(|k| !k.apply(&mut value))
-            .map(|k| format!("{:?}.{}", k.definition, k.property))
-            .collect();
-        assert!(missing.is_empty(), "not in the schema: {missing:?}");
         let stored: Value = serde_json::from_str(&scenario_schema()).expect("JSON");
+        let keyword = |definition: &str, property: &str| {
+            let p = &stored["$defs"][definition]["properties"][property];
+            p.get("enum").or_else(|| p["items"].get("enum")).is_some()
+        };
+        let mut missing = Vec::new();
+        for (definition, properties) in [
+            ("ServerSpec", &["protocol", "mode"][..]),
+            (
+                "TlsSpec",
+                &["server_certificate", "client_certificate", "client_auth"],
+            ),
+            ("ClusterSpec", &["lb_policy"]),
+            ("WatcherMatcherSpec", &["event", "code", "type"]),
+            ("ClientMatcherSpec", &["event", "level"]),
+            ("ServerEventMatcherSpec", &["event", "failure", "code"]),
+            ("CsdsMatcherSpec", &["status", "type"]),
+            ("RequestMatcherSpec", &["kind", "error_code", "type"]),
+            ("DeltaRequestMatcherSpec", &["error_code", "type"]),
+            ("ChannelMatcherSpec", &["state"]),
+            ("ServingMatcherSpec", &["state", "code"]),
+            ("AdminMatcherSpec", &["state", "type"]),
+            ("CsdsReplyMatcherSpec", &["code"]),
+            ("DialMatcherSpec", &["code"]),
+            ("RpcMatcherSpec", &["code"]),
+            ("ResponseMatcherSpec", &["type"]),
+            ("DeltaResponseMatcherSpec", &["type"]),
+            ("ResourceErrorSpec", &["code"]),
+            ("RawSpec", &["type"]),
+            ("CloseStreamSpec", &["code"]),
+            ("CloseStreamsAfterSpec", &["code"]),
+            ("RpcSpec", &["until"]),
+            ("DropResponsesSpec", &["type"]),
+            ("HangSpec", &["type"]),
+            ("RemoveResourcesSpec", &["type"]),
+            ("SendResponseSpec", &["type"]),
+            ("SendDeltaResponseSpec", &["type"]),
+            ("WatchSpec", &["type"]),
+            ("WatchInCallbackSpec", &["type"]),
+        ] {
+            for property in properties {
+                if !keyword(definition, property) {
+                    missing.push(format!("{definition}.{property}"));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "no enum: {missing:?}");
+        // An optional keyword stays optional.
+        let hang = &stored["$defs"]["HangSpec"];
+        assert!(hang.get("required").is_none(), "{hang}");
+
         let watcher_events = &stored["$defs"]["WatcherMatcherSpec"]["properties"]["event"]["enum"];
         assert_eq!(
             watcher_events,

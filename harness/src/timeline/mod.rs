@@ -102,6 +102,19 @@ pub enum EventKind {
     Barrier,
 }
 
+/// What a verdict points at on the run's timeline (drawn on the matrix's
+/// picture): the expectation's window and the event it is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mark {
+    pub kind: xds_conformance_reports::matrix::MarkKind,
+    /// From and to, since the run started.
+    pub window: Option<(Duration, Duration)>,
+    /// Index into the run's events.
+    pub event: Option<usize>,
+    /// What was expected, in one line.
+    pub expected: String,
+}
+
 /// The answer to a CSDS request of a scenario's making.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CsdsReply {

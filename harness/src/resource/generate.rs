@@ -1,0 +1,165 @@
+//! Generating resources for chaos schedules: for each name a palette
+//! offers, its valid form and forms clients must reject, as a scenario
+//! file writes them (so a generated scenario reads like a written one).
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use xds_vocabulary::ResourceType;
+
+use super::file::{
+    ClusterSpec, EndpointsSpec, ListenerSpec, RawSpec, ResourceErrorSpec, ResourceSpec,
+    RouteConfigSpec,
+};
+use crate::check::Spanned;
+
+/// One resource of the palette's names: valid most of the time.
+pub fn resource(
+    names: &BTreeMap<ResourceType, Vec<String>>,
+    backends: &[String],
+) -> BoxedStrategy<Spanned<ResourceSpec>> {
+    let types: Vec<ResourceType> = names
+        .iter()
+        .filter(|(_, n)| !n.is_empty())
+        .map(|(t, _)| *t)
+        .collect();
+    let names = names.clone();
+    let backends = backends.to_vec();
+    proptest::sample::select(types)
+        .prop_flat_map(move |t| one_of(t, &names, &backends))
+        .boxed()
+}
+
+/// Zero to three resources of one type (a subset of its names, possibly
+/// invalid, possibly repeated): what one response may carry.
+pub fn resources_of(
+    resource_type: ResourceType,
+    names: &BTreeMap<ResourceType, Vec<String>>,
+    backends: &[String],
+) -> BoxedStrategy<Vec<Spanned<ResourceSpec>>> {
+    proptest::collection::vec(one_of(resource_type, names, backends), 0..=3).boxed()
+}
+
+/// A resource of type `t`, named from the palette.
+fn one_of(
+    t: ResourceType,
+    names: &BTreeMap<ResourceType, Vec<String>>,
+    backends: &[String],
+) -> BoxedStrategy<Spanned<ResourceSpec>> {
+    let own = names.get(&t).cloned().unwrap_or_default();
+    let pick = |of: ResourceType| {
+        let list = names.get(&of).cloned().unwrap_or_default();
+        if list.is_empty() {
+            Just(String::from("none")).boxed()
+        } else {
+            proptest::sample::select(list).boxed()
+        }
+    };
+    let name = proptest::sample::select(own);
+    let valid: BoxedStrategy<ResourceSpec> = match t {
+        ResourceType::Listener => (name, pick(ResourceType::RouteConfiguration))
+            .prop_map(|(name, route)| {
+                ResourceSpec::Listener(ListenerSpec {
+                    name,
+                    rds: Some(route),
+                    ..ListenerSpec::default()
+                })
+            })
+            .boxed(),
+        ResourceType::RouteConfiguration => (name, pick(ResourceType::Cluster))
+            .prop_map(|(name, cluster)| {
+                ResourceSpec::RouteConfig(RouteConfigSpec {
+                    name,
+                    routes_to: Some(cluster),
+                    ..RouteConfigSpec::default()
+                })
+            })
+            .boxed(),
+        ResourceType::Cluster => (name, any::<bool>())
+            .prop_map(|(name, invalid)| {
+                ResourceSpec::Cluster(ClusterSpec {
+                    name,
+                    // gRPC rejects RANDOM (gRFC A27: ROUND_ROBIN or
+                    // RING_HASH, or a load_balancing_policy).
+                    lb_policy: invalid.then(|| Spanned::new("RANDOM".to_string())),
+                    ..ClusterSpec::default()
+                })
+            })
+            .boxed(),
+        ResourceType::ClusterLoadAssignment => {
+            let backends: Vec<String> = backends.iter().map(|b| format!("backend:{b}")).collect();
+            let backend = if backends.is_empty() {
+                Just("127.0.0.1:8080".to_string()).boxed()
+            } else {
+                proptest::sample::select(backends).boxed()
+            };
+            (name, backend)
+                .prop_map(|(name, address)| {
+                    ResourceSpec::Endpoints(EndpointsSpec {
+                        name,
+                        addresses: Some(vec![address]),
+                        ..EndpointsSpec::default()
+                    })
+                })
+                .boxed()
+        }
+    };
+    let own = names.get(&t).cloned().unwrap_or_default();
+    let undecodable = proptest::sample::select(own)
+        .prop_map(move |name| {
+            ResourceSpec::Raw(RawSpec {
+                resource_type: Spanned::new(t.short_name().to_string()),
+                name,
+                type_url: None,
+                hex: None,
+                undecodable: Some(true),
+            })
+        })
+        .boxed();
+    prop_oneof![6 => valid, 1 => undecodable]
+        .prop_map(Spanned::new)
+        .boxed()
+}
+
+/// Usually none; sometimes an error the server reports about one of
+/// `names` (xRFC TP3, read by gRFC A88 clients).
+pub fn resource_errors(names: Vec<String>) -> BoxedStrategy<Vec<ResourceErrorSpec>> {
+    if names.is_empty() {
+        return Just(Vec::new()).boxed();
+    }
+    let one = (
+        proptest::sample::select(names),
+        proptest::sample::select(vec!["NOT_FOUND", "PERMISSION_DENIED", "UNAVAILABLE"]),
+    )
+        .prop_map(|(name, code)| {
+            vec![ResourceErrorSpec {
+                name: Some(name),
+                code: Spanned::new(code.to_string()),
+                message: "reported by the server".to_string(),
+            }]
+        });
+    prop_oneof![4 => Just(Vec::new()), 1 => one].boxed()
+}
+
+impl ResourceSpec {
+    /// What a store files it under: its type (as written) and name.
+    pub fn identity(&self) -> (String, String) {
+        match self {
+            ResourceSpec::Listener(l) => ("LDS".into(), l.name.clone()),
+            ResourceSpec::RouteConfig(r) => ("RDS".into(), r.name.clone()),
+            ResourceSpec::Cluster(c) => ("CDS".into(), c.name.clone()),
+            ResourceSpec::Endpoints(e) => ("EDS".into(), e.name.clone()),
+            ResourceSpec::Raw(r) => (r.resource_type.value.clone(), r.name.clone()),
+            ResourceSpec::Wrapped(inner) => inner.value.identity(),
+            ResourceSpec::Proto(json) => {
+                let field = |key: &str| {
+                    json.value
+                        .get(key)
+                        .map(|(_, v)| v.value.to_json().to_string())
+                        .unwrap_or_default()
+                };
+                (field("@type"), field("name"))
+            }
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! `watch`: start a watch on the client.
+
+use proptest::prelude::*;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use xds_client_under_test::Capabilities;
+use xds_vocabulary::ResourceType;
+
+use super::{Compile, Generate, Kind, Palette, Play, Script, Stage, StepError};
+use crate::check::{Location, Problem, Reachable, Spanned, parse_resource_type};
+
+/// A resource watch: `{type: CDS, name: c1}`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WatchSpec {
+    /// LDS, RDS, CDS or EDS (or a type URL).
+    #[serde(rename = "type")]
+    #[schemars(schema_with = "crate::check::schema::resource_type")]
+    pub resource_type: Spanned<String>,
+    /// Resource name; `*` watches every resource of the type (LDS and CDS).
+    pub name: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Watch {
+    pub resource_type: ResourceType,
+    pub name: String,
+}
+
+impl WatchSpec {
+    /// The watched resource's type and name.
+    pub(crate) fn resource(&self) -> Result<(ResourceType, String), Problem> {
+        Ok((parse_resource_type(&self.resource_type)?, self.name.clone()))
+    }
+
+    /// A watch of one of the palette's resources (or of every resource of
+    /// a full-state type).
+    pub(crate) fn strategy(palette: &Palette) -> BoxedStrategy<WatchSpec> {
+        palette
+            .watchable()
+            .prop_map(|(resource_type, name)| WatchSpec {
+                resource_type: Spanned::new(resource_type.short_name().to_string()),
+                name,
+            })
+            .boxed()
+    }
+}
+
+impl Compile for WatchSpec {
+    type Step = Watch;
+
+    fn compile(&self, script: &mut Script<'_>) -> Result<Watch, Problem> {
+        let (resource_type, name) = self.resource()?;
+        script.start_watch(resource_type, &name);
+        Ok(Watch {
+            resource_type,
+            name,
+        })
+    }
+}
+
+impl Kind for Watch {
+    fn describe(&self) -> String {
+        format!("watch {} {}", self.resource_type, self.name)
+    }
+
+    fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
+        (!caps.watch).then_some("a resource watch API")
+    }
+
+    fn reach(&self, reach: &mut Reachable) -> Result<(), String> {
+        reach.watched(self.resource_type, &self.name);
+        Ok(())
+    }
+}
+
+impl Play for Watch {
+    async fn play(&self, stage: &mut dyn Stage, _at: &Location) -> Result<(), StepError> {
+        stage.act(self.describe());
+        stage.client().watch(self.resource_type, &self.name).await?;
+        Ok(())
+    }
+}
+
+impl Generate for WatchSpec {
+    fn generate(palette: &Palette) -> Option<BoxedStrategy<Self>> {
+        Some(WatchSpec::strategy(palette))
+    }
+}
