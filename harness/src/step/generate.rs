@@ -115,6 +115,29 @@ impl Palette {
             .boxed()
     }
 
+    /// What one response carries: the server it comes from, its type, and
+    /// zero to three resources of that type (a subset of its names,
+    /// possibly invalid, possibly repeated).
+    pub fn response(
+        &self,
+    ) -> BoxedStrategy<(
+        Option<Spanned<String>>,
+        ResourceType,
+        Vec<Spanned<ResourceSpec>>,
+    )> {
+        let names = self.names.clone();
+        let backends = self.backends.clone();
+        (self.server(), self.resource_type())
+            .prop_flat_map(move |(server, resource_type)| {
+                (
+                    Just(server),
+                    Just(resource_type),
+                    crate::resource::generate::resources_of(resource_type, &names, &backends),
+                )
+            })
+            .boxed()
+    }
+
     /// One to three resources of the palette, valid or not.
     pub fn resources(&self) -> BoxedStrategy<Vec<Spanned<ResourceSpec>>> {
         proptest::collection::vec(
@@ -124,6 +147,14 @@ impl Palette {
         .boxed()
     }
 }
+
+/// What [`Palette::response`] generates: the server (left out when it is
+/// the only one), the type, the resources.
+pub type Response = (
+    Option<Spanned<String>>,
+    ResourceType,
+    Vec<Spanned<ResourceSpec>>,
+);
 
 /// A status code name, as scenarios write it.
 pub fn status_code() -> BoxedStrategy<Spanned<String>> {

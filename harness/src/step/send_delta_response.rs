@@ -19,7 +19,7 @@ use crate::resource::file::{ResourceErrorSpec, ResourceSpec};
 use crate::resource::{resource_errors, resource_list};
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendDeltaResponseSpec {
     /// Which server (default: the only one).
@@ -164,33 +164,19 @@ impl Generate for SendDeltaResponseSpec {
     fn generate(palette: &Palette) -> Option<BoxedStrategy<Self>> {
         let palette = palette.clone();
         Some(
-            (palette.server(), palette.resource_type())
-                .prop_flat_map(move |(server, resource_type)| {
-                    (
-                        Just(server),
-                        Just(resource_type),
-                        crate::resource::generate::resources_of(
-                            resource_type,
-                            &palette.names,
-                            &palette.backends,
-                        ),
-                        palette.names_of(resource_type),
-                    )
+            palette
+                .response()
+                .prop_flat_map(move |(server, resource_type, resources)| {
+                    palette
+                        .names_of(resource_type)
+                        .prop_map(move |removed| SendDeltaResponseSpec {
+                            server: server.clone(),
+                            resource_type: Spanned::new(resource_type.short_name().to_string()),
+                            resources: resources.clone(),
+                            removed,
+                            ..SendDeltaResponseSpec::default()
+                        })
                 })
-                .prop_map(
-                    |(server, resource_type, resources, removed)| SendDeltaResponseSpec {
-                        server,
-                        resource_type: Spanned::new(resource_type.short_name().to_string()),
-                        system_version: None,
-                        nonce: None,
-                        resources,
-                        versions: IndexMap::new(),
-                        ttl: IndexMap::new(),
-                        no_body: Vec::new(),
-                        removed,
-                        resource_errors: Vec::new(),
-                    },
-                )
                 .boxed(),
         )
     }

@@ -103,37 +103,23 @@ impl Generate for SendResponseSpec {
     /// Some resources of one type (a subset, invalid ones, duplicates),
     /// sometimes with a server-reported error about one of its names.
     fn generate(palette: &Palette) -> Option<BoxedStrategy<Self>> {
-        let palette = palette.clone();
+        let names = palette.names.clone();
         Some(
-            (palette.server(), palette.resource_type())
-                .prop_flat_map(move |(server, resource_type)| {
-                    (
-                        Just(server),
-                        Just(resource_type),
-                        crate::resource::generate::resources_of(
-                            resource_type,
-                            &palette.names,
-                            &palette.backends,
-                        ),
-                        crate::resource::generate::resource_errors(
-                            palette
-                                .names
-                                .get(&resource_type)
-                                .cloned()
-                                .unwrap_or_default(),
-                        ),
-                    )
+            palette
+                .response()
+                .prop_flat_map(move |(server, resource_type, resources)| {
+                    let own = names.get(&resource_type).cloned().unwrap_or_default();
+                    crate::resource::generate::resource_errors(own).prop_map(move |errors| {
+                        SendResponseSpec {
+                            server: server.clone(),
+                            resource_type: Spanned::new(resource_type.short_name().to_string()),
+                            version: None,
+                            nonce: None,
+                            resources: resources.clone(),
+                            resource_errors: errors,
+                        }
+                    })
                 })
-                .prop_map(
-                    |(server, resource_type, resources, resource_errors)| SendResponseSpec {
-                        server,
-                        resource_type: Spanned::new(resource_type.short_name().to_string()),
-                        version: None,
-                        nonce: None,
-                        resources,
-                        resource_errors,
-                    },
-                )
                 .boxed(),
         )
     }
