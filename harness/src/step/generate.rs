@@ -118,13 +118,7 @@ impl Palette {
     /// What one response carries: the server it comes from, its type, and
     /// zero to three resources of that type (a subset of its names,
     /// possibly invalid, possibly repeated).
-    pub fn response(
-        &self,
-    ) -> BoxedStrategy<(
-        Option<Spanned<String>>,
-        ResourceType,
-        Vec<Spanned<ResourceSpec>>,
-    )> {
+    pub fn response(&self) -> BoxedStrategy<Response> {
         let names = self.names.clone();
         let backends = self.backends.clone();
         (self.server(), self.resource_type())
