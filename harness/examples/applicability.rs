@@ -1,0 +1,86 @@
+//! How much of the suite each client runs, decided before anything runs
+//! (what `matrix` would mark n/a, from each client's capabilities), with
+//! the reasons, most common first. The numbers of the coverage issue:
+//!
+//! ```sh
+//! cargo run -p xds-conformance --example applicability -- scenarios
+//! ```
+//!
+//! A client's start can still refuse a set-up (Envoy and a third xDS
+//! server): `matrix` counts those as n/a too, so its counts can be a few
+//! lower.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use xds_client_under_test::{
+    AdapterManifest, Capabilities, ClientUnderTest, Driver, EnvoyClient, GrpcRustClient,
+    ProcessClient, ReferenceClient,
+};
+use xds_conformance::runner::not_applicable;
+use xds_conformance::suite::{ADAPTERS_DIR, default_matrix_clients, discover, load, repo_root};
+use xds_vocabulary::AdsProtocol;
+
+fn capabilities(name: &str) -> Capabilities {
+    match name {
+        "reference" => ReferenceClient::new().capabilities(),
+        "grpc-rust" => GrpcRustClient::new().capabilities(),
+        adapter => {
+            let root = repo_root().expect("run from the checkout");
+            let manifest =
+                AdapterManifest::load(&root.join(ADAPTERS_DIR).join(adapter)).expect("manifest");
+            match manifest.driver {
+                Driver::Adapter => ProcessClient::new(&root, manifest).capabilities(),
+                Driver::Envoy => EnvoyClient::new(&root, manifest).capabilities(),
+            }
+        }
+    }
+}
+
+fn main() {
+    let paths: Vec<PathBuf> = std::env::args().skip(1).map(PathBuf::from).collect();
+    let paths = if paths.is_empty() {
+        vec![PathBuf::from("scenarios")]
+    } else {
+        paths
+    };
+    let runs: Vec<_> = discover(&paths)
+        .expect("scenario paths")
+        .iter()
+        .filter_map(|f| load(f).ok())
+        .flat_map(|s| s.variants())
+        .collect();
+    for client in default_matrix_clients() {
+        let caps = capabilities(&client);
+        let (mut sotw, mut sotw_applicable, mut general, mut general_applicable) = (0, 0, 0, 0);
+        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        for run in &runs {
+            // Envoy's own scenarios (scenarios/envoy/) are not general.
+            let envoy_only = run.source.contains("scenarios/envoy/");
+            let missing = not_applicable(run, &caps);
+            if !envoy_only {
+                general += 1;
+                general_applicable += usize::from(missing.is_none());
+                if run.protocol == AdsProtocol::Sotw {
+                    sotw += 1;
+                    sotw_applicable += usize::from(missing.is_none());
+                }
+            }
+            if let Some(reason) = missing {
+                *reasons.entry(reason).or_default() += 1;
+            }
+        }
+        let percent = |a: usize, b: usize| if b == 0 { 0 } else { 100 * a / b };
+        println!(
+            "{client}: SotW runs that are not Envoy-only: {sotw_applicable} of {sotw} ({}%); \
+             all runs that are not Envoy-only: {general_applicable} of {general} ({}%)",
+            percent(sotw_applicable, sotw),
+            percent(general_applicable, general)
+        );
+        let mut reasons: Vec<_> = reasons.into_iter().collect();
+        reasons.sort_by(|a, b| b.1.cmp(&a.1));
+        for (reason, count) in reasons.iter().take(8) {
+            println!("    {count:>4}  {reason}");
+        }
+    }
+}
