@@ -70,7 +70,7 @@ fn main() {
                 *reasons.entry(reason).or_default() += 1;
             }
         }
-        let percent = |a: usize, b: usize| if b == 0 { 0 } else { 100 * a / b };
+        let percent = |a: usize, b: usize| (100 * a).checked_div(b).unwrap_or(0);
         println!(
             "{client}: SotW runs that are not Envoy-only: {sotw_applicable} of {sotw} ({}%); \
              all runs that are not Envoy-only: {general_applicable} of {general} ({}%)",
@@ -78,7 +78,7 @@ fn main() {
             percent(general_applicable, general)
         );
         let mut reasons: Vec<_> = reasons.into_iter().collect();
-        reasons.sort_by(|a, b| b.1.cmp(&a.1));
+        reasons.sort_by_key(|(_, count)| std::cmp::Reverse(*count));
         for (reason, count) in reasons.iter().take(8) {
             println!("    {count:>4}  {reason}");
         }
