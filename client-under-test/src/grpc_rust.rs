@@ -638,6 +638,7 @@ impl ClientUnderTest for GrpcRustClient {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             watch: true,
+            projected_watch: false,
             dial: false,
             rpc: false,
             dial_config: false,

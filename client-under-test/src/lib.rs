@@ -46,6 +46,12 @@ pub type PendingRpc =
 pub struct Capabilities {
     /// A resource-level watch API (most clients only offer channels).
     pub watch: bool,
+    /// No watch API, but a scenario's watch of a Cluster or an endpoint
+    /// resource can be observed through a channel whose config makes the
+    /// client's XdsClient watch exactly that resource: the harness serves
+    /// that config from a scaffold server ([`WatchProjection`]) and the
+    /// client reports what the channel's own watcher of the resource hears.
+    pub projected_watch: bool,
     /// A watch can be started from inside a watcher's callback
     /// (`watch_in_callback`).
     pub watch_in_callback: bool,
@@ -128,6 +134,9 @@ pub type EventSink = Arc<dyn Fn(ObservedEvent) + Send + Sync>;
 pub struct ClientEnvironment {
     /// The bootstrap as data; each client renders its own format.
     pub bootstrap: ClientBootstrap,
+    /// For a client with [`Capabilities::projected_watch`] in a scenario
+    /// with watches: the channel through which each watch is observed.
+    pub projection: Option<WatchProjection>,
     pub transport: Transport,
     /// Seed for anything random in the client (backoff jitter).
     pub rng_seed: u64,
@@ -136,6 +145,18 @@ pub struct ClientEnvironment {
     /// Wall-clock time at start, so CSDS timestamps are deterministic.
     pub clock_epoch: SystemTime,
     pub events: EventSink,
+}
+
+/// Where a client without a watch API observes a scenario's watches: a
+/// channel to `target` whose `:authority` picks the virtual host that
+/// routes to the watched resource (see `harness/src/projection.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WatchProjection {
+    /// The channel target every projected watch dials, e.g.
+    /// `xds://xds-conformance-scaffold/watches`.
+    pub target: String,
+    /// The watched resource -> the authority of its channel.
+    pub authorities: BTreeMap<(ResourceType, String), String>,
 }
 
 /// What the harness observes from a client.

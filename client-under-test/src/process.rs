@@ -33,7 +33,8 @@ use xds_vocabulary::{ClientEvent, LogLevel, ResourceType, XdsError, code_from_na
 use crate::child::{TempFile, file_tail, kill_group, program, vm_hwm_bytes};
 use crate::{
     BACKEND_METHOD, Capabilities, ClientEnvironment, ClientError, ClientUnderTest, EventSink,
-    ObservedEvent, PendingRpc, RpcOutcome, RpcRequest, Transport, WatcherNotification,
+    ObservedEvent, PendingRpc, RpcOutcome, RpcRequest, Transport, WatchProjection,
+    WatcherNotification,
 };
 
 /// The protocol version this driver speaks (`hello.protocol`).
@@ -105,6 +106,9 @@ pub struct AdapterCapabilities {
     pub dial: bool,
     pub rpc: bool,
     pub watch: bool,
+    /// Watches observed through channels (`watch` with `via`;
+    /// ADAPTER_PROTOCOL.md, "Projected watches").
+    pub projected_watch: bool,
     pub csds: bool,
     pub fallback: bool,
     pub delta: bool,
@@ -130,6 +134,7 @@ impl AdapterCapabilities {
         profiles.dedup();
         Capabilities {
             watch: self.watch,
+            projected_watch: self.projected_watch,
             dial: self.dial,
             rpc: self.rpc,
             // Real clients do not expose their resolved config.
@@ -296,6 +301,8 @@ pub struct ProcessClient {
     timeouts: ProcessTimeouts,
     /// The manifest's until `hello`, then the hello's.
     capabilities: Capabilities,
+    /// Where projected watches are observed (from `start`).
+    projection: Option<WatchProjection>,
     running: Option<Running>,
 }
 
@@ -312,6 +319,7 @@ impl ProcessClient {
             capabilities: manifest.capabilities.to_capabilities(),
             manifest,
             timeouts: ProcessTimeouts::default(),
+            projection: None,
             running: None,
         }
     }
@@ -816,6 +824,10 @@ enum EventLine {
         kind: String,
         #[serde(default)]
         summary: String,
+        /// For `changed`: the resource as a base64 `google.protobuf.Any`,
+        /// summarised here as the reference client does.
+        #[serde(default)]
+        resource: Option<String>,
         #[serde(default)]
         code: Option<String>,
         #[serde(default)]
@@ -1035,6 +1047,30 @@ pub enum EventProblem {
     NotServingWithoutCode,
     #[error("sent an unknown serving state {0:?}")]
     UnknownServingState(String),
+    #[error("sent a watcher `resource` that is not a base64 google.protobuf.Any: {0}")]
+    BadResource(String),
+}
+
+/// A watcher event's `resource` (a base64 `google.protobuf.Any`),
+/// summarised as the reference client summarises what it accepted, so
+/// timelines compare across clients.
+fn summarise(resource_type: ResourceType, encoded: &str) -> Result<String, EventProblem> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .map_err(|e| EventProblem::BadResource(e.to_string()))?;
+    let any = <envoy_types::pb::google::protobuf::Any as prost::Message>::decode(bytes.as_slice())
+        .map_err(|e| EventProblem::BadResource(e.to_string()))?;
+    Ok(
+        match xds_reference_client::resource::decode_entry(resource_type, &any).result {
+            Ok(resource) => resource.summary(),
+            Err(e) => format!(
+                "{} ({} bytes, accepted by the client; the reference client would reject it: {e})",
+                resource_type.short_name(),
+                any.value.len()
+            ),
+        },
+    )
 }
 
 /// Decodes one stdout line (without its `\n`); `expecting_hello`: no
@@ -1127,6 +1163,7 @@ fn observed_event(event: EventLine) -> Result<ObservedEvent, EventProblem> {
             name,
             kind,
             summary,
+            resource,
             code,
             message,
         } => {
@@ -1141,7 +1178,12 @@ fn observed_event(event: EventLine) -> Result<ObservedEvent, EventProblem> {
                 Ok(XdsError::new(code, message.clone()))
             };
             let notification = match kind.as_str() {
-                "changed" => WatcherNotification::Changed { summary },
+                "changed" => WatcherNotification::Changed {
+                    summary: match resource {
+                        Some(encoded) => summarise(parsed_type, &encoded)?,
+                        None => summary,
+                    },
+                },
                 "resource_error" => WatcherNotification::ResourceError(error()?),
                 "ambient_error" => WatcherNotification::AmbientError(error()?),
                 "ambient_error_cleared" => WatcherNotification::AmbientErrorCleared,
@@ -1358,6 +1400,7 @@ impl ClientUnderTest for ProcessClient {
     }
 
     async fn start(&mut self, env: ClientEnvironment) -> Result<(), ClientError> {
+        self.projection = env.projection.clone();
         if !matches!(env.transport, Transport::Tcp) {
             return Err(ClientError::Unsupported(
                 "in-memory transport: an external client is a separate process and reaches \
@@ -1408,9 +1451,23 @@ impl ClientUnderTest for ProcessClient {
     }
 
     async fn watch(&mut self, resource_type: ResourceType, name: &str) -> Result<(), ClientError> {
-        self.require(self.capabilities.watch, "watch")?;
+        let mut fields = json!({"type": resource_type.type_url(), "name": name});
+        if !self.capabilities.watch {
+            self.require(self.capabilities.projected_watch, "watch")?;
+            let projection = self.projection.as_ref().ok_or_else(|| {
+                ClientError::Unsupported("watch: no projection for this scenario".into())
+            })?;
+            let authority = projection
+                .authorities
+                .get(&(resource_type, name.to_string()))
+                .ok_or_else(|| {
+                    ClientError::Unsupported(format!(
+                        "watch: the projection has no channel for {resource_type} {name}"
+                    ))
+                })?;
+            fields["via"] = json!({"target": projection.target, "authority": authority});
+        }
         let timeout = self.timeouts.command;
-        let fields = json!({"type": resource_type.type_url(), "name": name});
         self.running()?
             .command("watch", into_map(fields), timeout)
             .await
@@ -1422,7 +1479,10 @@ impl ClientUnderTest for ProcessClient {
         resource_type: ResourceType,
         name: &str,
     ) -> Result<(), ClientError> {
-        self.require(self.capabilities.watch, "watch")?;
+        self.require(
+            self.capabilities.watch || self.capabilities.projected_watch,
+            "watch",
+        )?;
         let timeout = self.timeouts.command;
         let fields = json!({"type": resource_type.type_url(), "name": name});
         self.running()?
@@ -1658,6 +1718,11 @@ fn capability_differences(declared: &Capabilities, said: &Capabilities) -> Strin
         ("dial", declared.dial, said.dial),
         ("rpc", declared.rpc, said.rpc),
         ("watch", declared.watch, said.watch),
+        (
+            "projected_watch",
+            declared.projected_watch,
+            said.projected_watch,
+        ),
         ("csds", declared.csds, said.csds),
         ("fallback", declared.fallback, said.fallback),
         ("delta", declared.delta, said.delta),

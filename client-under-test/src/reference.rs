@@ -146,6 +146,7 @@ impl ClientUnderTest for ReferenceClient {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             watch: true,
+            projected_watch: false,
             dial: true,
             rpc: true,
             dial_config: true,

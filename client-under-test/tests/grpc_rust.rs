@@ -99,6 +99,7 @@ async fn setup_with(mode: ServingMode, tls: Option<&TlsSettings>, bootstrap_json
     let mut client = GrpcRustClient::new();
     client
         .start(ClientEnvironment {
+            projection: None,
             bootstrap: ClientBootstrap::GrpcJson(bootstrap_json),
             transport: transport(&network),
             rng_seed: 1,
@@ -358,6 +359,7 @@ async fn unsupported_operations_and_capabilities() {
 async fn bad_bootstrap_and_profiles_are_errors() {
     let network = MemoryNetwork::new();
     let env = |bootstrap_json: &str, profile: Option<&str>| ClientEnvironment {
+        projection: None,
         bootstrap: ClientBootstrap::GrpcJson(bootstrap_json.to_string()),
         transport: transport(&network),
         rng_seed: 1,
@@ -997,6 +999,7 @@ async fn works_over_tcp() {
     let mut client = GrpcRustClient::new();
     client
         .start(ClientEnvironment {
+            projection: None,
             bootstrap: ClientBootstrap::GrpcJson(bootstrap),
             transport: Transport::Tcp,
             rng_seed: 1,

@@ -20,7 +20,7 @@ use tonic::{Request, Response, Status, Streaming};
 use xds_client_under_test::{
     Capabilities, ClientEnvironment, ClientError, ClientUnderTest, ConnectivityState,
     ObservedEvent, ProcessClient, ProcessError, ProcessTimeouts, RpcOutcome, RpcRequest, Transport,
-    WatcherNotification,
+    WatchProjection, WatcherNotification,
 };
 use xds_vocabulary::transport::{DataPlaneConnector, TcpTransport, XdsTransportFactory};
 use xds_vocabulary::{ClientBootstrap, ClientEvent, LogLevel, ResourceType, XdsError};
@@ -154,6 +154,7 @@ fn env(events: &Events) -> ClientEnvironment {
     let sink = events.0.clone();
     ClientEnvironment {
         bootstrap: ClientBootstrap::GrpcJson(r#"{"fixture": "bootstrap"}"#.into()),
+        projection: None,
         transport: Transport::Tcp,
         rng_seed: 42,
         profile: None,
@@ -442,6 +443,52 @@ async fn minimal_fixture_watch_events_map_to_notifications() {
     );
     client.dial("xds:///after").await.unwrap();
 
+    client.shutdown().await;
+    assert_all_gone(pid, &[pid]).await;
+}
+
+/// A client without a watch API observes a watch through the channel the
+/// harness's projection names; its value comes back as a resource, read
+/// as the reference client reads one.
+#[tokio::test]
+async fn projected_watches_go_through_their_channel() {
+    let scratch = Scratch::new("projected");
+    let events = Events::default();
+    let mut client = scratch.client("projected");
+    assert!(client.capabilities().projected_watch && !client.capabilities().watch);
+    let mut environment = env(&events);
+    environment.projection = Some(WatchProjection {
+        target: "xds://xds-conformance-scaffold/watches".into(),
+        authorities: [((ResourceType::Cluster, "c1".to_string()), "w1".to_string())].into(),
+    });
+    client.start(environment).await.unwrap();
+    let pid = client.pid().unwrap() as i32;
+
+    client.watch(ResourceType::Cluster, "c1").await.unwrap();
+    let logs = events.logs(LogLevel::Info);
+    assert!(
+        logs.iter().any(|l| l
+            == r#"via {"authority": "w1", "target": "xds://xds-conformance-scaffold/watches"}"#),
+        "{logs:?}"
+    );
+    let changed = events.all().into_iter().find_map(|e| match e {
+        ObservedEvent::Watcher {
+            notification: WatcherNotification::Changed { summary },
+            ..
+        } => Some(summary),
+        _ => None,
+    });
+    // What the reference client's decoder says of that Cluster.
+    assert_eq!(changed.as_deref(), Some("EDS lb=ROUND_ROBIN"));
+    // A resource the projection has no channel for is not watched.
+    assert!(matches!(
+        client.watch(ResourceType::Cluster, "c2").await,
+        Err(ClientError::Unsupported(_))
+    ));
+    client
+        .cancel_watch(ResourceType::Cluster, "c1")
+        .await
+        .unwrap();
     client.shutdown().await;
     assert_all_gone(pid, &[pid]).await;
 }

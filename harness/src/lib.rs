@@ -28,6 +28,7 @@ pub mod matcher;
 pub mod matrix;
 pub mod peer_bench;
 pub mod progress;
+pub mod projection;
 pub mod proxy;
 pub mod resource;
 pub mod runner;

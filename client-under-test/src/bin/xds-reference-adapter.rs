@@ -103,6 +103,7 @@ async fn run() -> Result<(), AdapterError> {
     std::thread::spawn(move || write_stdout(lines));
     let events = out.clone();
     let env = ClientEnvironment {
+        projection: None,
         bootstrap: xds_vocabulary::ClientBootstrap::GrpcJson(bootstrap_json),
         transport: Transport::Tcp,
         rng_seed,

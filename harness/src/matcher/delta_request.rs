@@ -93,7 +93,8 @@ impl Check for DeltaRequestMatcher {
         text: Translate<'_>,
         fields: &mut Compare,
     ) -> Option<()> {
-        let EventKind::Server(e) = &event.kind else {
+        // Scaffolding (`Source::Scaffold`) is never the scenario's.
+        let (Some(_), EventKind::Server(e)) = (event.source.server(), &event.kind) else {
             return None;
         };
         let ServerEvent::RequestReceived { request, .. } = &**e else {

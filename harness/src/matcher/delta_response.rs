@@ -72,7 +72,8 @@ impl Check for DeltaResponseMatcher {
         text: Translate<'_>,
         fields: &mut Compare,
     ) -> Option<()> {
-        let EventKind::Server(e) = &event.kind else {
+        // Scaffolding (`Source::Scaffold`) is never the scenario's.
+        let (Some(source), EventKind::Server(e)) = (event.source.server(), &event.kind) else {
             return None;
         };
         let ServerEvent::ResponseSent { response, .. } = &**e else {
@@ -90,7 +91,7 @@ impl Check for DeltaResponseMatcher {
         fields
             .server_and_type(
                 self.server.as_deref(),
-                event.source.as_str(),
+                source,
                 self.resource_type,
                 response.type_url.as_str(),
             )

@@ -98,7 +98,8 @@ impl Check for RequestMatcher {
         text: Translate<'_>,
         fields: &mut Compare,
     ) -> Option<()> {
-        let EventKind::Server(e) = &event.kind else {
+        // Scaffolding (`Source::Scaffold`) is never the scenario's.
+        let (Some(source), EventKind::Server(e)) = (event.source.server(), &event.kind) else {
             return None;
         };
         let ServerEvent::RequestReceived { request, .. } = &**e else {
@@ -108,7 +109,7 @@ impl Check for RequestMatcher {
         fields
             .server_and_type(
                 self.server.as_deref(),
-                event.source.as_str(),
+                source,
                 self.resource_type,
                 request.type_url.as_str(),
             )

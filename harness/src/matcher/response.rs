@@ -59,7 +59,8 @@ impl Check for ResponseMatcher {
         text: Translate<'_>,
         fields: &mut Compare,
     ) -> Option<()> {
-        let EventKind::Server(e) = &event.kind else {
+        // Scaffolding (`Source::Scaffold`) is never the scenario's.
+        let (Some(source), EventKind::Server(e)) = (event.source.server(), &event.kind) else {
             return None;
         };
         let ServerEvent::ResponseSent { response, .. } = &**e else {
@@ -68,7 +69,7 @@ impl Check for ResponseMatcher {
         fields
             .server_and_type(
                 self.server.as_deref(),
-                event.source.as_str(),
+                source,
                 self.resource_type,
                 response.type_url.as_str(),
             )

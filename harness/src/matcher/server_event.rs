@@ -184,7 +184,8 @@ impl Check for ServerEventMatcher {
         _text: Translate<'_>,
         fields: &mut Compare,
     ) -> Option<()> {
-        let EventKind::Server(e) = &event.kind else {
+        // Scaffolding (`Source::Scaffold`) is never the scenario's.
+        let (Some(source), EventKind::Server(e)) = (event.source.server(), &event.kind) else {
             return None;
         };
         let kind = ServerEventKind::of(e)?;
@@ -206,12 +207,7 @@ impl Check for ServerEventMatcher {
         };
         let or_none = |v: Option<String>| v.unwrap_or_else(|| "(none)".into());
         fields
-            .eq(
-                "server",
-                self.server.as_deref(),
-                event.source.as_str(),
-                str::to_string,
-            )
+            .eq("server", self.server.as_deref(), source, str::to_string)
             .eq("event", Some(&self.event), &kind, |k| {
                 keyword_name(SERVER_EVENTS, k)
             })

@@ -9,16 +9,21 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use xds_client_under_test::{ClientEnvironment, Transport};
+use xds_client_under_test::{Capabilities, ClientEnvironment, Transport};
 use xds_fake_server::backend::Backend;
+use xds_fake_server::event::ServerEvent;
 use xds_fake_server::{FakeAdsServer, ServerConfig, ServingMode};
 use xds_vocabulary::network::MemoryNetwork;
+use xds_vocabulary::{
+    AdsProtocol, AuthorityConfig, ChannelCredentials, ClientBootstrap, XdsServerConfig,
+};
 
 use super::RunMode;
 use crate::addresses::AddressMap;
 use crate::addresses::free_listening_address;
 use crate::bootstrap::client_bootstrap;
 use crate::check::backend_address;
+use crate::projection;
 use crate::proxy::{ProxyListeners, served_to};
 use crate::scenario::{Scenario, ServerDef};
 use crate::step::Step;
@@ -35,6 +40,17 @@ pub fn server_uri(name: &str) -> String {
 
 /// A scenario's fake server, recording into `timeline`.
 pub fn fake_server(def: &ServerDef, timeline: &Timeline) -> FakeAdsServer {
+    serving_scaffolding(def, timeline, &BTreeSet::new())
+}
+
+/// [`fake_server`], whose requests and responses of the `induced` types
+/// (type URLs) are the scaffolding's (projected watches), not the
+/// scenario's: recorded as [`Source::Scaffold`].
+fn serving_scaffolding(
+    def: &ServerDef,
+    timeline: &Timeline,
+    induced: &BTreeSet<String>,
+) -> FakeAdsServer {
     let mode = if def.scripted {
         ServingMode::Scripted
     } else {
@@ -46,13 +62,44 @@ pub fn fake_server(def: &ServerDef, timeline: &Timeline) -> FakeAdsServer {
     });
     server.set_max_connection_age(def.max_connection_age);
     let tl = timeline.clone();
+    let induced = induced.clone();
     server.set_observer(Arc::new(move |recorded| {
+        let type_url = match &recorded.event {
+            ServerEvent::RequestReceived { request, .. } => Some(&request.type_url),
+            ServerEvent::ResponseSent { response, .. }
+            | ServerEvent::ResponseDropped { response, .. } => Some(&response.type_url),
+            _ => None,
+        };
+        let source = if type_url.is_some_and(|t| induced.contains(t)) {
+            Source::Scaffold(recorded.server.clone())
+        } else {
+            Source::Server(recorded.server.clone())
+        };
         tl.record_at(
             recorded.at,
-            Source::Server(recorded.server.clone()),
+            source,
             EventKind::Server(Box::new(recorded.event.clone())),
         )
     }));
+    server
+}
+
+/// The server of the scaffolding projected watches need (see
+/// [`crate::projection`]), recording as [`Source::Scaffold`].
+fn scaffold_server(plan: &projection::Plan, timeline: &Timeline) -> FakeAdsServer {
+    let server = FakeAdsServer::new(ServerConfig {
+        name: projection::SCAFFOLD.to_string(),
+        mode: ServingMode::Auto,
+    });
+    let tl = timeline.clone();
+    server.set_observer(Arc::new(move |recorded| {
+        tl.record_at(
+            recorded.at,
+            Source::Scaffold("scaffold".into()),
+            EventKind::Server(Box::new(recorded.event.clone())),
+        )
+    }));
+    server.set_resources(plan.resources.clone(), None);
     server
 }
 
@@ -86,8 +133,15 @@ pub(super) async fn set_up(
     scenario: &Scenario,
     timeline: &Timeline,
     mode: RunMode,
-    proxy: bool,
+    caps: &Capabilities,
 ) -> Result<Environment, SetUpError> {
+    // A client without a watch API observes the watches through channels
+    // (see `crate::projection`; a scenario that cannot be projected is not
+    // applicable to it, so it never gets here).
+    let plan = (caps.projected_watch && !caps.watch)
+        .then(|| projection::plan(scenario).ok().flatten())
+        .flatten();
+    let induced = plan.as_ref().map(|p| p.induced.clone()).unwrap_or_default();
     let network = MemoryNetwork::new();
     let mut addresses = AddressMap::identity();
     let mut uris = BTreeMap::new();
@@ -103,7 +157,7 @@ pub(super) async fn set_up(
         }
     };
     for def in &scenario.servers {
-        let server = fake_server(def, timeline);
+        let server = serving_scaffolding(def, timeline, &induced);
         if let Some(certificates) = &certificates {
             let tls = certificates
                 .server_settings(def)
@@ -141,6 +195,33 @@ pub(super) async fn set_up(
         };
         uris.insert(def.name.clone(), uri);
         servers.insert(def.name.clone(), server);
+    }
+    if let Some(plan) = &plan {
+        let server = scaffold_server(plan, timeline);
+        let name = projection::SCAFFOLD;
+        let uri = match mode {
+            RunMode::Virtual => server
+                .serve_in_memory(&network, &server_uri(name))
+                .map(|()| server_uri(name))
+                .map_err(|e| e.to_string()),
+            RunMode::RealTime => match server.serve_tcp(loopback).await {
+                Ok(addr) => {
+                    addresses.add_server(&server_uri(name), addr);
+                    Ok(addr.to_string())
+                }
+                Err(e) => Err(e.to_string()),
+            },
+        };
+        match uri {
+            Ok(uri) => uris.insert(name.to_string(), uri),
+            Err(e) => {
+                return Err(SetUpError {
+                    message: format!("cannot start the scaffold server: {e}"),
+                    addresses,
+                });
+            }
+        };
+        servers.insert(name.to_string(), server);
     }
     let mut backends = Vec::new();
     for (index, name) in scenario.backends.iter().enumerate() {
@@ -189,7 +270,7 @@ pub(super) async fn set_up(
     }
     // Initial resources, with endpoint addresses where they really are,
     // in the shapes a proxy needs.
-    let mut proxy = proxy.then(ProxyListeners::default);
+    let mut proxy = caps.proxy.then(ProxyListeners::default);
     for def in &scenario.servers {
         if !def.resources.is_empty()
             && let Some(server) = servers.get(&def.name)
@@ -209,12 +290,30 @@ pub(super) async fn set_up(
         },
         RunMode::RealTime => Transport::Tcp,
     };
+    let mut bootstrap = client_bootstrap(
+        scenario,
+        &|name| uris.get(name).cloned().unwrap_or_default(),
+        &channel_creds_of(scenario, certificates.as_ref()),
+    );
+    if plan.is_some()
+        && let ClientBootstrap::Config(config) = &mut bootstrap
+    {
+        config.authorities.insert(
+            projection::SCAFFOLD.to_string(),
+            AuthorityConfig {
+                servers: vec![XdsServerConfig {
+                    uri: uris.get(projection::SCAFFOLD).cloned().unwrap_or_default(),
+                    features: Vec::new(),
+                    protocol: AdsProtocol::Sotw,
+                    channel_creds: ChannelCredentials::default(),
+                }],
+                client_listener_resource_name_template: None,
+            },
+        );
+    }
     let client = ClientEnvironment {
-        bootstrap: client_bootstrap(
-            scenario,
-            &|name| uris.get(name).cloned().unwrap_or_default(),
-            &channel_creds_of(scenario, certificates.as_ref()),
-        ),
+        bootstrap,
+        projection: plan.map(|p| p.projection),
         transport,
         rng_seed: scenario.client.seed,
         profile: scenario.client.profile.clone(),

@@ -298,6 +298,15 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
             need(false, what);
         }
     }
+    if caps.projected_watch
+        && !caps.watch
+        && let Err(why) = crate::projection::plan(scenario)
+    {
+        need(
+            false,
+            &format!("a resource watch API, and its channels cannot observe these watches: {why}"),
+        );
+    }
     if let Some(profile) = &scenario.client.profile {
         need(
             caps.profiles.contains(profile),
@@ -386,7 +395,7 @@ async fn play(
         proxy,
         client: env,
         certificates,
-    } = match environment::set_up(&scenario, &timeline, mode, client.capabilities().proxy).await {
+    } = match environment::set_up(&scenario, &timeline, mode, &client.capabilities()).await {
         Ok(environment) => environment,
         Err(SetUpError { message, addresses }) => {
             return Played {

@@ -44,8 +44,11 @@ impl Kind for CancelWatch {
         format!("cancel watch {} {}", self.resource_type, self.name)
     }
 
+    /// A watch API, or channels to observe watches through (whether
+    /// the scenario's watches can be projected is the scenario's to say:
+    /// `runner::not_applicable`).
     fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
-        (!caps.watch).then_some("a resource watch API")
+        (!caps.watch && !caps.projected_watch).then_some("a resource watch API")
     }
 }
 

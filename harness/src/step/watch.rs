@@ -64,8 +64,11 @@ impl Kind for Watch {
         format!("watch {} {}", self.resource_type, self.name)
     }
 
+    /// A watch API, or channels to observe watches through (whether
+    /// the scenario's watches can be projected is the scenario's to say:
+    /// `runner::not_applicable`).
     fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
-        (!caps.watch).then_some("a resource watch API")
+        (!caps.watch && !caps.projected_watch).then_some("a resource watch API")
     }
 
     fn reach(&self, reach: &mut Reachable) -> Result<(), String> {

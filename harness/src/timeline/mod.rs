@@ -51,6 +51,11 @@ pub enum Source {
     Server(String),
     /// A data-plane backend, by its name in the scenario.
     Backend(String),
+    /// Scaffolding the harness added for a client (projected watches):
+    /// the scaffold server, or what a scenario's server saw of the
+    /// scaffolding's own subscriptions (by the server's name). Shown as
+    /// `~name`, never matched against the scenario's expectations.
+    Scaffold(String),
 }
 
 impl Source {
@@ -61,7 +66,16 @@ impl Source {
             Source::Client => "client",
             Source::Csds => "csds",
             Source::Harness => "harness",
-            Source::Server(name) | Source::Backend(name) => name,
+            Source::Server(name) | Source::Backend(name) | Source::Scaffold(name) => name,
+        }
+    }
+
+    /// The scenario's server an event is from, if it is from one (not
+    /// from scaffolding): what wire matchers look at.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            Source::Server(name) => Some(name),
+            _ => None,
         }
     }
 }
@@ -69,7 +83,10 @@ impl Source {
 impl std::fmt::Display for Source {
     /// Padded like a `&str` (`{:<8}` lines timelines up).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
+        match self {
+            Source::Scaffold(name) => f.pad(&format!("~{name}")),
+            _ => f.pad(self.as_str()),
+        }
     }
 }
 
