@@ -10,6 +10,17 @@ use xds_conformance::scenario::load_str;
 use xds_conformance::suite::{client_factory, manifest_dir};
 use xds_conformance_reports::Verdict;
 
+/// The fixture writes its pid where it runs (the checkout, for the
+/// harness): not left behind.
+struct RemovePid;
+
+impl Drop for RemovePid {
+    fn drop(&mut self) {
+        let _ =
+            std::fs::remove_file(manifest_dir(env!("CARGO_MANIFEST_DIR")).join("../fixture.pid"));
+    }
+}
+
 fn fixture() -> String {
     manifest_dir(env!("CARGO_MANIFEST_DIR"))
         .join("../client-under-test/tests/fixtures/projected")
@@ -19,6 +30,7 @@ fn fixture() -> String {
 
 #[test]
 fn a_projected_watch_reaches_the_client_with_its_channel_and_the_scaffold() {
+    let _pid = RemovePid;
     let factory = client_factory(&fixture()).expect("the fixture");
     let scenario = load_str(
         "projected.yaml",
@@ -46,6 +58,7 @@ fn a_projected_watch_reaches_the_client_with_its_channel_and_the_scaffold() {
 
 #[test]
 fn watches_that_cannot_be_projected_are_not_applicable() {
+    let _pid = RemovePid;
     let factory = client_factory(&fixture()).expect("the fixture");
     let scenario = load_str(
         "lds.yaml",
