@@ -20,6 +20,7 @@ pub mod addresses;
 pub mod bootstrap;
 pub mod check;
 pub mod differential;
+pub mod expectations;
 /// For the fuzz targets in `fuzz/` and their corpus replay test only.
 #[doc(hidden)]
 pub mod fuzzing;

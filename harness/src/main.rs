@@ -7,12 +7,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
-use xds_conformance::matrix::{MatrixClient, run_matrix, write_reports};
+use xds_conformance::matrix::{run_matrix, write_reports};
 use xds_conformance::progress::Progress;
 use xds_conformance::runner::run_scenario;
 use xds_conformance::suite::{
-    Selection, client_description, client_factory, default_matrix_clients, discover, load,
-    run_files,
+    Selection, TestedClient, default_matrix_clients, discover, load, run_files,
 };
 use xds_conformance_reports::{MAX_MESSAGE, Verdict};
 use xds_vocabulary::cut::cut;
@@ -44,6 +43,17 @@ struct LimitArgs {
     wall_limit: Option<Duration>,
 }
 
+fn parse_client_file(text: &str) -> Result<(String, PathBuf), String> {
+    match text.split_once('=') {
+        Some((client, file)) if !client.is_empty() && !file.is_empty() => {
+            Ok((client.to_string(), PathBuf::from(file)))
+        }
+        _ => Err(format!(
+            "{text:?}: expected CLIENT=FILE, e.g. grpcio=grpcio.expectations.yaml"
+        )),
+    }
+}
+
 fn parse_limit(text: &str) -> Result<Duration, String> {
     match xds_conformance::check::duration::parse_duration(text) {
         Ok(d) if d.is_zero() => Err("a limit must be more than 0s".into()),
@@ -70,6 +80,18 @@ enum Command {
         /// reference-process), or the path of an adapter's folder.
         #[arg(long, default_value = "reference")]
         client: String,
+        /// The client's expectations file (kept in its own repository):
+        /// runs it expects to fail, to be flaky, or to skip, and why. Held
+        /// both ways: a run expected to fail that passes fails too. See
+        /// README, "Expectations".
+        #[arg(long, value_name = "FILE")]
+        expectations: Option<PathBuf>,
+        /// Rewrite the --expectations file from this run: failures become
+        /// `fail` entries (keeping their reasons), entries of runs that
+        /// passed go. The run's own exit code still holds it to the file as
+        /// it was.
+        #[arg(long, requires = "expectations")]
+        update_expectations: bool,
         /// Leave out scenarios with this tag (repeatable), e.g.
         /// `slow-on-real-time`.
         #[arg(long)]
@@ -91,6 +113,10 @@ enum Command {
         /// reference-process, the reference client again as a process).
         #[arg(long, value_delimiter = ',')]
         clients: Vec<String>,
+        /// A client's expectations file, `CLIENT=FILE` (repeatable; CLIENT
+        /// as in --clients). See README, "Expectations".
+        #[arg(long, value_name = "CLIENT=FILE", value_parser = parse_client_file)]
+        expectations: Vec<(String, PathBuf)>,
         /// Only scenarios whose name or path contains this.
         #[arg(long)]
         filter: Option<String>,
@@ -157,6 +183,8 @@ fn main() -> ExitCode {
             filter,
             report_dir,
             client,
+            expectations,
+            update_expectations,
             skip_tag,
             jobs,
             limits,
@@ -170,11 +198,14 @@ fn main() -> ExitCode {
             },
             report_dir,
             &client,
+            expectations.as_deref(),
+            update_expectations,
             jobs,
         ),
         Command::Matrix {
             paths,
             clients,
+            expectations,
             filter,
             report_dir,
             skip_tag,
@@ -183,6 +214,7 @@ fn main() -> ExitCode {
         } => matrix(
             paths,
             clients,
+            expectations,
             Selection {
                 filter,
                 skip_tags: skip_tag,
@@ -223,10 +255,21 @@ fn run(
     selection: Selection,
     report_dir: PathBuf,
     client: &str,
+    expectations: Option<&std::path::Path>,
+    update_expectations: bool,
     jobs: usize,
 ) -> ExitCode {
-    let factory = match client_factory(client) {
-        Ok(f) => f,
+    // A file to write from this run may not exist yet: it starts empty.
+    if update_expectations
+        && let Some(path) = expectations
+        && !path.exists()
+        && let Err(e) = write_whole(path, b"{}\n")
+    {
+        eprintln!("cannot write {}: {e}", path.display());
+        return ExitCode::from(2);
+    }
+    let client = match TestedClient::new(client, expectations) {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);
@@ -244,10 +287,25 @@ fn run(
         Err(code) => return code,
     };
     let progress = Progress::new();
-    let report = run_files(&files, &selection, client, &factory, jobs, &|f| {
-        progress.report(f)
-    });
+    let report = run_files(&files, &selection, &client, jobs, &|f| progress.report(f));
     progress.finish();
+    warn_unknown_expectations(&client, &report);
+    if update_expectations {
+        let updated = client.expectations.updated(&report.results);
+        let path = &client.expectations.source;
+        match write_whole(path, updated.to_yaml().as_bytes()) {
+            Ok(()) => eprintln!(
+                "{}: {} entries (was {})",
+                path.display(),
+                updated.entries.len(),
+                client.expectations.entries.len()
+            ),
+            Err(e) => {
+                eprintln!("cannot write {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        }
+    }
     for r in report.results.iter().filter(|r| r.verdict.is_failure()) {
         if let Verdict::Fail { message }
         | Verdict::Error { message }
@@ -327,6 +385,7 @@ fn check_selection(files: &[PathBuf], selection: &Selection) -> Result<usize, Ex
 fn matrix(
     paths: Vec<PathBuf>,
     clients: Vec<String>,
+    expectations: Vec<(String, PathBuf)>,
     selection: Selection,
     report_dir: PathBuf,
     jobs: usize,
@@ -336,15 +395,19 @@ fn matrix(
     } else {
         clients
     };
+    if let Some((client, _)) = expectations.iter().find(|(c, _)| !names.contains(c)) {
+        eprintln!("--expectations for {client}, which is not among the clients run");
+        return ExitCode::from(2);
+    }
     let mut matrix_clients = Vec::new();
     for name in &names {
         eprintln!("preparing client {name}...");
-        match client_factory(name) {
-            Ok(factory) => matrix_clients.push(MatrixClient {
-                name: name.clone(),
-                version: client_description(name),
-                factory,
-            }),
+        let file = expectations
+            .iter()
+            .find(|(client, _)| client == name)
+            .map(|(_, file)| file.as_path());
+        match TestedClient::new(name, file) {
+            Ok(client) => matrix_clients.push(client),
             Err(e) => {
                 eprintln!("{e}");
                 return ExitCode::from(2);
@@ -372,6 +435,9 @@ fn matrix(
         eprintln!("cannot write reports to {}: {e}", report_dir.display());
         return ExitCode::from(2);
     }
+    for (client, report) in matrix_clients.iter().zip(&run.reports) {
+        warn_unknown_expectations(client, report);
+    }
     for report in &run.reports {
         println!("{:<10} {}", report.client, report.counts_line());
         for r in report.results.iter().filter(|r| r.verdict.is_failure()) {
@@ -395,6 +461,35 @@ fn matrix(
         report_dir.display()
     );
     exit_code(broken, failed)
+}
+
+/// Entries of a client's expectations that match no run of this one
+/// (a renamed scenario, a typo, or a selection): they hold nothing.
+fn warn_unknown_expectations(client: &TestedClient, report: &xds_conformance_reports::RunReport) {
+    let ids: Vec<String> = report.results.iter().map(|r| r.name.clone()).collect();
+    let unknown = client.expectations.unknown(&ids);
+    if !unknown.is_empty() {
+        eprintln!(
+            "warning: {} has {} entries for runs not in this run: {}",
+            client.expectations.source.display(),
+            unknown.len(),
+            unknown.join(", ")
+        );
+    }
+}
+
+/// Writes `bytes` to `path` whole: into a temporary file beside it, then
+/// renamed over it, so a full disk or an interrupt never leaves half.
+fn write_whole(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let mut temporary = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut temporary, bytes)?;
+    temporary.as_file().sync_all()?;
+    temporary.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 fn validate(paths: Vec<PathBuf>) -> ExitCode {
@@ -423,7 +518,7 @@ fn validate(paths: Vec<PathBuf>) -> ExitCode {
 }
 
 fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode {
-    let Ok(factory) = client_factory("reference") else {
+    let Ok(reference) = TestedClient::new("reference", None) else {
         return ExitCode::from(2);
     };
     let files = match discover(&[suite]) {
@@ -437,8 +532,7 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
     let warm = run_files(
         &files,
         &Selection::default(),
-        "reference",
-        &factory,
+        &reference,
         1,
         &xds_conformance::schedule::no_progress,
     );
@@ -449,8 +543,7 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
         let report = run_files(
             &files,
             &Selection::default(),
-            "reference",
-            &factory,
+            &reference,
             1,
             &xds_conformance::schedule::no_progress,
         );
@@ -506,7 +599,7 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
     let mut walls = Vec::new();
     let mut virtual_duration = Duration::ZERO;
     for _ in 0..iterations.max(1) * 4 {
-        let outcome = run_scenario(&loaded, factory.as_ref());
+        let outcome = run_scenario(&loaded, reference.factory.as_ref());
         walls.push(outcome.wall_duration);
         virtual_duration = outcome.virtual_duration;
     }

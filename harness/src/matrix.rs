@@ -16,16 +16,9 @@ use xds_vocabulary::RequestKind;
 use crate::runner::RunOutcome;
 use crate::scenario::Scenario;
 use crate::schedule::{Progress, ScenarioRuns, run_all};
-use crate::suite::{BoxedFactory, load_selected};
+use crate::suite::{TestedClient, load_selected};
 use crate::timeline::Mark;
 use crate::timeline::{EventKind, TimelineEvent, describe, type_name};
-
-/// A client to put in the matrix.
-pub struct MatrixClient {
-    pub name: String,
-    pub version: String,
-    pub factory: BoxedFactory,
-}
 
 /// One run of the matrix: the matrix itself, a report per client, and
 /// every run's outcome (per client, in row order) for callers that check
@@ -43,7 +36,7 @@ pub struct MatrixRun {
 pub fn run_matrix(
     files: &[PathBuf],
     selection: &crate::suite::Selection,
-    clients: &[MatrixClient],
+    clients: &[TestedClient],
     jobs: usize,
     progress: &Progress<'_>,
 ) -> MatrixRun {
@@ -60,6 +53,7 @@ pub fn run_matrix(
                         client.factory.as_ref(),
                         jobs,
                         &client.name,
+                        &client.expectations,
                         progress,
                     )
                 })
@@ -197,7 +191,7 @@ fn error_cell(source: &str, message: &str) -> (MatrixCell, ScenarioReport) {
 fn cell(
     scenario: &Scenario,
     source: &str,
-    client: &MatrixClient,
+    client: &TestedClient,
     outcome: RunOutcome,
 ) -> (MatrixCell, ScenarioReport) {
     let (status, detail) = match &outcome.verdict {

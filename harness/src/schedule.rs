@@ -17,6 +17,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::differential::run_variants;
+use crate::expectations::Expectations;
 use xds_conformance_reports::Verdict;
 
 use crate::runner::RunOutcome;
@@ -61,6 +62,7 @@ pub fn run_all(
     factory: &SharedFactory,
     jobs: usize,
     client: &str,
+    expectations: &Expectations,
     progress: &Progress<'_>,
 ) -> Vec<ScenarioRuns> {
     let jobs = jobs.clamp(1, scenarios.len().max(1));
@@ -80,7 +82,7 @@ pub fn run_all(
             let runs = if crate::interrupt::token().is_cancelled() {
                 not_run(scenario)
             } else {
-                run_variants(scenario, factory)
+                run_expecting(scenario, factory, expectations)
             };
             for (run, outcome) in &runs {
                 progress(&Finished {
@@ -109,6 +111,41 @@ pub fn run_all(
         .into_iter()
         .zip(scenarios)
         .map(|(runs, scenario)| runs.unwrap_or_else(|| not_run(scenario)))
+        .collect()
+}
+
+/// A scenario's runs, held to the client's expectations: a run it says to
+/// skip is not played; the others' verdicts are held to their entries.
+/// (With one variant skipped the others are played alone, without the
+/// comparison of protocols `run_variants` makes.)
+fn run_expecting(
+    scenario: &Scenario,
+    factory: &SharedFactory,
+    expectations: &Expectations,
+) -> ScenarioRuns {
+    let variants = scenario.variants();
+    let runs: ScenarioRuns = if variants
+        .iter()
+        .all(|v| expectations.skip(&v.name).is_none())
+    {
+        run_variants(scenario, factory)
+    } else {
+        variants
+            .into_iter()
+            .map(|variant| {
+                let outcome = match expectations.skip(&variant.name) {
+                    Some(reason) => RunOutcome::not_run(Verdict::NotApplicable { reason }),
+                    None => crate::runner::run_scenario(&variant, factory),
+                };
+                (variant, outcome)
+            })
+            .collect()
+    };
+    runs.into_iter()
+        .map(|(run, mut outcome)| {
+            outcome.verdict = expectations.apply(&run.name, outcome.verdict);
+            (run, outcome)
+        })
         .collect()
 }
 
@@ -155,13 +192,27 @@ mod tests {
                 .unwrap()
                 .push((f.scenario.name.clone(), f.done, f.total));
         };
-        let serial = run_all(&refs, &factory, 1, "reference", &record);
+        let serial = run_all(
+            &refs,
+            &factory,
+            1,
+            "reference",
+            &Expectations::default(),
+            &record,
+        );
         // Told of each run as it finished, counting up to the total.
         let seen = seen.into_inner().unwrap();
         assert_eq!(seen.len(), 7);
         assert_eq!(seen[0], ("s0".to_string(), 1, 7));
         assert_eq!(seen[6].1, 7);
-        let parallel = run_all(&refs, &factory, 3, "reference", &no_progress);
+        let parallel = run_all(
+            &refs,
+            &factory,
+            3,
+            "reference",
+            &Expectations::default(),
+            &no_progress,
+        );
         let names = |runs: &Vec<ScenarioRuns>| -> Vec<String> {
             runs.iter().flatten().map(|(s, _)| s.name.clone()).collect()
         };
@@ -177,6 +228,16 @@ mod tests {
     #[test]
     fn no_scenarios_is_no_runs() {
         let factory = || Box::new(ReferenceClient::new()) as Box<dyn ClientUnderTest>;
-        assert!(run_all(&[], &factory, 4, "reference", &no_progress).is_empty());
+        assert!(
+            run_all(
+                &[],
+                &factory,
+                4,
+                "reference",
+                &Expectations::default(),
+                &no_progress
+            )
+            .is_empty()
+        );
     }
 }

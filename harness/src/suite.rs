@@ -9,6 +9,7 @@ use xds_client_under_test::{
 };
 use xds_conformance_reports::{RunReport, ScenarioReport, Verdict};
 
+use crate::expectations::Expectations;
 use crate::scenario::{LoadOptions, Scenario, ScenarioError, load_file_with};
 use crate::schedule::{Progress, SharedFactory, run_all};
 
@@ -178,6 +179,10 @@ pub fn client_description(name: &str) -> String {
     match name {
         "reference" => format!("xds-reference-client {}", env!("CARGO_PKG_VERSION")),
         "grpc-rust" => "xds-client 0.1.0-alpha.4 (crates.io)".to_string(),
+        // A path to an adapter folder, or the name of one of ours.
+        path if path.contains('/') => AdapterManifest::load(Path::new(path))
+            .map(|m| m.description)
+            .unwrap_or_default(),
         other => repo_root()
             .and_then(|root| AdapterManifest::load(&root.join(ADAPTERS_DIR).join(other)).ok())
             .map(|m| m.description)
@@ -260,21 +265,63 @@ impl Selection {
     }
 }
 
+/// A client to run scenarios on: how to make one, and what is expected of
+/// it.
+pub struct TestedClient {
+    /// As reports name it.
+    pub name: String,
+    /// The matrix's column heading.
+    pub version: String,
+    pub factory: BoxedFactory,
+    /// What the client's own repository expects of it (the default: every
+    /// run is held to the scenarios alone).
+    pub expectations: Expectations,
+}
+
+impl TestedClient {
+    /// The client `name` (or the adapter in the folder `name`, see
+    /// [`client_factory`]), named as it names itself (an adapter by its
+    /// manifest, not by its folder), held to the expectations file at
+    /// `expectations` if given.
+    pub fn new(name: &str, expectations: Option<&Path>) -> Result<TestedClient, String> {
+        let factory = client_factory(name)?;
+        let expectations = match expectations {
+            Some(path) => Expectations::load(path).map_err(|e| e.to_string())?,
+            None => Expectations::default(),
+        };
+        // Making a client starts nothing: it is asked its name.
+        let own_name = factory().name().to_string();
+        Ok(TestedClient {
+            version: client_description(name),
+            name: own_name,
+            factory,
+            expectations,
+        })
+    }
+}
+
 /// Loads and runs each file, `jobs` scenarios at a time (see
 /// [`crate::schedule`]); a file that does not load is an ERROR result
 /// naming the file, line and column, and the run goes on.
 pub fn run_files(
     files: &[PathBuf],
     selection: &Selection,
-    client: &str,
-    factory: &BoxedFactory,
+    client: &TestedClient,
     jobs: usize,
     progress: &Progress<'_>,
 ) -> RunReport {
     let started = std::time::Instant::now();
     let loaded = load_selected(files, selection);
     let scenarios: Vec<&Scenario> = loaded.iter().filter_map(|(_, s)| s.as_ref().ok()).collect();
-    let mut runs = run_all(&scenarios, factory.as_ref(), jobs, client, progress).into_iter();
+    let mut runs = run_all(
+        &scenarios,
+        client.factory.as_ref(),
+        jobs,
+        &client.name,
+        &client.expectations,
+        progress,
+    )
+    .into_iter();
     let mut results = Vec::new();
     for (source, scenario) in &loaded {
         match scenario {
@@ -296,7 +343,7 @@ pub fn run_files(
         }
     }
     RunReport {
-        client: client.to_string(),
+        client: client.name.clone(),
         results,
         wall_duration: started.elapsed(),
     }

@@ -64,3 +64,68 @@ fn a_filter_that_matches_nothing_exits_2() {
         "{err}"
     );
 }
+
+/// A client's expectations file holds a gate both ways: what it expects
+/// to fail may fail (exit 0), what it expects to fail and passes fails the
+/// gate (exit 1), and `--update-expectations` writes it from a run.
+#[test]
+fn expectations_hold_the_gate_both_ways_and_are_written_from_a_run() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let file = dir.path().join("my-client.expectations.yaml");
+    let file_arg = file.to_str().expect("a UTF-8 path");
+    const PASSING: &str = "scenarios/a46/wrong-type-url.yaml";
+    const FAILING: &str =
+        "harness/tests/hostile/outcome-expectation-never-met-ends-in-virtual-time.yaml";
+    let failing_id = "outcome-expectation-never-met-ends-in-virtual-time";
+
+    // Written from a run: the failure is expected from now on.
+    let (code, err) = run(&[
+        PASSING,
+        FAILING,
+        "--expectations",
+        file_arg,
+        "--update-expectations",
+    ]);
+    assert_eq!(code, Some(1), "the run itself still failed: {err}");
+    let written = std::fs::read_to_string(&file).expect("the file is written");
+    assert!(written.contains(&format!("{failing_id}:")), "{written}");
+    assert!(written.contains("expect: fail"), "{written}");
+    assert!(!written.contains("wrong-type-url"), "{written}");
+
+    let (code, err) = run(&[PASSING, FAILING, "--expectations", file_arg]);
+    assert_eq!(code, Some(0), "{err}");
+
+    // Expecting a pass to fail fails the gate, naming the file.
+    std::fs::write(
+        &file,
+        format!("{written}a46/wrong-type-url: {{expect: fail, reason: an old bug}}\n"),
+    )
+    .expect("write");
+    let (code, err) = run(&[PASSING, FAILING, "--expectations", file_arg]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("expects a46/wrong-type-url to fail (an old bug), but it passed"),
+        "{err}"
+    );
+
+    // A skipped run is not run; an entry for no run is warned about.
+    std::fs::write(
+        &file,
+        format!(
+            "{failing_id}: {{expect: skip, reason: hangs}}\nno/such: {{expect: fail, reason: r}}\n"
+        ),
+    )
+    .expect("write");
+    let (code, err) = run(&[PASSING, FAILING, "--expectations", file_arg]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("1 entries for runs not in this run: no/such"),
+        "{err}"
+    );
+
+    // A broken file is broken input, located.
+    std::fs::write(&file, "a/x: {expect: sometimes, reason: r}\n").expect("write");
+    let (code, err) = run(&[PASSING, "--expectations", file_arg]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("my-client.expectations.yaml:1:"), "{err}");
+}

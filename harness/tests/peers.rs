@@ -21,13 +21,11 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use xds_conformance::matrix::{MatrixClient, run_matrix, write_reports};
+use xds_conformance::matrix::{run_matrix, write_reports};
 use xds_conformance::runner::RunOutcome;
 use xds_conformance::scenario::Scenario;
 use xds_conformance::schedule::DEFAULT_JOBS;
-use xds_conformance::suite::{
-    Selection, client_description, client_factory, discover, manifest_dir,
-};
+use xds_conformance::suite::{Selection, TestedClient, discover, manifest_dir};
 use xds_conformance_reports::Verdict;
 
 /// Clients whose normalised timelines are compared with snapshots.
@@ -40,13 +38,9 @@ fn matrix() {
         .parent()
         .expect("the harness crate is in the workspace");
     let files = discover(&[root.join("scenarios")]).expect("scenarios/ is readable");
-    let clients: Vec<MatrixClient> = ["reference", "grpcio", "grpc-js", "envoy", "grpc-rust"]
+    let clients: Vec<TestedClient> = ["reference", "grpcio", "grpc-js", "envoy", "grpc-rust"]
         .into_iter()
-        .map(|name| MatrixClient {
-            name: name.to_string(),
-            version: client_description(name),
-            factory: client_factory(name).unwrap_or_else(|e| panic!("{name}: {e}")),
-        })
+        .map(|name| TestedClient::new(name, None).unwrap_or_else(|e| panic!("{name}: {e}")))
         .collect();
     let run = run_matrix(
         &files,

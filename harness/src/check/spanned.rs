@@ -22,6 +22,22 @@ impl<T> Spanned<T> {
     }
 }
 
+/// A value compares (and hashes) as the value, wherever it was written:
+/// map keys of a file are compared by what they say.
+impl<T: PartialEq> PartialEq for Spanned<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.value == other.value
+    }
+}
+
+impl<T: Eq> Eq for Spanned<T> {}
+
+impl<T: std::hash::Hash> std::hash::Hash for Spanned<T> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.value.hash(state)
+    }
+}
+
 /// Written back as the plain value.
 impl<T: Serialize> Serialize for Spanned<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
