@@ -7,11 +7,12 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
-use xds_conformance::matrix::{run_matrix, write_reports};
+use xds_conformance::matrix::{MatrixRecord, run_matrix, write_reports};
 use xds_conformance::progress::Progress;
 use xds_conformance::runner::run_scenario;
 use xds_conformance::suite::{
-    Selection, TestedClient, default_matrix_clients, discover, load, run_files,
+    Partition, ResultsFile, Selection, SuiteVersion, TestedClient, default_matrix_clients,
+    discover, load, run_files,
 };
 use xds_conformance_reports::{MAX_MESSAGE, Verdict};
 use xds_vocabulary::cut::cut;
@@ -96,6 +97,11 @@ enum Command {
         /// `slow-on-real-time`.
         #[arg(long)]
         skip_tag: Vec<String>,
+        /// Only shard K of N (`--partition 2/3`), by a hash of each
+        /// scenario's ID: shards of one run merge into one matrix
+        /// (`merge`).
+        #[arg(long, value_name = "K/N", value_parser = Partition::parse)]
+        partition: Option<Partition>,
         /// Scenarios run at once per client (real clients mostly wait;
         /// see README, "Running real clients at once").
         #[arg(long, default_value_t = xds_conformance::schedule::DEFAULT_JOBS)]
@@ -127,12 +133,28 @@ enum Command {
         /// Leave out scenarios with this tag (repeatable).
         #[arg(long)]
         skip_tag: Vec<String>,
+        /// Only shard K of N (`--partition 2/3`), by a hash of each
+        /// scenario's ID; `merge` makes one matrix of the shards'
+        /// report directories.
+        #[arg(long, value_name = "K/N", value_parser = Partition::parse)]
+        partition: Option<Partition>,
         /// Scenarios run at once per client (real clients mostly wait;
         /// see README, "Running real clients at once").
         #[arg(long, default_value_t = xds_conformance::schedule::DEFAULT_JOBS)]
         jobs: usize,
         #[command(flatten)]
         limits: LimitArgs,
+    },
+    /// Merge the report directories of a matrix's shards (`matrix
+    /// --partition K/N`, each with its matrix.json) into one matrix,
+    /// JUnit and results per client, as one run would have written them.
+    Merge {
+        /// The shards' report directories.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// Where the merged matrix goes.
+        #[arg(long, default_value = "reports-out/matrix")]
+        report_dir: PathBuf,
     },
     /// Check scenario files; errors name file:line:column.
     Validate {
@@ -169,7 +191,34 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    // `--version` names the scenario set too: results are only comparable
+    // over the same scenarios.
+    let scenarios = xds_conformance::suite::repo_root()
+        .map(|root| root.join("scenarios"))
+        .filter(|dir| dir.is_dir())
+        .and_then(|dir| discover(&[dir]).ok());
+    let version = match scenarios {
+        Some(files) => {
+            let names = relative_to_root(&files);
+            let suite = SuiteVersion::of_named(
+                names
+                    .iter()
+                    .map(|n| n.display().to_string())
+                    .zip(files.iter().map(PathBuf::as_path)),
+            );
+            format!("{} (scenarios {})", suite.harness, suite.scenarios)
+        }
+        None => format!("{} (no scenarios/ found)", env!("CARGO_PKG_VERSION")),
+    };
+    let matches = Cli::command()
+        .version(env!("CARGO_PKG_VERSION"))
+        .long_version(&*Box::leak(version.into_boxed_str()))
+        .get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     if matches!(cli.command, Command::Run { .. } | Command::Matrix { .. })
         && let Err(e) = xds_conformance::interrupt::install()
     {
@@ -186,6 +235,7 @@ fn main() -> ExitCode {
             expectations,
             update_expectations,
             skip_tag,
+            partition,
             jobs,
             limits,
         } => run(
@@ -195,6 +245,7 @@ fn main() -> ExitCode {
                 skip_tags: skip_tag,
                 virtual_limit: limits.virtual_limit,
                 wall_limit: limits.wall_limit,
+                partition,
             },
             report_dir,
             &client,
@@ -209,6 +260,7 @@ fn main() -> ExitCode {
             filter,
             report_dir,
             skip_tag,
+            partition,
             jobs,
             limits,
         } => matrix(
@@ -220,10 +272,12 @@ fn main() -> ExitCode {
                 skip_tags: skip_tag,
                 virtual_limit: limits.virtual_limit,
                 wall_limit: limits.wall_limit,
+                partition,
             },
             report_dir,
             jobs,
         ),
+        Command::Merge { shards, report_dir } => merge(shards, report_dir),
         Command::Validate { paths } => validate(paths),
         Command::Schema => {
             print!("{}", xds_conformance::scenario::scenario_schema());
@@ -240,6 +294,20 @@ fn main() -> ExitCode {
             bootstrap_out,
         } => serve(scenario, bootstrap_out),
     }
+}
+
+/// Paths under the repository root, as `scenarios/...` (so a digest does
+/// not depend on where the checkout is).
+fn relative_to_root(files: &[PathBuf]) -> Vec<PathBuf> {
+    let root = xds_conformance::suite::repo_root().unwrap_or_default();
+    files
+        .iter()
+        .map(|f| {
+            f.strip_prefix(&root)
+                .map(PathBuf::from)
+                .unwrap_or_else(|_| f.clone())
+        })
+        .collect()
 }
 
 fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
@@ -319,8 +387,11 @@ fn run(
             );
         }
     }
-    match xds_conformance_reports::write_all(&report, &report_dir) {
-        Ok(_) => println!(
+    let results = ResultsFile::new(&report, &SuiteVersion::of(&files), selection.partition);
+    let written = xds_conformance_reports::write_all(&report, &report_dir)
+        .and_then(|_| std::fs::write(report_dir.join("results.json"), results.to_json()));
+    match written {
+        Ok(()) => println!(
             "\n{} scenarios: {} in {:.3}s; reports in {}",
             report.results.len(),
             report.counts_line(),
@@ -379,7 +450,7 @@ fn check_selection(files: &[PathBuf], selection: &Selection) -> Result<usize, Ex
         );
         return Err(ExitCode::from(EXIT_BROKEN_INPUT));
     }
-    Ok(loaded.iter().filter(|(_, l)| l.is_err()).count())
+    Ok(loaded.iter().filter(|l| l.scenario.is_err()).count())
 }
 
 fn matrix(
@@ -431,7 +502,8 @@ fn matrix(
     });
     progress.finish();
     let mut failed = false;
-    if let Err(e) = write_reports(&run, &report_dir) {
+    let record = run.record(&SuiteVersion::of(&files), selection.partition);
+    if let Err(e) = write_reports(&record, &report_dir) {
         eprintln!("cannot write reports to {}: {e}", report_dir.display());
         return ExitCode::from(2);
     }
@@ -490,6 +562,51 @@ fn write_whole(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     temporary.as_file().sync_all()?;
     temporary.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+fn merge(shards: Vec<PathBuf>, report_dir: PathBuf) -> ExitCode {
+    let mut records = Vec::new();
+    for shard in &shards {
+        let path = shard.join("matrix.json");
+        let record = std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                serde_json::from_slice::<MatrixRecord>(&bytes).map_err(|e| e.to_string())
+            });
+        match record {
+            Ok(record) => records.push(record),
+            Err(e) => {
+                eprintln!("{}: {e}", path.display());
+                return ExitCode::from(EXIT_BROKEN_INPUT);
+            }
+        }
+    }
+    let shards_seen: Vec<String> = records.iter().filter_map(|r| r.partition.clone()).collect();
+    let merged = match xds_conformance::matrix::merge(records) {
+        Ok(merged) => merged,
+        Err(e) => {
+            eprintln!("cannot merge: {e}");
+            return ExitCode::from(EXIT_BROKEN_INPUT);
+        }
+    };
+    if let Err(e) =
+        std::fs::create_dir_all(&report_dir).and_then(|()| write_reports(&merged, &report_dir))
+    {
+        eprintln!("cannot write reports to {}: {e}", report_dir.display());
+        return ExitCode::from(EXIT_BROKEN_INPUT);
+    }
+    let mut failed = false;
+    for report in &merged.reports {
+        println!("{:<10} {}", report.client, report.counts_line());
+        failed |= report.failed();
+    }
+    println!(
+        "{} shards ({}) merged into {}/matrix.html",
+        shards.len(),
+        shards_seen.join(", "),
+        report_dir.display()
+    );
+    exit_code(0, failed)
 }
 
 fn validate(paths: Vec<PathBuf>) -> ExitCode {

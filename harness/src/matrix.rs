@@ -16,7 +16,7 @@ use xds_vocabulary::RequestKind;
 use crate::runner::RunOutcome;
 use crate::scenario::Scenario;
 use crate::schedule::{Progress, ScenarioRuns, run_all};
-use crate::suite::{TestedClient, load_selected};
+use crate::suite::{Loaded, Partition, ResultsFile, SuiteVersion, TestedClient, load_selected};
 use crate::timeline::Mark;
 use crate::timeline::{EventKind, TimelineEvent, describe, type_name};
 
@@ -27,6 +27,10 @@ pub struct MatrixRun {
     pub matrix: Matrix,
     pub reports: Vec<RunReport>,
     pub outcomes: Vec<Vec<(Scenario, RunOutcome)>>,
+    /// Per row of the matrix (and per result of each report): its file's
+    /// place among the selected files and its protocol variant, the order
+    /// of an unsharded run.
+    pub order: Vec<(usize, usize)>,
 }
 
 /// Runs every scenario file against every client: the clients side by
@@ -41,7 +45,10 @@ pub fn run_matrix(
     progress: &Progress<'_>,
 ) -> MatrixRun {
     let loaded = load_selected(files, selection);
-    let scenarios: Vec<&Scenario> = loaded.iter().filter_map(|(_, s)| s.as_ref().ok()).collect();
+    let scenarios: Vec<&Scenario> = loaded
+        .iter()
+        .filter_map(|l| l.scenario.as_ref().ok())
+        .collect();
     let columns: Vec<Vec<ScenarioRuns>> = std::thread::scope(|scope| {
         let running: Vec<_> = clients
             .iter()
@@ -76,8 +83,14 @@ pub fn run_matrix(
         .collect();
     let mut outcomes: Vec<Vec<(Scenario, RunOutcome)>> =
         clients.iter().map(|_| Vec::new()).collect();
-    for (source, loaded) in &loaded {
-        let scenario = match loaded {
+    let mut order = Vec::new();
+    for Loaded {
+        order: file_order,
+        source,
+        scenario,
+    } in &loaded
+    {
+        let scenario = match scenario {
             Ok(scenario) => scenario,
             Err(e) => {
                 let mut cells = Vec::new();
@@ -93,6 +106,7 @@ pub fn run_matrix(
                     source: Some(source.clone()),
                     cells,
                 });
+                order.push((*file_order, 0));
                 continue;
             }
         };
@@ -120,6 +134,7 @@ pub fn run_matrix(
                 source: Some(source.clone()),
                 cells,
             });
+            order.push((*file_order, index));
         }
         for (column, runs) in outcomes.iter_mut().zip(runs) {
             column.extend(runs);
@@ -140,17 +155,69 @@ pub fn run_matrix(
         matrix,
         reports,
         outcomes,
+        order,
     }
 }
 
-/// Writes the matrix (Markdown and HTML), a JUnit file per client and
-/// every cell's timeline under `dir`.
-pub fn write_reports(run: &MatrixRun, dir: &Path) -> std::io::Result<()> {
-    xds_conformance_reports::write_matrix(&run.matrix, dir)?;
-    for report in &run.reports {
+/// Everything a matrix run wrote that another process needs to make one
+/// matrix of several shards (`matrix.json`; see [`merge`]).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct MatrixRecord {
+    pub suite: SuiteVersion,
+    /// `K/N` for a shard.
+    pub partition: Option<String>,
+    pub matrix: Matrix,
+    /// Per client, one result per row of the matrix.
+    pub reports: Vec<RunReport>,
+    /// Per row: see [`MatrixRun::order`].
+    pub order: Vec<(usize, usize)>,
+}
+
+impl MatrixRun {
+    /// What `matrix.json` keeps of this run.
+    pub fn record(&self, suite: &SuiteVersion, partition: Option<Partition>) -> MatrixRecord {
+        MatrixRecord {
+            suite: suite.clone(),
+            partition: partition.map(|p| p.to_string()),
+            matrix: self.matrix.clone(),
+            reports: self.reports.clone(),
+            order: self.order.clone(),
+        }
+    }
+}
+
+/// A client's name as a file name (`junit-<client>.xml`): anything but
+/// letters, digits, `.`, `_` and `-` becomes `_`.
+fn file_safe(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Writes the matrix (Markdown and HTML), a JUnit file and a results file
+/// per client, every cell's timeline, and `matrix.json` (for [`merge`])
+/// under `dir`.
+pub fn write_reports(record: &MatrixRecord, dir: &Path) -> std::io::Result<()> {
+    xds_conformance_reports::write_matrix(&record.matrix, dir)?;
+    for report in &record.reports {
+        let client = file_safe(&report.client);
         std::fs::write(
-            dir.join(format!("junit-{}.xml", report.client)),
+            dir.join(format!("junit-{client}.xml")),
             xds_conformance_reports::junit_xml(report),
+        )?;
+        let partition = record
+            .partition
+            .as_deref()
+            .and_then(|p| Partition::parse(p).ok());
+        std::fs::write(
+            dir.join(format!("results-{client}.json")),
+            ResultsFile::new(report, &record.suite, partition).to_json(),
         )?;
         for r in &report.results {
             let path = dir.join(cell_timeline_path(&report.client, &r.name));
@@ -160,7 +227,108 @@ pub fn write_reports(run: &MatrixRun, dir: &Path) -> std::io::Result<()> {
             std::fs::write(path, &r.timeline)?;
         }
     }
+    std::fs::write(
+        dir.join("matrix.json"),
+        serde_json::to_vec(record).unwrap_or_default(),
+    )?;
     Ok(())
+}
+
+/// Why shards cannot be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("nothing to merge")]
+    Nothing,
+    #[error("the shards come from different runs: {0} and {1}")]
+    OtherSuite(SuiteVersion, SuiteVersion),
+    #[error("the shards ran other clients: [{0}] and [{1}]")]
+    OtherClients(String, String),
+    #[error("{0} is in two shards")]
+    Overlap(String),
+}
+
+/// One matrix of several shards' (`--partition K/N` runs of one suite on
+/// the same clients): the rows of all, in the order one run would have
+/// them, each client's results likewise. Apart from times, the result is
+/// what one unsharded run writes.
+pub fn merge(records: Vec<MatrixRecord>) -> Result<MatrixRecord, MergeError> {
+    let mut records = records.into_iter();
+    let first = records.next().ok_or(MergeError::Nothing)?;
+    let names = |m: &Matrix| {
+        m.clients
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    // Row -> (order, row, one result per client).
+    let mut rows: Vec<((usize, usize), MatrixRow, Vec<ScenarioReport>)> = Vec::new();
+    let mut wall = vec![std::time::Duration::ZERO; first.reports.len()];
+    let mut take =
+        |record: MatrixRecord, rows: &mut Vec<((usize, usize), MatrixRow, Vec<ScenarioReport>)>| {
+            let mut results: Vec<_> = record
+                .reports
+                .into_iter()
+                .enumerate()
+                .map(|(i, report)| {
+                    wall[i] += report.wall_duration;
+                    report.results.into_iter()
+                })
+                .collect();
+            for (order, row) in record.order.into_iter().zip(record.matrix.rows) {
+                let cells: Vec<ScenarioReport> =
+                    results.iter_mut().filter_map(Iterator::next).collect();
+                rows.push((order, row, cells));
+            }
+        };
+    let suite = first.suite.clone();
+    let columns = first.matrix.clients.clone();
+    let title = first.matrix.title.clone();
+    let clients: Vec<String> = first.reports.iter().map(|r| r.client.clone()).collect();
+    let first_names = names(&first.matrix);
+    take(first, &mut rows);
+    for record in records {
+        if record.suite != suite {
+            return Err(MergeError::OtherSuite(suite, record.suite));
+        }
+        if names(&record.matrix) != first_names {
+            return Err(MergeError::OtherClients(first_names, names(&record.matrix)));
+        }
+        take(record, &mut rows);
+    }
+    rows.sort_by_key(|(order, _, _)| *order);
+    if let Some(pair) = rows.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+        return Err(MergeError::Overlap(pair[1].1.scenario.clone()));
+    }
+    let mut reports: Vec<RunReport> = clients
+        .into_iter()
+        .zip(wall)
+        .map(|(client, wall_duration)| RunReport {
+            client,
+            results: Vec::new(),
+            wall_duration,
+        })
+        .collect();
+    let mut order = Vec::new();
+    let mut matrix_rows = Vec::new();
+    for (key, row, results) in rows {
+        for (report, result) in reports.iter_mut().zip(results) {
+            report.results.push(result);
+        }
+        order.push(key);
+        matrix_rows.push(row);
+    }
+    Ok(MatrixRecord {
+        suite,
+        partition: None,
+        matrix: Matrix {
+            title,
+            clients: columns,
+            rows: matrix_rows,
+        },
+        reports,
+        order,
+    })
 }
 
 fn error_cell(source: &str, message: &str) -> (MatrixCell, ScenarioReport) {

@@ -235,6 +235,168 @@ pub struct Selection {
     pub virtual_limit: Option<Duration>,
     /// `--wall-limit`: every run's wall-clock limit.
     pub wall_limit: Option<Duration>,
+    /// `--partition K/N`: only this shard's scenarios.
+    pub partition: Option<Partition>,
+}
+
+/// What a set of results was made with: the harness's version and a
+/// digest of the scenario files (their paths as given and their
+/// contents), so shards of one run can be told from results of another.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SuiteVersion {
+    pub harness: String,
+    /// `sha256:<hex>` over every file: path, NUL, contents, NUL.
+    pub scenarios: String,
+}
+
+impl SuiteVersion {
+    /// The version of a run over `files` (as discovered, in order), each
+    /// named as given.
+    pub fn of(files: &[PathBuf]) -> SuiteVersion {
+        Self::of_named(files.iter().map(|f| (f.display().to_string(), f.as_path())))
+    }
+
+    /// [`SuiteVersion::of`] with each file's name given (relative to the
+    /// repository, for `--version`).
+    pub fn of_named<'a>(files: impl IntoIterator<Item = (String, &'a Path)>) -> SuiteVersion {
+        let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
+        for (name, file) in files {
+            digest.update(name.as_bytes());
+            digest.update(&[0]);
+            // A file that cannot be read is a load error of the run; its
+            // name still counts.
+            digest.update(&std::fs::read(file).unwrap_or_default());
+            digest.update(&[0]);
+        }
+        let hex: String = digest
+            .finish()
+            .as_ref()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        SuiteVersion {
+            harness: env!("CARGO_PKG_VERSION").to_string(),
+            scenarios: format!("sha256:{hex}"),
+        }
+    }
+}
+
+impl std::fmt::Display for SuiteVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "xds-conformance {} (scenarios {})",
+            self.harness, self.scenarios
+        )
+    }
+}
+
+/// One run's result as `results.json` has it (for machines: a CI's own
+/// gate, dashboards).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunResult {
+    /// The run ID (see README, "Expectations").
+    pub id: String,
+    /// The scenario file.
+    pub source: String,
+    /// `pass`, `FAIL`, `n/a`, `divergent`, `known failure`, `ERROR`,
+    /// `interrupted`.
+    pub verdict: String,
+    /// The failure message, the n/a or known-failure reason, the
+    /// divergence note; empty for a pass.
+    pub reason: String,
+    pub virtual_seconds: f64,
+    pub wall_seconds: f64,
+}
+
+/// A client's results, as `results.json` (`run`) or
+/// `results-<client>.json` (`matrix`) has them.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ResultsFile {
+    pub suite: SuiteVersion,
+    /// `K/N` for a shard.
+    pub partition: Option<String>,
+    pub client: String,
+    pub runs: Vec<RunResult>,
+}
+
+impl ResultsFile {
+    pub fn new(report: &RunReport, suite: &SuiteVersion, partition: Option<Partition>) -> Self {
+        ResultsFile {
+            suite: suite.clone(),
+            partition: partition.map(|p| p.to_string()),
+            client: report.client.clone(),
+            runs: report
+                .results
+                .iter()
+                .map(|r| RunResult {
+                    id: r.name.clone(),
+                    source: r.source.clone(),
+                    verdict: r.verdict.label().to_string(),
+                    reason: match &r.verdict {
+                        Verdict::Pass => String::new(),
+                        Verdict::Fail { message }
+                        | Verdict::Error { message }
+                        | Verdict::Interrupted { message } => message.clone(),
+                        Verdict::NotApplicable { reason } => reason.clone(),
+                        Verdict::Divergent { note } => note.clone(),
+                        Verdict::KnownFailure { reason, .. } => reason.clone(),
+                    },
+                    virtual_seconds: r.virtual_duration.as_secs_f64(),
+                    wall_seconds: r.wall_duration.as_secs_f64(),
+                })
+                .collect(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+}
+
+/// One of N shards of the scenarios (`--partition K/N`, K from 1):
+/// a scenario is in shard `hash(ID) % N + 1`, so a scenario stays in its
+/// shard whatever else is added, and every scenario is in exactly one.
+/// All protocol variants of a file go together (they are compared).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Partition {
+    /// 1-based.
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Partition {
+    /// `K/N` with 1 <= K <= N.
+    pub fn parse(text: &str) -> Result<Partition, String> {
+        let error = || format!("{text:?}: expected K/N with 1 <= K <= N, e.g. 1/3");
+        let (k, n) = text.split_once('/').ok_or_else(error)?;
+        let index: u32 = k.trim().parse().map_err(|_| error())?;
+        let count: u32 = n.trim().parse().map_err(|_| error())?;
+        if index == 0 || count == 0 || index > count {
+            return Err(error());
+        }
+        Ok(Partition { index, count })
+    }
+
+    /// Whether the scenario (or file that did not load) `id` is in this
+    /// shard. FNV-1a: stable across builds and platforms, unlike std's
+    /// hasher.
+    pub fn holds(&self, id: &str) -> bool {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in id.bytes() {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        hash % u64::from(self.count) == u64::from(self.index - 1)
+    }
+}
+
+impl std::fmt::Display for Partition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
 }
 
 impl Selection {
@@ -312,7 +474,10 @@ pub fn run_files(
 ) -> RunReport {
     let started = std::time::Instant::now();
     let loaded = load_selected(files, selection);
-    let scenarios: Vec<&Scenario> = loaded.iter().filter_map(|(_, s)| s.as_ref().ok()).collect();
+    let scenarios: Vec<&Scenario> = loaded
+        .iter()
+        .filter_map(|l| l.scenario.as_ref().ok())
+        .collect();
     let mut runs = run_all(
         &scenarios,
         client.factory.as_ref(),
@@ -323,7 +488,10 @@ pub fn run_files(
     )
     .into_iter();
     let mut results = Vec::new();
-    for (source, scenario) in &loaded {
+    for Loaded {
+        source, scenario, ..
+    } in &loaded
+    {
         match scenario {
             Err(e) => results.push(load_error(source, e)),
             Ok(_) => {
@@ -350,16 +518,38 @@ pub fn run_files(
 }
 
 /// A scenario file as named in reports, and what loading it gave.
-pub type Loaded = (String, Result<Scenario, ScenarioError>);
+pub struct Loaded {
+    /// Its place among the files the selection takes, before any
+    /// partition: shards keep it, so merged results come in the order of
+    /// one run.
+    pub order: usize,
+    pub source: String,
+    pub scenario: Result<Scenario, ScenarioError>,
+}
 
 /// Loads every file the selection takes, in order (a file that does not
-/// load is taken if its path matches).
+/// load is taken if its path matches), then keeps the selection's shard.
 pub fn load_selected(files: &[PathBuf], selection: &Selection) -> Vec<Loaded> {
     files
         .iter()
         .map(|file| (file.display().to_string(), load(file)))
         .filter(|(source, loaded)| selection.selects(loaded.as_ref().ok(), source))
-        .map(|(source, loaded)| (source, loaded.map(|s| selection.with_limits(s))))
+        .enumerate()
+        .map(|(order, (source, loaded))| Loaded {
+            order,
+            scenario: loaded.map(|s| selection.with_limits(s)),
+            source,
+        })
+        .filter(|loaded| {
+            selection.partition.is_none_or(|p| {
+                p.holds(
+                    loaded
+                        .scenario
+                        .as_ref()
+                        .map_or(loaded.source.as_str(), |s| s.name.as_str()),
+                )
+            })
+        })
         .collect()
 }
 

@@ -129,3 +129,96 @@ fn expectations_hold_the_gate_both_ways_and_are_written_from_a_run() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("my-client.expectations.yaml:1:"), "{err}");
 }
+
+/// `xds-conformance <args>` from the repository root: its exit code and
+/// stderr.
+fn harness(args: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_xds-conformance"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run the harness");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// What results files say, times left out.
+fn verdicts(dir: &std::path::Path, client: &str) -> Vec<(String, String, String)> {
+    let text = std::fs::read_to_string(dir.join(format!("results-{client}.json")))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let results: xds_conformance::suite::ResultsFile =
+        serde_json::from_str(&text).expect("a results file");
+    results
+        .runs
+        .into_iter()
+        .map(|r| (r.id, r.verdict, r.reason))
+        .collect()
+}
+
+/// Two shards of a matrix, merged, give the verdicts of one run, in its
+/// order; shards of another run, or the same shard twice, do not merge.
+#[test]
+fn partitions_merge_into_the_matrix_of_one_run() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let out = |name: &str| dir.path().join(name).display().to_string();
+    let matrix = |report: &str, extra: &[&str]| {
+        let mut args = vec![
+            "matrix",
+            "scenarios/a46",
+            "--clients",
+            "reference",
+            "--report-dir",
+            report,
+        ];
+        args.extend_from_slice(extra);
+        let (code, err) = harness(&args);
+        assert_eq!(code, Some(0), "{err}");
+    };
+    matrix(&out("whole"), &[]);
+    matrix(&out("one"), &["--partition", "1/2"]);
+    matrix(&out("two"), &["--partition", "2/2"]);
+    let one = verdicts(&dir.path().join("one"), "reference");
+    let two = verdicts(&dir.path().join("two"), "reference");
+    assert!(!one.is_empty() && !two.is_empty(), "{one:?} {two:?}");
+    let (code, err) = harness(&[
+        "merge",
+        &out("two"),
+        &out("one"),
+        "--report-dir",
+        &out("merged"),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        verdicts(&dir.path().join("merged"), "reference"),
+        verdicts(&dir.path().join("whole"), "reference")
+    );
+    let junit = |d: &str| std::fs::read_to_string(dir.path().join(d).join("junit-reference.xml"));
+    let names = |xml: String| -> Vec<String> {
+        xml.split("<testcase name=\"")
+            .skip(1)
+            .map(|s| s.split('"').next().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(
+        names(junit("merged").expect("merged JUnit")),
+        names(junit("whole").expect("whole JUnit"))
+    );
+    let (code, err) = harness(&[
+        "merge",
+        &out("one"),
+        &out("one"),
+        "--report-dir",
+        &out("bad"),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("is in two shards"), "{err}");
+}
+
+#[test]
+fn a_bad_partition_is_broken_input() {
+    let (code, err) = run(&["scenarios/a46", "--partition", "3/2"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("expected K/N with 1 <= K <= N"), "{err}");
+}

@@ -25,7 +25,7 @@ use xds_conformance::matrix::{run_matrix, write_reports};
 use xds_conformance::runner::RunOutcome;
 use xds_conformance::scenario::Scenario;
 use xds_conformance::schedule::DEFAULT_JOBS;
-use xds_conformance::suite::{Selection, TestedClient, discover, manifest_dir};
+use xds_conformance::suite::{Selection, SuiteVersion, TestedClient, discover, manifest_dir};
 use xds_conformance_reports::Verdict;
 
 /// Clients whose normalised timelines are compared with snapshots.
@@ -51,7 +51,8 @@ fn matrix() {
     );
     let report_dir = root.join("reports-out/matrix");
     std::fs::create_dir_all(&report_dir).expect("reports-out/matrix can be created");
-    write_reports(&run, &report_dir).expect("the matrix can be written");
+    write_reports(&run.record(&SuiteVersion::of(&files), None), &report_dir)
+        .expect("the matrix can be written");
 
     let mut failures = Vec::new();
     for (client, outcomes) in clients.iter().zip(&run.outcomes) {

@@ -28,14 +28,14 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 /// One run: every scenario against one client.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunReport {
     pub client: String,
     pub results: Vec<ScenarioReport>,
     pub wall_duration: Duration,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ScenarioReport {
     /// e.g. `a46/nack-keeps-valid-resources`.
     pub name: String,
@@ -51,7 +51,7 @@ pub struct ScenarioReport {
     pub timeline: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Verdict {
     Pass,
     /// An expectation did not hold.

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 /// One column of the matrix.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClientColumn {
     /// e.g. `reference`, `grpc-rust`, `grpcio`, `grpc-js`.
     pub name: String,
@@ -16,14 +16,14 @@ pub struct ClientColumn {
     pub version: String,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Matrix {
     pub title: String,
     pub clients: Vec<ClientColumn>,
     pub rows: Vec<MatrixRow>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MatrixRow {
     /// e.g. `a46/nack-keeps-valid-resources`.
     pub scenario: String,
@@ -37,7 +37,7 @@ pub struct MatrixRow {
     pub cells: Vec<MatrixCell>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum CellStatus {
     Pass,
     /// Passed through an alternative the scenario allows, marked as a
@@ -71,7 +71,7 @@ impl CellStatus {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MatrixCell {
     pub status: CellStatus,
     /// Why: the failure message, the n/a reason, the divergence or
@@ -90,7 +90,7 @@ pub struct MatrixCell {
 /// What a verdict points at on its run's timeline: the window the
 /// expectation looked in and the event it is about, so the picture can
 /// show the failure (or divergence) the text explains.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TimelineMark {
     pub kind: MarkKind,
     /// The expectation's window, in milliseconds since the run started.
@@ -103,7 +103,7 @@ pub struct TimelineMark {
     pub expected: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum MarkKind {
     /// An expectation failed: the event is the one that came at the wrong
     /// time, the one an `expect_none` forbade, or the nearest candidate
@@ -115,14 +115,14 @@ pub enum MarkKind {
 
 /// A run's timeline, reduced to what the picture needs: lanes (servers and
 /// the client) and events on them, some of them messages between lanes.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TimelineDoc {
     /// Lane names, left to right: servers first, then `client`.
     pub lanes: Vec<String>,
     pub events: Vec<DocEvent>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DocEvent {
     /// Milliseconds since the run started.
     pub at_ms: u64,
@@ -137,7 +137,7 @@ pub struct DocEvent {
     pub detail: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum DocKind {
     /// client -> server DiscoveryRequest (initial / subscription change)
     Request,
