@@ -735,6 +735,43 @@ impl ClientUnderTest for GrpcRustClient {
             started.cutoff.cut();
         }
     }
+
+    async fn watch_in_callback(
+        &mut self,
+        _resource_type: ResourceType,
+        _name: &str,
+        _of: (ResourceType, &str),
+    ) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported(
+            "watches started from a watcher's callback".into(),
+        ))
+    }
+
+    async fn hold_reads(
+        &mut self,
+        _resource_type: ResourceType,
+        _name: &str,
+        _hold: bool,
+    ) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported(
+            "read flow control (a watcher holding the next read)".into(),
+        ))
+    }
+
+    async fn serve(&mut self, address: &str) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported(format!("serve {address}")))
+    }
+
+    async fn start_rpc(&mut self, _request: &RpcRequest) -> Result<crate::PendingRpc, ClientError> {
+        Err(ClientError::Unsupported("RPCs in the background".into()))
+    }
+
+    async fn csds_request(
+        &mut self,
+        _request: envoy_types::pb::envoy::service::status::v3::ClientStatusRequest,
+    ) -> Result<Result<ClientStatusResponse, xds_vocabulary::XdsError>, ClientError> {
+        Err(ClientError::Unsupported("a CSDS service".into()))
+    }
 }
 
 /// Stops a watch: drops its [`ResourceWatcher`] (which unsubscribes) before

@@ -8,6 +8,7 @@
 //! servers: an adapter only translates between this interface and a client.
 
 mod child;
+pub mod connect;
 pub mod envoy;
 /// For the fuzz targets in `fuzz/` and their corpus replay test only.
 #[doc(hidden)]
@@ -392,6 +393,13 @@ impl<T> WatchStacks<T> {
 }
 
 /// An xDS client the harness can drive.
+///
+/// Every command is a required method, even those behind a capability
+/// (`watch_in_callback`, `hold_reads`, `serve`, `start_rpc`,
+/// `csds_request`): a client without the capability answers
+/// [`ClientError::Unsupported`] on purpose, and one that claims it cannot
+/// forget to implement it. A scenario needing a capability the client
+/// does not claim is not applicable and never reaches the method.
 #[async_trait::async_trait]
 pub trait ClientUnderTest: Send {
     fn name(&self) -> &str;
@@ -407,12 +415,7 @@ pub trait ClientUnderTest: Send {
         resource_type: ResourceType,
         name: &str,
         of: (ResourceType, &str),
-    ) -> Result<(), ClientError> {
-        let _ = (resource_type, name, of);
-        Err(ClientError::Unsupported(
-            "watches started from a watcher's callback".into(),
-        ))
-    }
+    ) -> Result<(), ClientError>;
     /// `hold`: from now on the most recent watcher of the resource keeps
     /// the read handle of every notification (the stream reads nothing
     /// more meanwhile); not `hold`: it lets go of them and stops.
@@ -421,12 +424,7 @@ pub trait ClientUnderTest: Send {
         resource_type: ResourceType,
         name: &str,
         hold: bool,
-    ) -> Result<(), ClientError> {
-        let _ = (resource_type, name, hold);
-        Err(ClientError::Unsupported(
-            "read flow control (a watcher holding the next read)".into(),
-        ))
-    }
+    ) -> Result<(), ClientError>;
     /// Removes the most recent watcher of the resource.
     async fn cancel_watch(
         &mut self,
@@ -438,19 +436,14 @@ pub trait ClientUnderTest: Send {
     /// Starts an xDS-enabled server listening on `address` (`ip:port`):
     /// it watches its Listener through the client scope `#server` and
     /// reports [`ObservedEvent::ServingStatus`].
-    async fn serve(&mut self, address: &str) -> Result<(), ClientError> {
-        Err(ClientError::Unsupported(format!("serve {address}")))
-    }
+    async fn serve(&mut self, address: &str) -> Result<(), ClientError>;
     /// Sends one RPC on the channel to `request.target` (dialling it first
     /// if needed) and reports how it ended.
     async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError>;
     /// Starts one RPC like [`ClientUnderTest::rpc`] and returns at once:
     /// the future is how it ends, while other commands go on (see
     /// [`Capabilities::background_rpc`]).
-    async fn start_rpc(&mut self, request: &RpcRequest) -> Result<PendingRpc, ClientError> {
-        let _ = request;
-        Err(ClientError::Unsupported("RPCs in the background".into()))
-    }
+    async fn start_rpc(&mut self, request: &RpcRequest) -> Result<PendingRpc, ClientError>;
     /// The client's CSDS view: one ClientConfig per client scope.
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError>;
     /// Sends `request` to the client's CSDS service: its response, or the
@@ -458,10 +451,7 @@ pub trait ClientUnderTest: Send {
     async fn csds_request(
         &mut self,
         request: ClientStatusRequest,
-    ) -> Result<Result<ClientStatusResponse, XdsError>, ClientError> {
-        let _ = request;
-        Err(ClientError::Unsupported("a CSDS service".into()))
-    }
+    ) -> Result<Result<ClientStatusResponse, XdsError>, ClientError>;
     /// The client's peak resident set size so far, in bytes, when it can be
     /// told apart from the harness's own (a client in its own process);
     /// None otherwise. Read before [`ClientUnderTest::shutdown`].

@@ -1643,6 +1643,30 @@ impl ClientUnderTest for ProcessClient {
         drop(running);
         let _ = tokio::time::timeout(REAP_AFTER_KILL, exit.wait_for(Option::is_some)).await;
     }
+
+    async fn watch_in_callback(
+        &mut self,
+        _resource_type: ResourceType,
+        _name: &str,
+        _of: (ResourceType, &str),
+    ) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported(
+            "watches started from a watcher's callback".into(),
+        ))
+    }
+
+    async fn hold_reads(
+        &mut self,
+        _resource_type: ResourceType,
+        _name: &str,
+        _hold: bool,
+    ) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported(
+            "read flow control (a watcher holding the next read)".into(),
+        ))
+    }
+
+    // The adapter protocol has no command for these (ADAPTER_PROTOCOL.md).
 }
 
 impl ProcessClient {

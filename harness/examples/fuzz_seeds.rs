@@ -451,6 +451,38 @@ impl ClientUnderTest for TappedClient {
         self.inner.csds().await
     }
 
+    async fn watch_in_callback(
+        &mut self,
+        resource_type: ResourceType,
+        name: &str,
+        of: (ResourceType, &str),
+    ) -> Result<(), ClientError> {
+        self.inner.watch_in_callback(resource_type, name, of).await
+    }
+
+    async fn hold_reads(
+        &mut self,
+        resource_type: ResourceType,
+        name: &str,
+        hold: bool,
+    ) -> Result<(), ClientError> {
+        self.inner.hold_reads(resource_type, name, hold).await
+    }
+
+    async fn start_rpc(
+        &mut self,
+        request: &RpcRequest,
+    ) -> Result<xds_client_under_test::PendingRpc, ClientError> {
+        self.inner.start_rpc(request).await
+    }
+
+    async fn csds_request(
+        &mut self,
+        request: envoy_types::pb::envoy::service::status::v3::ClientStatusRequest,
+    ) -> Result<Result<ClientStatusResponse, xds_vocabulary::XdsError>, ClientError> {
+        self.inner.csds_request(request).await
+    }
+
     async fn shutdown(&mut self) {
         self.inner.shutdown().await
     }

@@ -1,7 +1,7 @@
 //! Endpoint addresses for runs over real TCP.
 //!
 //! Scenarios name endpoints by canonical addresses: a backend's
-//! [`backend_address`](crate::scenario::backend_address), or any other
+//! [`backend_address`](crate::check::backend_address), or any other
 //! `ip:port`. Real clients really connect to what EDS says, so before a
 //! ClusterLoadAssignment is served over TCP its addresses are rewritten:
 //! backends to where they actually listen, every other address to a

@@ -39,5 +39,6 @@ pub mod serve;
 pub mod settle;
 pub mod step;
 pub mod suite;
+pub mod testing;
 pub mod timeline;
 pub mod tls;

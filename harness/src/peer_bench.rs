@@ -949,6 +949,42 @@ impl ClientUnderTest for WithoutCsds {
         self.0.peak_rss_bytes()
     }
 
+    async fn watch_in_callback(
+        &mut self,
+        resource_type: ResourceType,
+        name: &str,
+        of: (ResourceType, &str),
+    ) -> Result<(), ClientError> {
+        self.0.watch_in_callback(resource_type, name, of).await
+    }
+
+    async fn hold_reads(
+        &mut self,
+        resource_type: ResourceType,
+        name: &str,
+        hold: bool,
+    ) -> Result<(), ClientError> {
+        self.0.hold_reads(resource_type, name, hold).await
+    }
+
+    async fn start_rpc(
+        &mut self,
+        request: &RpcRequest,
+    ) -> Result<xds_client_under_test::PendingRpc, ClientError> {
+        self.0.start_rpc(request).await
+    }
+
+    async fn csds_request(
+        &mut self,
+        request: envoy_types::pb::envoy::service::status::v3::ClientStatusRequest,
+    ) -> Result<Result<ClientStatusResponse, xds_vocabulary::XdsError>, ClientError> {
+        self.0.csds_request(request).await
+    }
+
+    async fn serve(&mut self, address: &str) -> Result<(), ClientError> {
+        self.0.serve(address).await
+    }
+
     async fn shutdown(&mut self) {
         self.0.shutdown().await
     }

@@ -2,12 +2,12 @@
 //! the corpus replay test run: the client's own handling of untrusted
 //! input, with the properties that must hold for any input. Not an API.
 //!
-//! - [`response`]: a DiscoveryResponse or DeltaDiscoveryResponse as the ADS
+//! - `response`: a DiscoveryResponse or DeltaDiscoveryResponse as the ADS
 //!   stream hands it to the worker: its type looked up, then every entry
 //!   unwrapped, decoded, validated and named, duplicates and unparsable
 //!   names turned into NACK errors (`sotw::parse` / `delta::parse`, the
 //!   functions `Worker::on_response` calls).
-//! - [`bootstrap`]: a bootstrap file's text through `Bootstrap::from_json`,
+//! - `bootstrap`: a bootstrap file's text through `Bootstrap::from_json`,
 //!   then what the client derives from it (the node, listener names).
 
 use std::sync::Arc;

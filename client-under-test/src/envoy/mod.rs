@@ -125,7 +125,7 @@ impl Running {
 
 impl EnvoyClient {
     /// Envoy as conformance runs drive it: config debug logging, admin
-    /// API read every [`POLL_EVERY`].
+    /// API read every `POLL_EVERY`.
     pub fn new(repo_root: &Path, manifest: AdapterManifest) -> EnvoyClient {
         EnvoyClient {
             repo_root: repo_root.to_path_buf(),
@@ -139,7 +139,7 @@ impl EnvoyClient {
     /// Envoy whose admin API is not read: no [`ObservedEvent::Admin`]
     /// observations, and `admin` is not among its capabilities (so
     /// scenarios that need it are n/a). For measurements: reading
-    /// `/config_dump` every [`POLL_EVERY`] costs Envoy real work with
+    /// `/config_dump` every `POLL_EVERY` costs Envoy real work with
     /// thousands of resources, which would be measured too. (The admin
     /// address is still waited for: it says Envoy has started.)
     pub fn without_admin_polling(mut self) -> EnvoyClient {
@@ -185,7 +185,7 @@ impl EnvoyClient {
     }
 }
 
-/// Reads the admin API every [`POLL_EVERY`] and reports what changed,
+/// Reads the admin API every `POLL_EVERY` and reports what changed,
 /// until Envoy exits.
 async fn poll_admin(
     address: SocketAddr,
@@ -383,6 +383,43 @@ impl ClientUnderTest for EnvoyClient {
         // the reap means it is gone, not a zombie, when shutdown returns.
         drop(running);
         let _ = tokio::time::timeout(REAP_AFTER_KILL, exited.wait_for(Option::is_some)).await;
+    }
+
+    async fn watch_in_callback(
+        &mut self,
+        _resource_type: ResourceType,
+        _name: &str,
+        _of: (ResourceType, &str),
+    ) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported(
+            "watches started from a watcher's callback".into(),
+        ))
+    }
+
+    async fn hold_reads(
+        &mut self,
+        _resource_type: ResourceType,
+        _name: &str,
+        _hold: bool,
+    ) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported(
+            "read flow control (a watcher holding the next read)".into(),
+        ))
+    }
+
+    async fn serve(&mut self, address: &str) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported(format!("serve {address}")))
+    }
+
+    async fn start_rpc(&mut self, _request: &RpcRequest) -> Result<crate::PendingRpc, ClientError> {
+        Err(ClientError::Unsupported("RPCs in the background".into()))
+    }
+
+    async fn csds_request(
+        &mut self,
+        _request: envoy_types::pb::envoy::service::status::v3::ClientStatusRequest,
+    ) -> Result<Result<ClientStatusResponse, xds_vocabulary::XdsError>, ClientError> {
+        Err(ClientError::Unsupported("a CSDS service".into()))
     }
 }
 

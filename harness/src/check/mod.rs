@@ -1,6 +1,6 @@
 //! The checking toolkit: what the loader, every step kind, every matcher
 //! kind and every resource form use to turn a file form into a checked form with located
-//! errors. A [`Problem`] is an error at a position; the [`Checker`] knows
+//! errors. A `Problem` is an error at a position; the `Checker` knows
 //! the scenario's servers and backends; the value parsers read keywords,
 //! durations, status codes and resource types the one way every part of a
 //! file writes them.

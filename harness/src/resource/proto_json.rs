@@ -182,7 +182,7 @@ pub struct KeyError {
 /// Every wrong key of a resource written in proto3 JSON, each at its
 /// position, in file order: a key the message does not have (with the
 /// nearest name it does), a value of the wrong type, an `Any` whose
-/// `@type` is unknown. Empty if it converts. Like [`failing_path`], it
+/// `@type` is unknown. Empty if it converts. Like `failing_path`, it
 /// finds them by converting one key at a time, so it runs on the error
 /// path only.
 pub fn key_errors(value: &Spanned<SpannedJson>) -> Vec<KeyError> {

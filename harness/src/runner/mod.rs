@@ -112,7 +112,7 @@ impl RunMode {
 }
 
 /// See [`RunMode::lateness`]: above one CSDS poll
-/// ([`REAL_TIME_POLL`](wait::REAL_TIME_POLL)), well below the 1 s scale of
+/// (`REAL_TIME_POLL`), well below the 1 s scale of
 /// the timers under test.
 pub const REAL_TIME_LATENESS: Duration = Duration::from_millis(300);
 

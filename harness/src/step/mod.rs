@@ -11,7 +11,7 @@
 //! list come the [`StepSpec`] and [`Step`] enums and the dispatch to each
 //! kind. A new kind is a module and a line in that list.
 //!
-//! Steps play through a [`Stage`]: what the runner lets a step do (the
+//! Steps play through a `Stage`: what the runner lets a step do (the
 //! client, the fake servers, the timeline, letting time pass, checking an
 //! expectation). The runner implements it; steps know nothing else of it.
 

@@ -16,7 +16,7 @@ pub struct ServeSpec(pub Spanned<String>);
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Serve {
     /// As written; runs over TCP listen elsewhere (see
-    /// [`Stage::listening_address`]).
+    /// `Stage::listening_address`).
     pub address: String,
 }
 
