@@ -542,9 +542,16 @@ impl Check for Vec<Alternative> {
         format!("any of [{}]", list.join(" | "))
     }
 
-    // `missing_capability`: the default, nothing. Alternatives have never
-    // been looked into: a client that lacks what one of them needs still
-    // runs the scenario.
+    /// Only if every alternative needs something the client lacks (two
+    /// forms of a CSDS entry on a client without CSDS); a client that can
+    /// meet one of them runs the scenario.
+    fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
+        let missing: Vec<&'static str> = self
+            .iter()
+            .map(|a| a.matcher.missing_capability(caps))
+            .collect::<Option<_>>()?;
+        missing.first().copied()
+    }
 
     /// Only if no alternative can be met ("nothing happened" always can).
     fn never_met(&self, reach: &Reachable) -> Option<String> {
@@ -724,6 +731,43 @@ mod tests {
             Matcher::Channel(_)
         ));
         assert_eq!(MATCHER_KEYS.len(), 15);
+    }
+
+    #[test]
+    fn any_of_needs_a_capability_only_if_every_alternative_does() {
+        let scenario = load_str(
+            "t.yaml",
+            "description: d\nservers: {main: {}}\nsteps:\n  \
+             - watch: {type: CDS, name: c1}\n  \
+             - expect: {any_of: [{csds: {type: CDS, name: c1, version: '1'}}, \
+                                 {csds: {type: CDS, name: c1, version: '2'}, divergence: d}]}\n  \
+             - expect: {any_of: [{csds: {type: CDS, name: c1, version: '1'}}, \
+                                 {request: {type: CDS}, divergence: d}]}\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let without_csds = Capabilities {
+            watch: true,
+            ..Capabilities::default()
+        };
+        assert!(
+            step_matcher(&scenario.steps[1])
+                .missing_capability(&without_csds)
+                .is_some(),
+            "two CSDS forms need CSDS"
+        );
+        assert_eq!(
+            step_matcher(&scenario.steps[2]).missing_capability(&without_csds),
+            None,
+            "the wire alternative is playable without CSDS"
+        );
+        let with_csds = Capabilities {
+            csds: true,
+            ..without_csds
+        };
+        assert_eq!(
+            step_matcher(&scenario.steps[1]).missing_capability(&with_csds),
+            None
+        );
     }
 
     #[test]

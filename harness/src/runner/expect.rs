@@ -11,9 +11,9 @@ use std::collections::BTreeSet;
 
 use xds_conformance_reports::matrix::MarkKind;
 
-use super::Player;
 use super::explain::{self, Search};
 use super::wait::{describe_lateness, on_time, window_bounds};
+use super::{Player, RunMode};
 use crate::check::Location;
 use crate::matcher::csds::CsdsMatcher;
 use crate::matcher::{Alternative, Matcher};
@@ -23,6 +23,24 @@ use crate::timeline::Mark;
 use crate::timeline::{TimelineEvent, line_numbers};
 
 impl Player {
+    /// How late an event may be seen in `window`. On real time an `at: t`
+    /// window also allows for how late the script itself is: its steps run
+    /// after what they wait for, and on real time that takes real time (a
+    /// client's answer, a process's start), so a step due at `scheduled`
+    /// may start later, and everything it causes with it. The client is
+    /// still never allowed to be early (before `t`), and held to `t` after
+    /// the script was ready. Virtual time is exact.
+    fn lateness_in(&self, window: Window) -> std::time::Duration {
+        let lateness = self.mode.lateness();
+        match window {
+            Window::At(_) if self.mode == RunMode::RealTime => {
+                let now = Instant::now() - self.timeline.start();
+                lateness + now.saturating_sub(self.scheduled)
+            }
+            _ => lateness,
+        }
+    }
+
     pub(super) async fn expect(
         &mut self,
         at: &Location,
@@ -49,7 +67,7 @@ impl Player {
         }
         let start = self.timeline.start();
         let began = Instant::now() - start;
-        let lateness = self.mode.lateness();
+        let lateness = self.lateness_in(window);
         let (deadline, exact) = window_bounds(window, began, lateness);
         let found = self
             .wait_until(start + deadline, |player| player.find(matcher, deadline))
@@ -148,7 +166,7 @@ impl Player {
     ) -> Result<(), StepError> {
         let start = self.timeline.start();
         let began = Instant::now() - start;
-        let lateness = self.mode.lateness();
+        let lateness = self.lateness_in(window);
         let (deadline, exact) = window_bounds(window, began, lateness);
         let window_span = match exact {
             Some(t) => (t, t + lateness),
@@ -258,7 +276,7 @@ impl Player {
     ) -> Result<(), StepError> {
         let start = self.timeline.start();
         let began = Instant::now() - start;
-        let lateness = self.mode.lateness();
+        let lateness = self.lateness_in(window);
         let (deadline, _) = window_bounds(window, began, lateness);
         let met = self
             .wait_until(start + deadline, |player| {

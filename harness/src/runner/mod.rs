@@ -293,6 +293,20 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
         caps.xds_tls || scenario.servers.iter().all(|s| s.tls.is_none()),
         "TLS on the xDS channel (gRFC A65 `tls` channel_creds)",
     );
+    // Several servers for one authority are a fallback list (gRFC A71): a
+    // client without fallback would use the first and ignore the rest.
+    if let BootstrapPlan::Generated {
+        servers,
+        authorities,
+        ..
+    } = &scenario.bootstrap
+    {
+        need(
+            caps.fallback
+                || (servers.len() <= 1 && authorities.values().all(|(s, _)| s.len() <= 1)),
+            "fallback to a second xDS server (gRFC A71)",
+        );
+    }
     for step in &scenario.steps {
         if let Some(what) = step.step.missing_capability(caps) {
             need(false, what);
@@ -320,6 +334,8 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
 /// what expectations have used of the timeline so far.
 struct Player {
     scenario: Scenario,
+    /// When the step playing now was due (`StepDef::scheduled`).
+    scheduled: Duration,
     client: Box<dyn ClientUnderTest>,
     idle: IdleSignal,
     timeline: Timeline,
@@ -411,6 +427,7 @@ async fn play(
     let csds_capable = client.capabilities().csds;
     let mut player = Player {
         scenario,
+        scheduled: Duration::ZERO,
         client,
         idle,
         timeline,
@@ -503,6 +520,7 @@ impl Player {
     async fn play_steps(&mut self) -> Verdict {
         let steps = self.scenario.steps.clone();
         for step in &steps {
+            self.scheduled = step.scheduled;
             match step.step.play(self, &step.location).await {
                 Ok(()) => {}
                 Err(StepError::Failed(Failure { message, mark })) => {

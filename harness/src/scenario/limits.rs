@@ -71,9 +71,12 @@ fn at(step: &StepDef, message: String) -> Problem {
 /// every RPC to its deadline) must fit in `limits.virtual_time`; each
 /// step's kind says what it adds (`Kind::advance`), and an `at` window
 /// must lie ahead of the least time the steps before it surely took.
-pub(crate) fn check_timing(steps: &[StepDef], limits: &Limits) -> Result<(), Problem> {
+///
+/// Each step learns when it is due (`StepDef::scheduled`).
+pub(crate) fn check_timing(steps: &mut [StepDef], limits: &Limits) -> Result<(), Problem> {
     let mut clock = ScriptClock::default();
     for step in steps {
+        step.scheduled = clock.least;
         step.step
             .advance(&mut clock)
             .map_err(|message| at(step, message))?;

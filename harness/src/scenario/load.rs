@@ -314,9 +314,10 @@ fn check(
                 column: spec.column,
             },
             step: spec.value.compile(&mut script.at(&checker, spec))?,
+            scheduled: Duration::ZERO,
         });
     }
-    limits::check_timing(&steps, &limits)?;
+    limits::check_timing(&mut steps, &limits)?;
     limits::check_reachable(&steps)?;
     Ok(Scenario {
         name: file

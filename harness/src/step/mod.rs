@@ -233,6 +233,10 @@ step_kinds!(define_steps! {});
 pub struct StepDef {
     pub location: Location,
     pub step: Step,
+    /// The least scenario time the steps before it surely take (their
+    /// waits): where the script is due when this step starts. On real time
+    /// the harness is late by the difference (see `runner::expect`).
+    pub scheduled: Duration,
 }
 
 impl Step {
