@@ -68,12 +68,12 @@ fn defect(name: &str) -> Defects {
 #[case::timer_in_backoff(
     "timer_from_watch",
     "a57/watch-during-backoff-waits-for-the-stream",
-    ":23:5:"
+    ":24:5:"
 )]
 #[case::timer_across_streams(
     "timer_from_watch",
     "a57/timer-cancelled-when-the-stream-fails",
-    ":26:5:"
+    ":27:5:"
 )]
 #[case::silent_uncached(
     "silent_stream_failures",
@@ -83,18 +83,18 @@ fn defect(name: &str) -> Defects {
 #[case::silent_cached(
     "silent_stream_failures",
     "a57/stream-closed-before-response-cached",
-    ":30:5:"
+    ":34:5:"
 )]
 #[case::error_after_response(
     "error_after_good_stream",
     "a57/stream-closed-after-response-is-not-an-error",
-    ":23:5:"
+    ":25:5:"
 )]
 #[case::backoff("backoff_never_resets", "a57/backoff-growth-and-reset", ":34:5:")]
 #[case::blackhole(
     "no_connect_timeout",
     "a57/blackhole-times-out-the-connection-attempt",
-    ":24:5:"
+    ":25:5:"
 )]
 #[case::channel_backoff(
     "backoff_never_resets",
@@ -131,38 +131,38 @@ fn defect(name: &str) -> Defects {
     "a71/does-not-exist-counts-as-cached",
     ":28:5:"
 )]
-#[case::a71_fall_forward("no_fall_forward", "a71/primary-down-at-start-uses-fallback", ":49:5:")]
-#[case::a71_three_tier("no_fall_forward", "a71/three-tier-promotion", ":38:5:")]
-#[case::a71_channel_three_tier("no_fall_forward", "a71/channel-three-tier-promotion", ":45:5:")]
+#[case::a71_fall_forward("no_fall_forward", "a71/primary-down-at-start-uses-fallback", ":47:5:")]
+#[case::a71_three_tier("no_fall_forward", "a71/three-tier-promotion", ":36:5:")]
+#[case::a71_channel_three_tier("no_fall_forward", "a71/channel-three-tier-promotion", ":43:5:")]
 #[case::a71_errors_when_all_fail(
     "errors_from_every_server",
     "a71/errors-only-when-every-server-fails",
-    ":25:5:"
+    ":23:5:"
 )]
 #[case::a71_error_of_server_in_use(
     "errors_from_every_server",
     "a71/ambient-error-from-the-server-in-use",
-    ":30:5:"
+    ":28:5:"
 )]
 #[case::a71_subscribe_everything(
     "fallback_subscribes_only_uncached",
     "a71/new-watch-while-failing-triggers-fallback",
-    ":37:5:"
+    ":35:5:"
 )]
 #[case::a71_config_tear(
     "fallback_subscribes_only_uncached",
     "a71/config-tear-mixes-servers",
-    ":38:5:"
+    ":36:5:"
 )]
 #[case::a71_per_target(
     "one_client_for_all_targets",
     "a71/channel-per-target-clients-fall-back-independently",
-    ":47:5:"
+    ":45:5:"
 )]
 #[case::a71_server_scope(
     "one_client_for_all_targets",
     "a71/server-scope-falls-back-independently",
-    ":46:5:"
+    ":44:5:"
 )]
 #[case::a47_authority_servers(
     "authorities_ignored",
@@ -174,7 +174,7 @@ fn defect(name: &str) -> Defects {
     "a47/channel-target-with-an-authority",
     ":26:5:"
 )]
-#[case::a47_fallback_per_authority("authorities_ignored", "a47/fallback-per-authority", ":33:5:")]
+#[case::a47_fallback_per_authority("authorities_ignored", "a47/fallback-per-authority", ":31:5:")]
 #[case::delta_removal_of_any_type(
     "delta_removals_ignored",
     "delta/deletion-of-any-type-is-honoured",
@@ -249,12 +249,12 @@ fn defect(name: &str) -> Defects {
 #[case::csds_timer_details(
     "csds_old_error_state",
     "a57/csds-says-does-not-exist-after-the-timer",
-    ":18:5:"
+    ":20:5:"
 )]
 #[case::csds_nack_details(
     "csds_old_error_state",
     "a46/csds-nack-details-say-invalid-resource",
-    ":31:5:"
+    ":32:5:"
 )]
 #[case::channel_csds_timer_details(
     "csds_old_error_state",
@@ -274,7 +274,7 @@ fn defect(name: &str) -> Defects {
 #[case::ambient_error_cleared(
     "ambient_error_never_cleared",
     "a57/ambient-error-cleared-by-a-response-that-changes-nothing",
-    ":33:5:"
+    ":34:5:"
 )]
 #[case::a47_one_channel_per_server(
     "channel_per_authority",
@@ -286,7 +286,7 @@ fn defect(name: &str) -> Defects {
     "a47/context-parameters-in-canonical-order",
     ":21:5:"
 )]
-#[case::csds_error_state_in_full("csds_old_error_state", "a46/csds-error-state-in-full", ":37:5:")]
+#[case::csds_error_state_in_full("csds_old_error_state", "a46/csds-error-state-in-full", ":38:5:")]
 #[case::csds_before_any_channel(
     "csds_fails_without_channels",
     "a71/channel-csds-before-any-xds-channel-is-empty",
@@ -333,7 +333,7 @@ fn defect(name: &str) -> Defects {
 #[case::a65_handshake_failure_is_a_connectivity_failure(
     "silent_stream_failures",
     "a65/untrusted-server-certificate-is-a-connectivity-failure",
-    ":23:5:"
+    ":26:5:"
 )]
 #[case::a65_refused_client_certificate_is_a_connectivity_failure(
     "silent_stream_failures",
@@ -532,22 +532,22 @@ fn a_broken_rule_fails_its_scenario(
 #[case::watch_xff(
     ValidationRule::XffNumTrustedHops,
     "validation/watch-listener-errors-reach-only-their-watchers",
-    ":54:5:"
+    ":55:5:"
 )]
 #[case::watch_original_ip(
     ValidationRule::OriginalIpDetectionExtensions,
     "validation/watch-listener-errors-reach-only-their-watchers",
-    ":56:5:"
+    ":57:5:"
 )]
 #[case::watch_path_regex(
     ValidationRule::PathRegex,
     "validation/watch-route-errors-reach-only-their-watchers",
-    ":49:5:"
+    ":50:5:"
 )]
 #[case::watch_num_retries(
     ValidationRule::RetryNumRetries,
     "validation/watch-route-errors-reach-only-their-watchers",
-    ":51:5:"
+    ":52:5:"
 )]
 #[case::watch_discovery_type(
     ValidationRule::DiscoveryType,
@@ -557,22 +557,22 @@ fn a_broken_rule_fails_its_scenario(
 #[case::watch_lrs_server(
     ValidationRule::LrsServerSelf,
     "validation/watch-cluster-errors-reach-only-their-watchers",
-    ":42:5:"
+    ":45:5:"
 )]
 #[case::watch_duplicate_locality(
     ValidationRule::LocalitiesUnique,
     "validation/watch-endpoints-errors-reach-only-their-watchers",
-    ":42:5:"
+    ":43:5:"
 )]
 #[case::watch_port(
     ValidationRule::PortRange,
     "validation/watch-endpoints-errors-reach-only-their-watchers",
-    ":44:5:"
+    ":45:5:"
 )]
 #[case::wrapper_names_its_resource(
     ValidationRule::WrapperNamesItsResource,
     "a46/wrapped-undecodable-body-is-charged-to-its-name",
-    ":25:5:"
+    ":26:5:"
 )]
 fn a_broken_validation_rule_fails_its_scenario(
     #[case] rule: ValidationRule,

@@ -47,6 +47,7 @@ function loadPeer(name) {
   // to the same copy, so both are loaded from the same node_modules.
   const peerRequire = createRequire(path.join(PEER_DIR, 'package.json'));
   try {
+    if (name.includes('/build/')) return { mod: peerRequire(name), pkg: null };
     return { mod: peerRequire(name), pkg: peerRequire(name + '/package.json') };
   } catch (err) {
     if (err && err.code !== 'MODULE_NOT_FOUND') throw err;
@@ -54,10 +55,22 @@ function loadPeer(name) {
   }
 }
 
-let grpc, grpcPkg, xds, xdsPkg;
+let grpc, grpcPkg, xds, xdsPkg, xdsClientModule, resourcesModule, resourceTypes;
 try {
   ({ mod: grpc, pkg: grpcPkg } = loadPeer('@grpc/grpc-js'));
   ({ mod: xds, pkg: xdsPkg } = loadPeer('@grpc/grpc-js-xds'));
+  // The XdsClient and its resource types: an internal API of the pinned
+  // grpc-js-xds 1.14.1 (its own tests use it), pinned by the lock file.
+  const build = '@grpc/grpc-js-xds/build/src/';
+  xdsClientModule = loadPeer(build + 'xds-client').mod;
+  resourcesModule = loadPeer(build + 'resources').mod;
+  const type = (file, name) => loadPeer(build + 'xds-resource-type/' + file).mod[name];
+  resourceTypes = {
+    'type.googleapis.com/envoy.config.listener.v3.Listener': type('listener-resource-type', 'ListenerResourceType'),
+    'type.googleapis.com/envoy.config.route.v3.RouteConfiguration': type('route-config-resource-type', 'RouteConfigurationResourceType'),
+    'type.googleapis.com/envoy.config.cluster.v3.Cluster': type('cluster-resource-type', 'ClusterResourceType'),
+    'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment': type('endpoint-resource-type', 'EndpointResourceType'),
+  };
   // Registers the xds: resolver, the xDS LB policies and the CSDS admin service.
   xds.register();
 } catch (err) {
@@ -75,7 +88,8 @@ const VERSION = `${grpcPkg.version}+grpc-js-xds.${xdsPkg.version}`;
 const CAPABILITIES = {
   dial: true,
   rpc: true,
-  watch: false, // no public resource-watch API
+  // XdsClient.watchResource: the channels' own XdsClient (the singleton).
+  watch: true,
   csds: true,
   fallback: false, // grpc-js-xds uses only xds_servers[0]
   delta: false,
@@ -205,6 +219,120 @@ function rpc(cmd) {
   });
 }
 
+// --- resource watches -----------------------------------------------------------
+
+const SHORT_TYPES = {
+  LDS: 'type.googleapis.com/envoy.config.listener.v3.Listener',
+  RDS: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+  CDS: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+  EDS: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
+};
+
+/** "typeUrl name" -> watchers, most recent last */
+const watchers = new Map();
+
+/** The resource's state in the XdsClient (cached value, CSDS meta). */
+function resourceState(client, typeUrl, name) {
+  const type = resourceTypes[typeUrl].get();
+  let parsed;
+  try {
+    // The XdsClient parses names against the bare type name
+    // (getTypeUrl(): "envoy.config.cluster.v3.Cluster").
+    parsed = resourcesModule.parseXdsResourceName(name, type.getTypeUrl());
+  } catch (err) {
+    return undefined; // a name the XdsClient cannot parse holds no state
+  }
+  return client.authorityStateMap.get(parsed.authority)?.resourceMap.get(type)?.get(parsed.key);
+}
+
+/** The name as the XdsClient prints what it parsed, or the name as given
+ *  if it cannot parse it. */
+function canonicalName(typeUrl, name) {
+  const bare = resourceTypes[typeUrl].get().getTypeUrl();
+  try {
+    return resourcesModule.xdsResourceNameToString(resourcesModule.parseXdsResourceName(name, bare), bare);
+  } catch (err) {
+    return name;
+  }
+}
+
+/** One protobuf length-delimited field. */
+function field(number, bytes) {
+  const header = [];
+  let length = bytes.length;
+  header.push((number << 3) | 2);
+  do {
+    let b = length & 0x7f;
+    length >>>= 7;
+    if (length) b |= 0x80;
+    header.push(b);
+  } while (length);
+  return Buffer.concat([Buffer.from(header), bytes]);
+}
+
+/** google.protobuf.Any as bytes, base64: the resource exactly as the
+ *  client decoded it (the CSDS raw resource the XdsClient keeps). */
+function anyBase64(any) {
+  const value = Buffer.isBuffer(any.value) ? any.value : Buffer.from(any.value || []);
+  return Buffer.concat([field(1, Buffer.from(String(any.type_url || ''))), field(2, value)]).toString('base64');
+}
+
+function watch(typeName, name) {
+  const typeUrl = SHORT_TYPES[typeName] || typeName;
+  const resourceType = resourceTypes[typeUrl];
+  if (!resourceType) throw new Error(`watch: unknown type ${JSON.stringify(typeName)}`);
+  const client = xdsClientModule.getSingletonXdsClient();
+  // Events carry the name as the XdsClient keys the watch: its own parse
+  // and print of the name (xdstp: context parameters sorted, gRFC A47).
+  const canonical = canonicalName(typeUrl, name);
+  const report = (fields) => {
+    if (!shuttingDown) send(Object.assign({ event: 'watcher', type: typeUrl, name: canonical }, fields));
+  };
+  const watcher = new xdsClientModule.Watcher({
+    onResourceChanged() {
+      // The value the XdsClient holds now, as it received it.
+      const raw = resourceState(client, typeUrl, name)?.meta?.rawResource;
+      report(raw ? { kind: 'changed', resource: anyBase64(raw) } : { kind: 'changed', summary: '(no raw resource)' });
+    },
+    onError(status) {
+      // grpc-js has one error callback. gRFC A88 names an error an
+      // ambient one while the client holds a value for the resource, a
+      // resource error otherwise: decided by the XdsClient's own cache.
+      const cached = Boolean(resourceState(client, typeUrl, name)?.cachedResource);
+      report({
+        kind: cached ? 'ambient_error' : 'resource_error',
+        code: codeName(status.code),
+        message: String(status.details || ''),
+      });
+    },
+    onResourceDoesNotExist() {
+      report({ kind: 'does_not_exist' });
+    },
+  });
+  try {
+    resourceType.startWatch(client, name, watcher);
+  } catch (err) {
+    // XdsClient.watchResource throws for a name it cannot place (an
+    // xdstp: name of an authority not in the bootstrap, a path of another
+    // type) instead of telling the watcher. The watcher hears nothing:
+    // that is the result, so the watch itself succeeded as a command and
+    // the throw goes on the timeline.
+    log('error', `XdsClient.watchResource threw; the watcher heard nothing: ${err && err.message ? err.message : err}`);
+    return;
+  }
+  const key = typeUrl + ' ' + name;
+  if (!watchers.has(key)) watchers.set(key, []);
+  watchers.get(key).push(watcher);
+}
+
+function cancelWatch(typeName, name) {
+  const typeUrl = SHORT_TYPES[typeName] || typeName;
+  const list = watchers.get(typeUrl + ' ' + name);
+  if (!list || list.length === 0) throw new Error(`no watch on ${typeUrl} ${name}`);
+  const watcher = list.pop();
+  resourceTypes[typeUrl].cancelWatch(xdsClientModule.getSingletonXdsClient(), name, watcher);
+}
+
 // --- commands -----------------------------------------------------------------
 
 let server = null;
@@ -324,12 +452,11 @@ async function handle(cmd) {
       serve(cmd.address);
       return { id, ok: true };
     case 'watch':
+      watch(cmd.type, cmd.name);
+      return { id, ok: true };
     case 'cancel_watch':
-      return {
-        id,
-        ok: false,
-        error: 'unsupported: grpc-js-xds has no public resource-watch API (use dial)',
-      };
+      cancelWatch(cmd.type, cmd.name);
+      return { id, ok: true };
     case 'shutdown':
       shutdown(id);
       return null; // replied by shutdown()
