@@ -40,6 +40,7 @@ fn defect(name: &str) -> Defects {
         "csds_old_error_state" => d.csds_old_error_state = true,
         "claims_no_client_features" => d.claims_no_client_features = true,
         "ambient_error_never_cleared" => d.ambient_error_never_cleared = true,
+        "unchanged_update_keeps_failure" => d.unchanged_update_keeps_failure = true,
         "channel_per_authority" => d.channel_per_authority = true,
         "context_params_as_written" => d.context_params_as_written = true,
         "csds_fails_without_channels" => d.csds_fails_without_channels = true,
@@ -286,6 +287,11 @@ fn defect(name: &str) -> Defects {
     "a47/context-parameters-in-canonical-order",
     ":21:5:"
 )]
+#[case::identical_update_after_nack(
+    "unchanged_update_keeps_failure",
+    "a46/identical-update-after-nack-clears-the-error",
+    ":48:5:"
+)]
 #[case::csds_error_state_in_full("csds_old_error_state", "a46/csds-error-state-in-full", ":38:5:")]
 #[case::csds_before_any_channel(
     "csds_fails_without_channels",
@@ -432,7 +438,7 @@ fn a_broken_rule_fails_its_scenario(
 #[case::discovery_type(
     ValidationRule::DiscoveryType,
     "validation/cds-static-discovery-type-is-rejected",
-    ":49:5:"
+    ":48:5:"
 )]
 #[case::eds_config_source(
     ValidationRule::EdsConfigSource,

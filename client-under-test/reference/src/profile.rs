@@ -118,6 +118,10 @@ pub struct Defects {
     /// An unchanged resource on a stream after a failure tells watchers
     /// nothing (A57: the connectivity error is over).
     pub ambient_error_never_cleared: bool,
+    /// A valid resource equal to the cached one changes nothing, not even
+    /// a NACK's failure: CSDS keeps NACKED (grpc-js 1.14.1's
+    /// `parseResource` returns before it records the acceptance).
+    pub unchanged_update_keeps_failure: bool,
     /// A server an authority names gets a channel of its own, even when
     /// the top level (or another authority) names the same server (A47:
     /// one channel per server).

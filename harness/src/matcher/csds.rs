@@ -35,6 +35,9 @@ pub struct CsdsMatcherSpec {
     pub status: Option<Spanned<String>>,
     /// The entry's version_info.
     pub version: Option<String>,
+    /// Whether the entry has an error_state (`false`: a NACK's error was
+    /// cleared by the update that followed it).
+    pub error: Option<bool>,
     /// Substring of the entry's error_state details.
     pub error_contains: Option<String>,
     /// error_state.version_info: the version of the response that failed
@@ -57,12 +60,13 @@ pub struct CsdsMatcherSpec {
     pub client_scope: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct CsdsMatcher {
     pub resource_type: Option<ResourceType>,
     pub name: Option<String>,
     pub status: Option<CsdsStatus>,
     pub version: Option<String>,
+    pub error: Option<bool>,
     pub error_contains: Option<String>,
     pub error_version: Option<String>,
     pub error_time: Option<bool>,
@@ -87,6 +91,7 @@ impl Compile for CsdsMatcherSpec {
                 )
             })?,
             version: self.version.clone(),
+            error: self.error,
             error_contains: self.error_contains.clone(),
             error_version: self.error_version.clone(),
             error_time: self.error_time,
@@ -105,6 +110,7 @@ impl CsdsMatcher {
             || self.name.is_some()
             || self.status.is_some()
             || self.version.is_some()
+            || self.error.is_some()
             || self.error_contains.is_some()
             || self.error_version.is_some()
             || self.error_time.is_some()
@@ -147,6 +153,7 @@ impl CsdsMatcher {
         selected.into_iter().any(|(_, e)| {
             self.status.is_none_or(|s| s == e.status)
                 && self.version.as_ref().is_none_or(|v| *v == e.version)
+                && self.error.is_none_or(|has| has == e.error.is_some())
                 && self
                     .error_contains
                     .as_ref()
@@ -190,6 +197,7 @@ impl Check for CsdsMatcher {
             .given("name", self.name.as_ref())
             .given("status", self.status.map(csds_status_name))
             .given_debug("version", self.version.as_ref())
+            .given("error", self.error)
             .given_debug("error_contains", self.error_contains.as_ref())
             .given_debug("error_version", self.error_version.as_ref())
             .given("error_time", self.error_time)
@@ -217,6 +225,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn error_false_needs_an_entry_without_an_error_state() {
+        let cds = ResourceType::Cluster.type_url().to_string();
+        let state = |error: Option<&str>| {
+            BTreeMap::from([(
+                (String::new(), cds.clone(), "c1".to_string()),
+                CsdsEntry {
+                    status: CsdsStatus::Acked,
+                    version: "3".into(),
+                    error: error.map(str::to_string),
+                    detail: Default::default(),
+                },
+            )])
+        };
+        let m = |error| CsdsMatcher {
+            name: Some("c1".into()),
+            status: Some(CsdsStatus::Acked),
+            error: Some(error),
+            ..Default::default()
+        };
+        assert!(m(false).state_matches(&state(None)));
+        assert!(!m(false).state_matches(&state(Some("invalid resource: lb_policy"))));
+        assert!(m(true).state_matches(&state(Some("invalid resource: lb_policy"))));
+        assert!(!m(true).state_matches(&state(None)));
+    }
+
+    #[test]
     fn selects_by_client_scope_in_either_spelling() {
         let entry = |status| CsdsEntry {
             status,
@@ -240,6 +274,7 @@ mod tests {
             name: Some("c1".into()),
             status: Some(status),
             version: None,
+            error: None,
             error_contains: None,
             error_version: None,
             error_time: None,

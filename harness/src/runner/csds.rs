@@ -208,6 +208,7 @@ mod tests {
             name: Some("c1".into()),
             status: Some(CsdsStatus::Absent),
             version: None,
+            error: None,
             error_contains: None,
             error_version: None,
             error_time: None,

@@ -167,6 +167,11 @@ impl ResourceState {
         }
     }
 
+    /// Whether `value` is the cached value.
+    pub fn holds(&self, value: &XdsResource) -> bool {
+        self.value.as_deref() == Some(value)
+    }
+
     /// A valid resource arrived with `version`. A new value is news; an
     /// identical one is not, unless it ends an ambient connectivity error
     /// (`channel_failing`). A failed entry (NACKed, or an A88 deletion kept

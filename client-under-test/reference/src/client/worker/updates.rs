@@ -220,6 +220,12 @@ impl Worker {
                 Err(details) => {
                     Some(state.reject(&details, &entry.version, now, drop_on_data_error))
                 }
+                Ok((value, _))
+                    if self.shared.profile.defects.unchanged_update_keeps_failure
+                        && state.holds(&value) =>
+                {
+                    None
+                }
                 Ok((value, serialized)) => {
                     state.accept(value, serialized, &entry.version, now, channel_failing)
                 }
