@@ -86,6 +86,10 @@ pub struct Capabilities {
     pub delta: bool,
     /// Runs in-process on the harness's virtual clock.
     pub virtual_time: bool,
+    /// Its channels (dial, RPCs) reach the xDS server over real TCP only,
+    /// though its watches can run on virtual time: a scenario that dials
+    /// or sends RPCs is played on real time (grpc-rust's tonic-xds).
+    pub channels_need_real_time: bool,
     /// Reports a dialled channel's connectivity states (gRPC channels do;
     /// a proxy has no channels).
     pub channel_states: bool,

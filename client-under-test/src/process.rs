@@ -153,6 +153,7 @@ impl AdapterCapabilities {
             delta: self.delta,
             // A separate process cannot run on the harness's virtual clock.
             virtual_time: false,
+            channels_need_real_time: false,
             // What every gRPC client is; the adapter protocol is for them
             // (Envoy is driven through its admin API: the envoy driver).
             channel_states: self.dial,

@@ -160,6 +160,7 @@ impl ClientUnderTest for ReferenceClient {
             serve: true,
             delta: true,
             virtual_time: true,
+            channels_need_real_time: false,
             channel_states: true,
             grpc_bootstrap: true,
             authorities: true,

@@ -321,7 +321,9 @@ async fn unsupported_operations_and_capabilities() {
     let mut s = setup(ServingMode::Auto, &[]).await;
     let caps = s.client.capabilities();
     assert!(caps.watch && caps.virtual_time);
-    assert!(!caps.dial && !caps.rpc && !caps.csds && !caps.client_events);
+    // Channels are tonic-xds's, which reaches its xDS server over TCP only.
+    assert!(caps.dial && caps.rpc && caps.channels_need_real_time);
+    assert!(!caps.channel_states && !caps.csds && !caps.client_events);
     assert!(!caps.fallback && !caps.delta && caps.profiles.is_empty());
     assert!(matches!(
         s.client.dial("xds:///x").await,

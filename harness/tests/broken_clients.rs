@@ -100,7 +100,7 @@ fn defect(name: &str) -> Defects {
 #[case::channel_backoff(
     "backoff_never_resets",
     "a57/channel-backoff-growth-and-reset",
-    ":62:5:"
+    ":63:5:"
 )]
 #[case::channel_blackhole(
     "no_connect_timeout",
@@ -225,7 +225,7 @@ fn defect(name: &str) -> Defects {
 #[case::a65_server_name(
     "tls_accepts_any_server",
     "a65/channel-server-certificate-for-another-host-fails-rpcs",
-    ":23:5:"
+    ":25:5:"
 )]
 #[case::a65_stalled_handshake(
     "no_connect_timeout",
@@ -270,7 +270,7 @@ fn defect(name: &str) -> Defects {
 #[case::node_client_features(
     "claims_no_client_features",
     "a27/channel-first-request-node-in-detail",
-    ":26:5:"
+    ":27:5:"
 )]
 #[case::ambient_error_cleared(
     "ambient_error_never_cleared",
@@ -438,7 +438,7 @@ fn a_broken_rule_fails_its_scenario(
 #[case::discovery_type(
     ValidationRule::DiscoveryType,
     "validation/cds-static-discovery-type-is-rejected",
-    ":48:5:"
+    ":49:5:"
 )]
 #[case::eds_config_source(
     ValidationRule::EdsConfigSource,

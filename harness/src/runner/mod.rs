@@ -116,13 +116,30 @@ impl RunMode {
 /// the timers under test.
 pub const REAL_TIME_LATENESS: Duration = Duration::from_millis(300);
 
-/// The mode a client runs in: virtual time when it can.
-pub fn mode_for(caps: &Capabilities) -> RunMode {
-    if caps.virtual_time {
+/// The mode a client plays `scenario` in: virtual time when it can (a
+/// client whose channels need real TCP plays a scenario that uses them on
+/// real time).
+pub fn mode_for(caps: &Capabilities, scenario: &Scenario) -> RunMode {
+    if caps.virtual_time && !(caps.channels_need_real_time && uses_channels(scenario, caps)) {
         RunMode::Virtual
     } else {
         RunMode::RealTime
     }
+}
+
+/// Whether a step of `scenario` needs `caps`' channels: it would be
+/// missing something with dial and RPCs taken away (each step says what it
+/// needs, so this knows no step kind).
+fn uses_channels(scenario: &Scenario, caps: &Capabilities) -> bool {
+    let without = Capabilities {
+        dial: false,
+        rpc: false,
+        background_rpc: false,
+        ..caps.clone()
+    };
+    scenario.steps.iter().any(|s| {
+        s.step.missing_capability(&without).is_some() && s.step.missing_capability(caps).is_none()
+    })
 }
 
 /// Plays `scenario` against a client from `make_client`, in the mode the
@@ -149,14 +166,14 @@ pub fn run_scenario_in(
         snapshot: String::new(),
         virtual_duration: Duration::ZERO,
         wall_duration: wall_start.elapsed(),
-        mode: mode_for(&caps),
+        mode: mode_for(&caps, scenario),
         peak_rss_bytes: None,
         mark: None,
     };
     if let Some(reason) = not_applicable(scenario, &caps) {
         return early(Verdict::NotApplicable { reason });
     }
-    let mode = mode.unwrap_or_else(|| mode_for(&caps));
+    let mode = mode.unwrap_or_else(|| mode_for(&caps, scenario));
     if mode == RunMode::Virtual && !caps.virtual_time {
         return early(Verdict::Error {
             message: format!("client {} cannot run on virtual time", client.name()),
@@ -541,5 +558,46 @@ impl Player {
                 note: self.divergences.join("; "),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::load_str;
+
+    fn scenario(steps: &str) -> Scenario {
+        let text = format!(
+            "description: mode\nspec: [A27]\nprotocols: [sotw]\nservers:\n  primary: {{}}\nsteps:\n{steps}"
+        );
+        load_str("mode.yaml", &text).expect("a scenario")
+    }
+
+    #[test]
+    fn a_client_whose_channels_need_real_time_plays_only_dialling_scenarios_on_it() {
+        let caps = Capabilities {
+            watch: true,
+            dial: true,
+            rpc: true,
+            virtual_time: true,
+            channels_need_real_time: true,
+            ..Default::default()
+        };
+        let watches = scenario("  - watch: { type: CDS, name: c1 }\n");
+        let dials = scenario("  - watch: { type: CDS, name: c1 }\n  - dial: xds:///svc\n");
+        let rpcs = scenario("  - rpc: { target: xds:///svc }\n");
+        assert_eq!(mode_for(&caps, &watches), RunMode::Virtual);
+        assert_eq!(mode_for(&caps, &dials), RunMode::RealTime);
+        assert_eq!(mode_for(&caps, &rpcs), RunMode::RealTime);
+        let anywhere = Capabilities {
+            channels_need_real_time: false,
+            ..caps.clone()
+        };
+        assert_eq!(mode_for(&anywhere, &dials), RunMode::Virtual);
+        let process = Capabilities {
+            virtual_time: false,
+            ..anywhere
+        };
+        assert_eq!(mode_for(&process, &watches), RunMode::RealTime);
     }
 }

@@ -38,6 +38,10 @@
 //! validation and decode errors, as in its NACKs; `UNAVAILABLE` for
 //! connection errors), and the message is the crate's `Display` text.
 //!
+//! Channels: `dial` and `rpc` go through grpc-rust's xDS channel, the
+//! crate `tonic-xds` ([`channel`]), which has an XdsClient of its own and
+//! runs on real time only.
+//!
 //! Not tunable from the harness: `rng_seed` (the crate's backoff jitter uses
 //! `rand::rng()`, so reconnect times vary by ±20 % from run to run) and
 //! `clock_epoch` (no CSDS).
@@ -77,6 +81,11 @@ use xds_reference_client::{Bootstrap, XdsServerConfig};
 use xds_vocabulary::transport::{BoxIo, TcpTransport, XdsTransportFactory};
 use xds_vocabulary::{ResourceType, XdsError};
 
+mod channel;
+
+use channel::Channels;
+pub use channel::with_plaintext_schemes;
+
 use crate::{
     Capabilities, ClientEnvironment, ClientError, ClientUnderTest, EventSink, ObservedEvent,
     RpcOutcome, RpcRequest, Transport, WatchStacks, WatcherNotification,
@@ -102,6 +111,9 @@ pub struct GrpcRustClient {
 
 struct Started {
     client: XdsClient,
+    /// tonic-xds channels; `None` on the in-memory transport, which
+    /// tonic-xds cannot use.
+    channels: Option<Channels>,
     events: EventSink,
     /// Cuts the transport the crate was given (see [`Cutoff`]).
     cutoff: Cutoff,
@@ -116,6 +128,19 @@ impl GrpcRustClient {
         self.started
             .as_ref()
             .ok_or_else(|| ClientError::Failed("client not started".into()))
+    }
+
+    fn channels(&mut self) -> Result<&mut Channels, ClientError> {
+        let started = self
+            .started
+            .as_mut()
+            .ok_or_else(|| ClientError::Failed("client not started".into()))?;
+        started.channels.as_mut().ok_or_else(|| {
+            ClientError::Unsupported(
+                "channels on the in-memory transport (tonic-xds dials its xDS server over TCP only)"
+                    .into(),
+            )
+        })
     }
 }
 
@@ -639,8 +664,8 @@ impl ClientUnderTest for GrpcRustClient {
         Capabilities {
             watch: true,
             projected_watch: false,
-            dial: false,
-            rpc: false,
+            dial: true,
+            rpc: true,
             dial_config: false,
             csds: false,
             csds_service: false,
@@ -652,6 +677,7 @@ impl ClientUnderTest for GrpcRustClient {
             serve: false,
             delta: false,
             virtual_time: true,
+            channels_need_real_time: true,
             channel_states: false,
             grpc_bootstrap: true,
             authorities: true,
@@ -671,8 +697,11 @@ impl ClientUnderTest for GrpcRustClient {
         }
         let config = CrateConfig::from_bootstrap_json(&env.bootstrap.grpc_json())?;
         let (client, cutoff) = build_client(&config, &env.transport);
+        let channels = matches!(env.transport, Transport::Tcp)
+            .then(|| Channels::new(&env.bootstrap.grpc_json()));
         self.started = Some(Started {
             client,
+            channels,
             events: env.events,
             cutoff,
         });
@@ -707,16 +736,12 @@ impl ClientUnderTest for GrpcRustClient {
         Ok(())
     }
 
-    async fn dial(&mut self, _target: &str) -> Result<(), ClientError> {
-        Err(ClientError::Unsupported(
-            "dial (grpc-rust's xds-client has no LDS->RDS->CDS->EDS cascade)".into(),
-        ))
+    async fn dial(&mut self, target: &str) -> Result<(), ClientError> {
+        self.channels()?.dial(target)
     }
 
-    async fn rpc(&mut self, _request: &RpcRequest) -> Result<RpcOutcome, ClientError> {
-        Err(ClientError::Unsupported(
-            "rpc (grpc-rust's xds-client has no channel)".into(),
-        ))
+    async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError> {
+        self.channels()?.rpc(request).await
     }
 
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {
@@ -730,7 +755,10 @@ impl ClientUnderTest for GrpcRustClient {
         for task in tasks {
             stop(task).await;
         }
-        if let Some(started) = self.started.take() {
+        if let Some(mut started) = self.started.take() {
+            if let Some(channels) = started.channels.as_mut() {
+                channels.close();
+            }
             drop(started.client);
             started.cutoff.cut();
         }
