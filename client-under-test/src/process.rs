@@ -181,12 +181,19 @@ pub enum Driver {
     Envoy,
 }
 
-/// An adapter's `adapter.json`. Paths and commands are relative to the
-/// repository root.
+/// An adapter's `adapter.json`. Relative paths in it (`command`,
+/// `install`, `installed`) resolve against its [`root`](Self::root), and
+/// its commands run there.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AdapterManifest {
     pub name: String,
+    /// The folder relative paths resolve against, relative to the
+    /// manifest's own folder: `.` (the default) for an adapter kept in a
+    /// client's repository; the adapters this project ships say `../../..`
+    /// (they install into the checkout's `.peers/`).
+    #[serde(default)]
+    pub root: Option<PathBuf>,
     #[serde(default)]
     pub description: String,
     /// Run when the `installed` marker is missing; must create it last.
@@ -210,6 +217,18 @@ pub struct AdapterManifest {
 
 impl AdapterManifest {
     pub const FILE_NAME: &'static str = "adapter.json";
+
+    /// The folder its relative paths resolve against, for a manifest read
+    /// from `adapter_dir`: its `root` there, made absolute; an error names
+    /// the folder it looked for.
+    pub fn root_dir(&self, adapter_dir: &Path) -> Result<PathBuf, ProcessError> {
+        let wanted = adapter_dir.join(self.root.as_deref().unwrap_or(Path::new(".")));
+        std::fs::canonicalize(&wanted).map_err(|source| ProcessError::Root {
+            adapter: self.name.clone(),
+            path: wanted,
+            source,
+        })
+    }
 
     /// Reads and checks `<adapter_dir>/adapter.json`.
     pub fn load(adapter_dir: &Path) -> Result<AdapterManifest, ProcessError> {
@@ -263,10 +282,17 @@ pub enum ProcessError {
     },
     #[error("{}: {reason}", path.display())]
     InvalidManifest { path: PathBuf, reason: String },
-    #[error("adapter {adapter}: cannot run install command {command:?}: {source}")]
+    #[error("adapter {adapter}: its root folder {} is not there: {source}", path.display())]
+    Root {
+        adapter: String,
+        path: PathBuf,
+        source: io::Error,
+    },
+    #[error("adapter {adapter}: cannot run install command {command:?} in {}: {source}", dir.display())]
     InstallSpawn {
         adapter: String,
         command: Vec<String>,
+        dir: PathBuf,
         source: io::Error,
     },
     #[error("adapter {adapter}: install {outcome}; last lines of its output:\n{output_tail}")]
@@ -297,6 +323,8 @@ pub struct AdapterHello {
 
 /// An external xDS client driven through its adapter. See the module docs.
 pub struct ProcessClient {
+    /// Where the manifest's relative paths resolve and its commands run
+    /// (normally [`AdapterManifest::root_dir`]).
     repo_root: PathBuf,
     manifest: AdapterManifest,
     timeouts: ProcessTimeouts,
@@ -389,6 +417,7 @@ impl ProcessClient {
             .map_err(|source| ProcessError::InstallSpawn {
                 adapter: adapter.clone(),
                 command: install.clone(),
+                dir: self.repo_root.clone(),
                 source,
             })?;
         let pgid = child.id() as i32;
@@ -479,7 +508,11 @@ impl ProcessClient {
             None => command.env_remove("XDS_CONFORMANCE_PROFILE"),
         };
         let mut child = command.spawn().map_err(|e| ClientError::Crashed {
-            reason: format!("cannot start {:?}: {e}", self.manifest.command),
+            reason: format!(
+                "cannot start {:?} in {}: {e}",
+                self.manifest.command,
+                self.repo_root.display()
+            ),
             stderr_tail: String::new(),
         })?;
         let pid = child.id().unwrap_or(0);

@@ -26,9 +26,12 @@ fn capabilities(name: &str) -> Capabilities {
         "reference" => ReferenceClient::new().capabilities(),
         "grpc-rust" => GrpcRustClient::new().capabilities(),
         adapter => {
-            let root = repo_root().expect("run from the checkout");
-            let manifest =
-                AdapterManifest::load(&root.join(ADAPTERS_DIR).join(adapter)).expect("manifest");
+            let dir = repo_root()
+                .expect("run from the checkout")
+                .join(ADAPTERS_DIR)
+                .join(adapter);
+            let manifest = AdapterManifest::load(&dir).expect("manifest");
+            let root = manifest.root_dir(&dir).expect("the manifest's root");
             match manifest.driver {
                 Driver::Adapter => ProcessClient::new(&root, manifest).capabilities(),
                 Driver::Envoy => EnvoyClient::new(&root, manifest).capabilities(),

@@ -464,12 +464,20 @@ impl BenchClient {
 /// `adapter_logging`, gives gRPC adapters [`QUIET_ENV`] and runs Envoy at
 /// [`QUIET_ENVOY`].
 pub fn adapter_client(name: &str, adapter_logging: bool) -> Result<BenchClient, BenchError> {
-    let root = repo_root().ok_or(BenchError::NoRepoRoot)?;
-    let dir = root.join(ADAPTERS_DIR).join(name);
+    // A path to an adapter folder, or the name of one of the repository's.
+    let dir = if name.contains('/') {
+        std::path::PathBuf::from(name)
+    } else {
+        repo_root()
+            .ok_or(BenchError::NoRepoRoot)?
+            .join(ADAPTERS_DIR)
+            .join(name)
+    };
     if !dir.join(AdapterManifest::FILE_NAME).is_file() {
         return Err(BenchError::UnknownClient(name.to_string()));
     }
     let mut manifest = AdapterManifest::load(&dir)?;
+    let root = manifest.root_dir(&dir)?;
     if name == "reference-process"
         && let Some(marker) = &manifest.installed
     {
@@ -701,7 +709,8 @@ pub fn mib(bytes: u64) -> f64 {
 /// What `bench-peers` runs.
 #[derive(Clone, Debug, clap::Args)]
 pub struct BenchOptions {
-    /// Comma-separated adapters (from client-under-test/adapters).
+    /// Comma-separated adapters: names from client-under-test/adapters, or
+    /// paths to adapter folders (an adapter kept in its own repository).
     #[arg(long, value_delimiter = ',', default_values = DEFAULT_CLIENTS.iter().copied())]
     pub clients: Vec<String>,
     /// Clusters in the CDS response; endpoints in the EDS response.

@@ -146,18 +146,30 @@ pub fn client_factory(name: &str) -> Result<BoxedFactory, String> {
                     available_clients().join(", ")
                 )
             };
-            let root = repo_root().ok_or_else(unknown)?;
             // A path to an adapter folder (one's own adapter, a test
-            // fixture) or the name of one of the repository's.
+            // fixture: no checkout of this repository needed) or the name
+            // of one of the repository's.
             let dir = if name.contains('/') {
-                PathBuf::from(name)
+                let dir = PathBuf::from(name);
+                if !dir.join("adapter.json").is_file() {
+                    return Err(format!(
+                        "no adapter at {name}: {} is not a file",
+                        dir.join("adapter.json").display()
+                    ));
+                }
+                dir
             } else {
-                root.join(ADAPTERS_DIR).join(name)
+                let dir = repo_root()
+                    .ok_or_else(unknown)?
+                    .join(ADAPTERS_DIR)
+                    .join(name);
+                if !dir.join("adapter.json").is_file() {
+                    return Err(unknown());
+                }
+                dir
             };
-            if !dir.join("adapter.json").is_file() {
-                return Err(unknown());
-            }
             let manifest = AdapterManifest::load(&dir).map_err(|e| e.to_string())?;
+            let root = manifest.root_dir(&dir).map_err(|e| e.to_string())?;
             ProcessClient::new(&root, manifest.clone())
                 .ensure_installed()
                 .map_err(|e| e.to_string())?;

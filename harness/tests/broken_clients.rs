@@ -84,7 +84,7 @@ fn defect(name: &str) -> Defects {
 #[case::silent_cached(
     "silent_stream_failures",
     "a57/stream-closed-before-response-cached",
-    ":34:5:"
+    ":38:5:"
 )]
 #[case::error_after_response(
     "error_after_good_stream",

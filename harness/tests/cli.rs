@@ -222,3 +222,167 @@ fn a_bad_partition_is_broken_input() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("expected K/N with 1 <= K <= N"), "{err}");
 }
+
+/// The harness binary run from `dir` (not the checkout): exit code, and
+/// stdout then stderr.
+fn harness_in(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_xds-conformance"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run the harness");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr),
+    )
+}
+
+/// An adapter kept in a client's own repository: a folder outside the
+/// checkout whose manifest has relative paths, its own scenarios and its
+/// own expectations file, gated by `run` and `matrix` from there: exit 0
+/// while the expectations hold, 1 once one does not. Reports name the
+/// client by its manifest.
+#[test]
+fn an_adapter_in_its_own_repository_is_a_gate_for_run_and_matrix() {
+    let repo = tempfile::tempdir().expect("a temporary folder");
+    let adapter = repo.path().join("conformance/adapter");
+    std::fs::create_dir_all(&adapter).expect("mkdir");
+    // The minimal fixture adapter (it answers RPCs OK from "b1", and
+    // UNAVAILABLE for xds:///unavailable), copied out of the checkout.
+    std::fs::copy(
+        root().join("client-under-test/tests/fixtures/minimal/adapter.py"),
+        adapter.join("adapter.py"),
+    )
+    .expect("copy the fixture");
+    std::fs::write(
+        adapter.join("adapter.json"),
+        r#"{"name": "my-client", "description": "out of tree",
+            "command": ["python3", "adapter.py"],
+            "capabilities": {"dial": true, "rpc": true}}"#,
+    )
+    .expect("write the manifest");
+    let scenarios = repo.path().join("conformance/scenarios");
+    std::fs::create_dir_all(&scenarios).expect("mkdir");
+    let scenario = |code: &str| {
+        format!(
+            "description: an RPC ends {code}\nservers:\n  primary: {{}}\nsteps:\n  \
+             - dial: xds:///svc\n  - rpc: {{ target: xds:///svc }}\n  \
+             - expect:\n      rpc: {{ code: {code} }}\n"
+        )
+    };
+    std::fs::write(scenarios.join("ok.yaml"), scenario("OK")).expect("write");
+    std::fs::write(scenarios.join("unavailable.yaml"), scenario("UNAVAILABLE")).expect("write");
+    let expectations = repo.path().join("conformance/my-client.expectations.yaml");
+    std::fs::write(
+        &expectations,
+        "unavailable: {expect: fail, reason: our RPCs never fail, link: https://example.com/1}\n",
+    )
+    .expect("write");
+
+    let (code, err) = harness_in(
+        repo.path(),
+        &[
+            "run",
+            "conformance/scenarios",
+            "--client",
+            "conformance/adapter",
+            "--expectations",
+            "conformance/my-client.expectations.yaml",
+            "--report-dir",
+            "out/run",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let junit = std::fs::read_to_string(repo.path().join("out/run/junit.xml")).expect("JUnit");
+    assert!(junit.contains("my-client"), "{junit}");
+    assert!(!junit.contains("conformance/adapter"), "{junit}");
+
+    // The reference client finds no Listener (nothing is served): both
+    // its RPCs wait out their deadline, and the matrix's gate holds only
+    // with that expected too.
+    let reference = repo.path().join("conformance/reference.expectations.yaml");
+    std::fs::write(
+        &reference,
+        "ok: {expect: fail, reason: nothing is served}\n\
+         unavailable: {expect: fail, reason: nothing is served}\n",
+    )
+    .expect("write");
+    let matrix = |extra: &[&str]| {
+        let mut args = vec![
+            "matrix",
+            "conformance/scenarios",
+            "--clients",
+            "reference,conformance/adapter",
+            "--expectations",
+            "conformance/adapter=conformance/my-client.expectations.yaml",
+            "--report-dir",
+            "out/matrix",
+        ];
+        args.extend_from_slice(extra);
+        harness_in(repo.path(), &args)
+    };
+    let (code, err) = matrix(&[]);
+    assert_eq!(
+        code,
+        Some(1),
+        "the reference client's failure fails the gate: {err}"
+    );
+    let (code, err) = matrix(&[
+        "--expectations",
+        "reference=conformance/reference.expectations.yaml",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let table = std::fs::read_to_string(repo.path().join("out/matrix/matrix.md")).expect("matrix");
+    assert!(table.contains("my-client"), "{table}");
+    assert!(!table.contains("conformance/adapter"), "{table}");
+    assert!(repo.path().join("out/matrix/junit-my-client.xml").is_file());
+
+    // The client fixed its bug: the expectation no longer holds.
+    std::fs::write(
+        &expectations,
+        "ok: {expect: fail, reason: an old bug}\nunavailable: {expect: fail, reason: r}\n",
+    )
+    .expect("write");
+    let (code, err) = harness_in(
+        repo.path(),
+        &[
+            "run",
+            "conformance/scenarios",
+            "--client",
+            "conformance/adapter",
+            "--expectations",
+            "conformance/my-client.expectations.yaml",
+            "--report-dir",
+            "out/run2",
+        ],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("expects ok to fail (an old bug), but it passed"),
+        "{err}"
+    );
+
+    // A manifest whose command is not there: the error names the folder.
+    std::fs::write(
+        adapter.join("adapter.json"),
+        r#"{"name": "my-client", "command": ["./missing.sh"], "capabilities": {"dial": true, "rpc": true}}"#,
+    )
+    .expect("write the manifest");
+    let (_, err) = harness_in(
+        repo.path(),
+        &[
+            "run",
+            "conformance/scenarios/ok.yaml",
+            "--client",
+            "conformance/adapter",
+            "--report-dir",
+            "out/run3",
+        ],
+    );
+    let folder = std::fs::canonicalize(&adapter).expect("the adapter folder");
+    assert!(
+        err.contains(&format!("in {}", folder.display())),
+        "the error names the folder: {err}"
+    );
+}

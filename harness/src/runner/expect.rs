@@ -41,6 +41,21 @@ impl Player {
         }
     }
 
+    /// Where a window opening now begins: on real time, right after an
+    /// expectation, where that one's window or event ended (see
+    /// `Player::anchor`); else now.
+    fn window_start(&self) -> std::time::Duration {
+        let now = Instant::now() - self.timeline.start();
+        match self.anchor {
+            Some((at, step))
+                if self.mode == RunMode::RealTime && step + 1 == self.step_index && at <= now =>
+            {
+                at
+            }
+            _ => now,
+        }
+    }
+
     pub(super) async fn expect(
         &mut self,
         at: &Location,
@@ -66,7 +81,7 @@ impl Player {
             return self.expect_in_order(at, matcher, sequence, window).await;
         }
         let start = self.timeline.start();
-        let began = Instant::now() - start;
+        let began = self.window_start();
         let lateness = self.lateness_in(window);
         let (deadline, exact) = window_bounds(window, began, lateness);
         let found = self
@@ -141,6 +156,7 @@ impl Player {
             }));
         }
         self.consumed.insert(index);
+        self.anchor = Some((event.at, self.step_index));
         if let Some(note) = matcher
             .matching_alternative(&event, &|text| self.normalizer.translate(text))
             .and_then(|a| a.divergence.clone())
@@ -165,7 +181,7 @@ impl Player {
         window: Window,
     ) -> Result<(), StepError> {
         let start = self.timeline.start();
-        let began = Instant::now() - start;
+        let began = self.window_start();
         let lateness = self.lateness_in(window);
         let (deadline, exact) = window_bounds(window, began, lateness);
         let window_span = match exact {
@@ -238,6 +254,10 @@ impl Player {
                     mark: Some(self.mark_at(MarkKind::Failing, window_span, late, matcher)),
                 }));
             }
+        }
+        let events = self.timeline.events();
+        if let Some(last) = indices.iter().map(|&i| events[i].at).max() {
+            self.anchor = Some((last, self.step_index));
         }
         self.consumed.extend(indices);
         Ok(())
@@ -331,13 +351,14 @@ impl Player {
         // due right after the window may be seen up to that much early
         // relative to the harness's clock (the window started late), so
         // the window's last stretch is not held against the client.
+        let nominal = duration;
         let duration = duration.saturating_sub(self.mode.lateness());
         if let Matcher::Csds(m) = matcher {
             return self.expect_no_csds(at, m, duration).await;
         }
         let start = self.timeline.start();
-        let began = Instant::now() - start;
-        let deadline = Instant::now() + duration;
+        let began = self.window_start();
+        let deadline = start + began + duration;
         self.run_until(deadline).await;
         if let Some((index, event)) = self.find(matcher, deadline - start) {
             let number = self.line_number(index);
@@ -355,6 +376,8 @@ impl Player {
                 mark: Some(self.mark_at(MarkKind::Failing, window, index, matcher)),
             }));
         }
+        // The next window begins where this one nominally ended.
+        self.anchor = Some((began + nominal, self.step_index));
         Ok(())
     }
 

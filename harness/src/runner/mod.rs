@@ -353,6 +353,15 @@ struct Player {
     scenario: Scenario,
     /// When the step playing now was due (`StepDef::scheduled`).
     scheduled: Duration,
+    /// The index of the step playing now.
+    step_index: usize,
+    /// On real time, where the next expectation's window begins if it
+    /// directly follows the expectation at this step index: the time of
+    /// the event that one matched, or the end of the `expect_none` window
+    /// it held. Windows chain from what happened, as on virtual time, not
+    /// from when the harness got round to the next step (it sees events
+    /// late: sockets, processes, CSDS polls).
+    anchor: Option<(Duration, usize)>,
     client: Box<dyn ClientUnderTest>,
     idle: IdleSignal,
     timeline: Timeline,
@@ -445,6 +454,8 @@ async fn play(
     let mut player = Player {
         scenario,
         scheduled: Duration::ZERO,
+        step_index: 0,
+        anchor: None,
         client,
         idle,
         timeline,
@@ -536,8 +547,9 @@ async fn play(
 impl Player {
     async fn play_steps(&mut self) -> Verdict {
         let steps = self.scenario.steps.clone();
-        for step in &steps {
+        for (index, step) in steps.iter().enumerate() {
             self.scheduled = step.scheduled;
+            self.step_index = index;
             match step.step.play(self, &step.location).await {
                 Ok(()) => {}
                 Err(StepError::Failed(Failure { message, mark })) => {
