@@ -37,6 +37,7 @@ pub mod scenario;
 pub mod schedule;
 pub mod serve;
 pub mod settle;
+pub mod snapshot_files;
 pub mod step;
 pub mod suite;
 pub mod testing;

@@ -106,6 +106,12 @@ enum Command {
         /// see README, "Running real clients at once").
         #[arg(long, default_value_t = xds_conformance::schedule::DEFAULT_JOBS)]
         jobs: usize,
+        /// Timeline snapshots kept beside the scenario files
+        /// (`DIR/snapshots/NAME.CLIENT.snap`): `check` fails a run whose
+        /// timeline differs from its snapshot or has none, `update` writes
+        /// them. See README, "Snapshots beside your scenarios".
+        #[arg(long, value_enum, value_name = "check|update")]
+        snapshots: Option<xds_conformance::snapshot_files::SnapshotMode>,
         #[command(flatten)]
         limits: LimitArgs,
     },
@@ -237,6 +243,7 @@ fn main() -> ExitCode {
             skip_tag,
             partition,
             jobs,
+            snapshots,
             limits,
         } => run(
             paths,
@@ -252,6 +259,7 @@ fn main() -> ExitCode {
             expectations.as_deref(),
             update_expectations,
             jobs,
+            snapshots,
         ),
         Command::Matrix {
             paths,
@@ -326,6 +334,7 @@ fn run(
     expectations: Option<&std::path::Path>,
     update_expectations: bool,
     jobs: usize,
+    snapshots: Option<xds_conformance::snapshot_files::SnapshotMode>,
 ) -> ExitCode {
     // A file to write from this run may not exist yet: it starts empty.
     if update_expectations
@@ -355,7 +364,9 @@ fn run(
         Err(code) => return code,
     };
     let progress = Progress::new();
-    let report = run_files(&files, &selection, &client, jobs, &|f| progress.report(f));
+    let report = run_files(&files, &selection, &client, jobs, snapshots, &|f| {
+        progress.report(f)
+    });
     progress.finish();
     warn_unknown_expectations(&client, &report);
     if update_expectations {
@@ -651,6 +662,7 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
         &Selection::default(),
         &reference,
         1,
+        None,
         &xds_conformance::schedule::no_progress,
     );
     let mut suite_times = Vec::new();
@@ -662,6 +674,7 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
             &Selection::default(),
             &reference,
             1,
+            None,
             &xds_conformance::schedule::no_progress,
         );
         suite_times.push(start.elapsed());

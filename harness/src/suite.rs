@@ -12,6 +12,7 @@ use xds_conformance_reports::{RunReport, ScenarioReport, Verdict};
 use crate::expectations::Expectations;
 use crate::scenario::{LoadOptions, Scenario, ScenarioError, load_file_with};
 use crate::schedule::{Progress, SharedFactory, run_all};
+use crate::snapshot_files::{self, SnapshotMode};
 
 /// In-process clients this build can drive, by name. External clients
 /// come from adapter manifests (`client-under-test/adapters/*/adapter.json`).
@@ -482,6 +483,7 @@ pub fn run_files(
     selection: &Selection,
     client: &TestedClient,
     jobs: usize,
+    snapshots: Option<SnapshotMode>,
     progress: &Progress<'_>,
 ) -> RunReport {
     let started = std::time::Instant::now();
@@ -508,12 +510,23 @@ pub fn run_files(
             Err(e) => results.push(load_error(source, e)),
             Ok(_) => {
                 for (run, outcome) in runs.next().unwrap_or_default() {
+                    let verdict = match snapshots {
+                        Some(mode) => snapshot_files::apply(
+                            mode,
+                            Path::new(source),
+                            &run,
+                            &client.name,
+                            &outcome.snapshot,
+                            outcome.verdict,
+                        ),
+                        None => outcome.verdict,
+                    };
                     results.push(ScenarioReport {
                         name: run.name,
                         description: run.description,
                         spec: run.spec,
                         source: source.clone(),
-                        verdict: outcome.verdict,
+                        verdict,
                         virtual_duration: outcome.virtual_duration,
                         wall_duration: outcome.wall_duration,
                         timeline: outcome.timeline,

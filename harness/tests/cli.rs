@@ -386,3 +386,61 @@ fn an_adapter_in_its_own_repository_is_a_gate_for_run_and_matrix() {
         "the error names the folder: {err}"
     );
 }
+
+/// A scenario repository with no Rust code keeps timeline snapshots
+/// beside its scenarios: `--snapshots update` writes them, `--snapshots
+/// check` holds runs to them (exit 1 with the diff when one changed).
+#[test]
+fn snapshots_beside_scenarios_are_written_and_checked_from_the_command_line() {
+    let repo = tempfile::tempdir().expect("a temporary folder");
+    let scenarios = repo.path().join("scenarios");
+    std::fs::create_dir_all(&scenarios).expect("mkdir");
+    std::fs::copy(
+        root().join("scenarios/a46/wrong-type-url.yaml"),
+        scenarios.join("wrong-type-url.yaml"),
+    )
+    .expect("copy a scenario");
+    let snapshot = scenarios.join("snapshots/wrong-type-url.reference.snap");
+    let run = |mode: &str| {
+        harness_in(
+            repo.path(),
+            &[
+                "run",
+                "scenarios",
+                "--snapshots",
+                mode,
+                "--report-dir",
+                "out",
+            ],
+        )
+    };
+
+    let (code, out) = run("check");
+    assert_eq!(code, Some(1), "no snapshot yet: {out}");
+    assert!(
+        out.contains("no snapshot scenarios/snapshots/wrong-type-url.reference.snap"),
+        "{out}"
+    );
+
+    let (code, out) = run("update");
+    assert_eq!(code, Some(0), "{out}");
+    let written = std::fs::read_to_string(&snapshot).expect("the snapshot is written");
+    assert!(written.contains("DiscoveryRequest"), "{written}");
+
+    let (code, out) = run("check");
+    assert_eq!(code, Some(0), "{out}");
+
+    std::fs::write(
+        &snapshot,
+        written.replacen("DiscoveryRequest", "DiscoveryRequestX", 1),
+    )
+    .expect("edit the snapshot");
+    let (code, out) = run("check");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("the timeline differs from its snapshot")
+            && out.contains("-")
+            && out.contains("DiscoveryRequestX"),
+        "{out}"
+    );
+}
