@@ -256,10 +256,12 @@ fn main() -> ExitCode {
             },
             report_dir,
             &client,
-            expectations.as_deref(),
-            update_expectations,
+            Gate {
+                expectations: expectations.as_deref(),
+                update_expectations,
+                snapshots,
+            },
             jobs,
-            snapshots,
         ),
         Command::Matrix {
             paths,
@@ -326,16 +328,28 @@ fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
     }
 }
 
+/// What a `run` is held to besides its scenarios: the client's
+/// expectations file (and whether to rewrite it) and the snapshots beside
+/// the scenarios.
+struct Gate<'a> {
+    expectations: Option<&'a std::path::Path>,
+    update_expectations: bool,
+    snapshots: Option<xds_conformance::snapshot_files::SnapshotMode>,
+}
+
 fn run(
     paths: Vec<PathBuf>,
     selection: Selection,
     report_dir: PathBuf,
     client: &str,
-    expectations: Option<&std::path::Path>,
-    update_expectations: bool,
+    gate: Gate<'_>,
     jobs: usize,
-    snapshots: Option<xds_conformance::snapshot_files::SnapshotMode>,
 ) -> ExitCode {
+    let Gate {
+        expectations,
+        update_expectations,
+        snapshots,
+    } = gate;
     // A file to write from this run may not exist yet: it starts empty.
     if update_expectations
         && let Some(path) = expectations
