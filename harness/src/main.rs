@@ -377,6 +377,13 @@ fn run(
         Ok(broken) => broken,
         Err(code) => return code,
     };
+    if let Err(e) = xds_conformance_reports::check_writable(&report_dir) {
+        eprintln!(
+            "cannot write reports to {}: {e} (nothing was run)",
+            report_dir.display()
+        );
+        return ExitCode::from(EXIT_BROKEN_INPUT);
+    }
     let progress = Progress::new();
     let report = run_files(&files, &selection, &client, jobs, snapshots, &|f| {
         progress.report(f)
@@ -413,8 +420,12 @@ fn run(
         }
     }
     let results = ResultsFile::new(&report, &SuiteVersion::of(&files), selection.partition);
-    let written = xds_conformance_reports::write_all(&report, &report_dir)
-        .and_then(|_| std::fs::write(report_dir.join("results.json"), results.to_json()));
+    let written = xds_conformance_reports::write_all(&report, &report_dir).and_then(|_| {
+        write_whole(
+            &report_dir.join("results.json"),
+            results.to_json().as_bytes(),
+        )
+    });
     match written {
         Ok(()) => println!(
             "\n{} scenarios: {} in {:.3}s; reports in {}",
@@ -521,6 +532,13 @@ fn matrix(
         Ok(broken) => broken,
         Err(code) => return code,
     };
+    if let Err(e) = xds_conformance_reports::check_writable(&report_dir) {
+        eprintln!(
+            "cannot write the matrix to {}: {e} (nothing was run)",
+            report_dir.display()
+        );
+        return ExitCode::from(EXIT_BROKEN_INPUT);
+    }
     let progress = Progress::new();
     let run = run_matrix(&files, &selection, &matrix_clients, jobs, &|f| {
         progress.report(f)
@@ -577,17 +595,7 @@ fn warn_unknown_expectations(client: &TestedClient, report: &xds_conformance_rep
 
 /// Writes `bytes` to `path` whole: into a temporary file beside it, then
 /// renamed over it, so a full disk or an interrupt never leaves half.
-fn write_whole(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let mut temporary = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut temporary, bytes)?;
-    temporary.as_file().sync_all()?;
-    temporary.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
+use xds_conformance_reports::write_whole;
 
 fn merge(shards: Vec<PathBuf>, report_dir: PathBuf) -> ExitCode {
     let mut records = Vec::new();

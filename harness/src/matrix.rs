@@ -204,32 +204,35 @@ fn file_safe(name: &str) -> String {
 /// per client, every cell's timeline, and `matrix.json` (for [`merge`])
 /// under `dir`.
 pub fn write_reports(record: &MatrixRecord, dir: &Path) -> std::io::Result<()> {
+    use xds_conformance_reports::write_whole;
     xds_conformance_reports::write_matrix(&record.matrix, dir)?;
     for report in &record.reports {
         let client = file_safe(&report.client);
-        std::fs::write(
-            dir.join(format!("junit-{client}.xml")),
-            xds_conformance_reports::junit_xml(report),
+        write_whole(
+            &dir.join(format!("junit-{client}.xml")),
+            xds_conformance_reports::junit_xml(report).as_bytes(),
         )?;
         let partition = record
             .partition
             .as_deref()
             .and_then(|p| Partition::parse(p).ok());
-        std::fs::write(
-            dir.join(format!("results-{client}.json")),
-            ResultsFile::new(report, &record.suite, partition).to_json(),
+        write_whole(
+            &dir.join(format!("results-{client}.json")),
+            ResultsFile::new(report, &record.suite, partition)
+                .to_json()
+                .as_bytes(),
         )?;
         for r in &report.results {
             let path = dir.join(cell_timeline_path(&report.client, &r.name));
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent)?;
             }
-            std::fs::write(path, &r.timeline)?;
+            write_whole(&path, r.timeline.as_bytes())?;
         }
     }
-    std::fs::write(
-        dir.join("matrix.json"),
-        serde_json::to_vec(record).unwrap_or_default(),
+    write_whole(
+        &dir.join("matrix.json"),
+        &serde_json::to_vec(record).unwrap_or_default(),
     )?;
     Ok(())
 }

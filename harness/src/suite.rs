@@ -1,5 +1,6 @@
 //! Running many scenario files against one client, into a report.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -555,10 +556,37 @@ pub struct Loaded {
 /// Loads every file the selection takes, in order (a file that does not
 /// load is taken if its path matches), then keeps the selection's shard.
 pub fn load_selected(files: &[PathBuf], selection: &Selection) -> Vec<Loaded> {
+    // Two files with one ID would share report files and expectations:
+    // the later one is an error (before partitioning, so shards agree).
+    let mut seen: HashMap<String, String> = HashMap::new();
     files
         .iter()
         .map(|file| (file.display().to_string(), load(file)))
         .filter(|(source, loaded)| selection.selects(loaded.as_ref().ok(), source))
+        .map(|(source, loaded)| {
+            let loaded = match loaded {
+                Ok(scenario) => match seen.get(&scenario.name) {
+                    Some(first) => Err(ScenarioError {
+                        file: source.clone(),
+                        line: 0,
+                        column: 0,
+                        message: format!(
+                            "its ID {:?} is also the ID of {first}: IDs name report files and \
+                             expectations, so give one of them a `name:`",
+                            scenario.name
+                        ),
+                        snippet: String::new(),
+                        more: Vec::new(),
+                    }),
+                    None => {
+                        seen.insert(scenario.name.clone(), source.clone());
+                        Ok(scenario)
+                    }
+                },
+                Err(e) => Err(e),
+            };
+            (source, loaded)
+        })
         .enumerate()
         .map(|(order, (source, loaded))| Loaded {
             order,

@@ -444,3 +444,50 @@ fn snapshots_beside_scenarios_are_written_and_checked_from_the_command_line() {
         "{out}"
     );
 }
+
+/// A report folder that cannot be written is found before anything runs
+/// (exit 2), not after the whole suite.
+#[test]
+fn an_unwritable_report_folder_stops_the_run_before_it_starts() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let file = dir.path().join("reports-out");
+    std::fs::write(&file, b"a file, not a folder").expect("write");
+    let file_arg = file.to_str().expect("a UTF-8 path");
+    for command in ["run", "matrix"] {
+        let mut args = vec![
+            command,
+            "scenarios/a46/wrong-type-url.yaml",
+            "--report-dir",
+            file_arg,
+        ];
+        if command == "matrix" {
+            args.extend(["--clients", "reference"]);
+        }
+        let (code, out) = harness_in(&root(), &args);
+        assert_eq!(code, Some(2), "{command}: {out}");
+        assert!(out.contains("(nothing was run)"), "{command}: {out}");
+        assert!(!out.contains("1 scenarios:"), "{command}: {out}");
+    }
+}
+
+/// Two files with one ID (outside a `scenarios/` folder both are named by
+/// their file name) would share report files: the second does not load,
+/// naming the first (exit 2), and the first still runs.
+#[test]
+fn two_files_with_one_id_are_broken_input() {
+    let repo = tempfile::tempdir().expect("a temporary folder");
+    let scenario = std::fs::read_to_string(root().join("scenarios/a46/wrong-type-url.yaml"))
+        .expect("a scenario");
+    for folder in ["one", "two"] {
+        let dir = repo.path().join(folder);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join("same.yaml"), &scenario).expect("write");
+    }
+    let (code, out) = harness_in(repo.path(), &["run", "one", "two", "--report-dir", "out"]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("its ID \"same\" is also the ID of one/same.yaml"),
+        "{out}"
+    );
+    assert!(out.contains("1 pass"), "{out}");
+}

@@ -14,11 +14,13 @@ pub mod matrix_write;
 pub mod paths;
 pub mod specs;
 pub mod svg;
+mod whole;
 
 pub use matrix_html::{matrix_html, matrix_html_in};
 pub use matrix_md::matrix_markdown;
 pub use matrix_write::write_matrix;
 pub use svg::{timeline_svg, timeline_svg_marked};
+pub use whole::{check_writable, write_whole};
 
 use std::fmt::Write as _;
 use std::io;
@@ -299,7 +301,7 @@ pub fn write_all(run: &RunReport, dir: &Path) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir.join("timelines"))?;
     let mut written = Vec::new();
     let mut write = |path: PathBuf, text: &str| -> io::Result<()> {
-        std::fs::write(&path, text)?;
+        write_whole(&path, text.as_bytes())?;
         written.push(path);
         Ok(())
     };

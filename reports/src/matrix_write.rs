@@ -14,9 +14,9 @@ use crate::matrix_md::matrix_markdown;
 pub fn write_matrix(m: &Matrix, dir: &Path) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let md = dir.join("matrix.md");
-    std::fs::write(&md, matrix_markdown(m))?;
+    crate::write_whole(&md, matrix_markdown(m).as_bytes())?;
     let html = dir.join("matrix.html");
-    std::fs::write(&html, matrix_html_in(m, dir))?;
+    crate::write_whole(&html, matrix_html_in(m, dir).as_bytes())?;
     Ok(vec![md, html])
 }
 

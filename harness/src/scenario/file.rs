@@ -22,7 +22,10 @@ pub use crate::step::StepSpec;
 #[serde(deny_unknown_fields)]
 pub struct ScenarioFile {
     /// Defaults to the file's path under `scenarios/`, without `.yaml`.
-    pub name: Option<String>,
+    /// At most 200 bytes, no control characters, `/`-separated parts
+    /// that are neither empty nor `.` or `..`: it names report files.
+    #[serde(default)]
+    pub name: Option<Spanned<String>>,
     /// What this scenario proves, and why the expected behaviour is right.
     pub description: String,
     /// The specs it tests: A27, A36, A46, A47, A53, A57, A65, A71, A88,

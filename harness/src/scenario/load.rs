@@ -195,6 +195,37 @@ fn too_large(size: u64) -> String {
     )
 }
 
+/// The longest scenario name: names become report file names (with a
+/// client and `@delta` added) and terminal lines.
+pub const MAX_NAME_BYTES: usize = 200;
+
+/// A scenario name (its ID) is safe as a report file name, a terminal
+/// line and a Markdown table cell: printable, bounded, and made of
+/// `/`-separated parts that are not empty, `.` or `..`.
+fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("it is empty".into());
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(format!("{} bytes; at most {MAX_NAME_BYTES}", name.len()));
+    }
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Err(format!("it has the control character {:?}", c));
+    }
+    if name.contains(['\\', '|', '`']) {
+        return Err("`\\`, `|` and backquotes are not allowed (report paths and tables)".into());
+    }
+    if name
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == "..")
+    {
+        return Err(format!(
+            "{name:?}: its `/`-separated parts must not be empty, `.` or `..`"
+        ));
+    }
+    Ok(())
+}
+
 /// The path under the last `scenarios` directory, without extension
 /// (`scenarios/a46/nack.yaml` -> `a46/nack`); else the file stem.
 fn default_name(source_name: &str) -> String {
@@ -319,11 +350,21 @@ fn check(
     }
     limits::check_timing(&mut steps, &limits)?;
     limits::check_reachable(&steps)?;
+    let name = match &file.name {
+        Some(name) => {
+            check_name(&name.value).map_err(|why| Problem::at(name, format!("name: {why}")))?;
+            name.value.clone()
+        }
+        None => {
+            let name = default_name(source_name);
+            check_name(&name).map_err(|why| {
+                Problem::at_position(1, 1, format!("the name this file's path gives it: {why}"))
+            })?;
+            name
+        }
+    };
     Ok(Scenario {
-        name: file
-            .name
-            .clone()
-            .unwrap_or_else(|| default_name(source_name)),
+        name,
         description: file.description,
         spec: file.spec.into_iter().map(|s| s.value).collect(),
         tags: file.tags,
