@@ -80,9 +80,20 @@ fn harness(scratch: &Scratch, paths: &[PathBuf], client: &str, fifo: Option<&Pat
     command.spawn().expect("start the harness")
 }
 
-/// Blocks until the adapter, mid-script, writes "<pid> <child pid>".
+/// Blocks until the adapter, mid-script, writes "<pid> <child pid>"; an
+/// adapter that never gets there (it did not start) fails the test after
+/// two minutes instead of hanging the test command.
 fn read_pids(fifo: &Path) -> (i32, i32) {
-    let text = std::fs::read_to_string(fifo).expect("read the FIFO");
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let path = fifo.to_path_buf();
+    // Opening a FIFO blocks until a writer comes: on a thread of its own.
+    std::thread::spawn(move || {
+        let _ = sender.send(std::fs::read_to_string(&path));
+    });
+    let text = receiver
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the adapter never wrote its pids: did it start?")
+        .expect("read the FIFO");
     let mut numbers = text.split_whitespace().map(|n| n.parse::<i32>().unwrap());
     (numbers.next().unwrap(), numbers.next().unwrap())
 }
