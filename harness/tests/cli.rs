@@ -280,19 +280,23 @@ fn an_adapter_in_its_own_repository_is_a_gate_for_run_and_matrix() {
     )
     .expect("write");
 
-    let (code, err) = harness_in(
-        repo.path(),
-        &[
-            "run",
-            "conformance/scenarios",
-            "--client",
-            "conformance/adapter",
-            "--expectations",
-            "conformance/my-client.expectations.yaml",
-            "--report-dir",
-            "out/run",
-        ],
-    );
+    // The client's own CI gate: its adapter, scenarios and expectations.
+    let gate = |report_dir: &str| {
+        harness_in(
+            repo.path(),
+            &[
+                "run",
+                "conformance/scenarios",
+                "--client",
+                "conformance/adapter",
+                "--expectations",
+                "conformance/my-client.expectations.yaml",
+                "--report-dir",
+                report_dir,
+            ],
+        )
+    };
+    let (code, err) = gate("out/run");
     assert_eq!(code, Some(0), "{err}");
     let junit = std::fs::read_to_string(repo.path().join("out/run/junit.xml")).expect("JUnit");
     assert!(junit.contains("my-client"), "{junit}");
@@ -344,19 +348,7 @@ fn an_adapter_in_its_own_repository_is_a_gate_for_run_and_matrix() {
         "ok: {expect: fail, reason: an old bug}\nunavailable: {expect: fail, reason: r}\n",
     )
     .expect("write");
-    let (code, err) = harness_in(
-        repo.path(),
-        &[
-            "run",
-            "conformance/scenarios",
-            "--client",
-            "conformance/adapter",
-            "--expectations",
-            "conformance/my-client.expectations.yaml",
-            "--report-dir",
-            "out/run2",
-        ],
-    );
+    let (code, err) = gate("out/run2");
     assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("expects ok to fail (an old bug), but it passed"),
