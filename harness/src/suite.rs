@@ -192,7 +192,7 @@ pub fn client_factory(name: &str) -> Result<BoxedFactory, String> {
 pub fn client_description(name: &str) -> String {
     match name {
         "reference" => format!("xds-reference-client {}", env!("CARGO_PKG_VERSION")),
-        "grpc-rust" => "xds-client 0.1.0-alpha.4 (crates.io)".to_string(),
+        "grpc-rust" => "xds-client + tonic-xds 0.1.0-alpha.4 (crates.io)".to_string(),
         // A path to an adapter folder, or the name of one of ours.
         path if path.contains('/') => AdapterManifest::load(Path::new(path))
             .map(|m| m.description)

@@ -232,6 +232,32 @@ try {
     ws.filter((w) => w.textContent === text).length, expect.note.text);
   check(inlineRepeats === 0, "the repeated reason is not written out in the table", inlineRepeats);
 
+  // 10. The table at a glance: each count links the view of exactly its
+  // cells (that verdict, that client, that spec group).
+  await page.click("#filters button[name=reset]");
+  const counts = await page.$$eval("#glance a[data-status]", (as) => as.map((a) => ({
+    status: a.dataset.status, client: a.dataset.client, spec: a.dataset.spec,
+    n: Number(a.textContent) })));
+  check(counts.length > 0, "the table at a glance has counts", counts.length);
+  const target = counts.find((x) => x.status === "fail") ?? counts[0];
+  if (target) {
+    await page.click(`#glance a[data-status="${target.status}"][data-client="${target.client}"]` +
+      `[data-spec="${target.spec}"]`);
+    const what = `${target.n} ${target.status} of ${target.client} in ${target.spec}`;
+    check((await visibleRows()).length === target.n, `the count ${what} shows exactly that many rows`,
+      (await visibleRows()).length);
+    const column = expect.clients.indexOf(target.client);
+    const shown = await page.$$eval(`#matrix tr.row td.c${column}`, (tds) =>
+      tds.filter((td) => td.checkVisibility()).map((td) => td.dataset.s));
+    check(shown.length === target.n && shown.every((s) => s === target.status),
+      "each with that verdict in that client's column", JSON.stringify(shown));
+    check(same(await visibleGroups(), [target.spec]), "in that spec's group only");
+    const others = await page.$$eval("#matrix thead th.cl", (ths) =>
+      ths.filter((th) => th.checkVisibility()).length);
+    check(others === 1, "with the other clients' columns hidden", others);
+    await page.click("#filters button[name=reset]");
+  }
+
   // 9. A failing run's picture: the window band and the marked event.
   const run = `details#${expect.failing_mark.id}`;
   await page.$eval(run, (d) => { d.open = true; });

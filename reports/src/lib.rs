@@ -6,6 +6,7 @@
 
 mod escape;
 pub mod matrix;
+mod matrix_glance;
 pub mod matrix_html;
 pub mod matrix_md;
 #[cfg(test)]

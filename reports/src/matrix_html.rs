@@ -49,6 +49,10 @@ thead th small{display:block;font-weight:400;color:#64748b;overflow-wrap:anywher
 .totals thead th{white-space:nowrap}
 .totals td.n{text-align:right;font-variant-numeric:tabular-nums;min-width:3.5em}
 .totals td.zero{color:#cbd5e1}
+.glance{border-collapse:collapse;margin:0 0 12px}
+.glance th,.glance td{padding:3px 8px;border-bottom:1px solid #e2e8f0;text-align:left;white-space:nowrap}
+.glance td a{text-decoration:none;margin-right:3px}
+.glance th .n{color:#64748b;font-weight:normal}
 .s-pass{--bg:#dcfce7;--fg:#166534;--edge:#16a34a;--tint:#f7fdf9}
 .s-divergent{--bg:#fef3c7;--fg:#92400e;--edge:#d97706;--tint:#fffbeb}
 .s-known{--bg:#ede9fe;--fg:#5b21b6;--edge:#7c3aed;--tint:#f5f3ff}
@@ -114,7 +118,7 @@ pre.detail{background:#f8fafc;border:1px solid #e2e8f0;border-radius:4px;padding
 "#;
 
 /// CSS class of a status.
-fn class(s: &CellStatus) -> &'static str {
+pub(crate) fn class(s: &CellStatus) -> &'static str {
     match s {
         CellStatus::Pass => "s-pass",
         CellStatus::Divergent => "s-divergent",
@@ -126,7 +130,7 @@ fn class(s: &CellStatus) -> &'static str {
 }
 
 /// The name of a status in the filters and the URL hash.
-fn key(s: &CellStatus) -> &'static str {
+pub(crate) fn key(s: &CellStatus) -> &'static str {
     &class(s)[2..]
 }
 
@@ -170,7 +174,7 @@ fn ms(d: Duration) -> String {
 
 /// The group a row is shown in: its first spec tag as the spec table
 /// spells it, or `(untagged)`.
-fn group_key(row: &MatrixRow) -> String {
+pub(crate) fn group_key(row: &MatrixRow) -> String {
     match group_of(&row.spec) {
         Some(tag) => spec(tag).map_or(tag, |s| s.tag).to_string(),
         None => UNTAGGED.to_string(),
@@ -293,6 +297,7 @@ fn render(m: &Matrix, source_link: &dyn Fn(&str) -> String) -> String {
     totals(&mut out, m);
 
     let order = display_order(m);
+    crate::matrix_glance::glance(&mut out, m, &order);
     let (notes, note_number) = notes(m, &order);
     out.push_str("<h2>Matrix</h2>\n");
     filters(&mut out, m, &order);

@@ -39,7 +39,7 @@
 //! connection errors), and the message is the crate's `Display` text.
 //!
 //! Channels: `dial` and `rpc` go through grpc-rust's xDS channel, the
-//! crate `tonic-xds` ([`channel`]), which has an XdsClient of its own and
+//! crate `tonic-xds` (`grpc_rust/channel.rs`), which has an XdsClient of its own and
 //! runs on real time only.
 //!
 //! Not tunable from the harness: `rng_seed` (the crate's backoff jitter uses
