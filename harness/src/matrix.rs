@@ -334,10 +334,21 @@ pub fn merge(records: Vec<MatrixRecord>) -> Result<MatrixRecord, MergeError> {
     })
 }
 
+/// A scenario file as a cell's reason names it: from its `scenarios/`
+/// folder on when the path is absolute (the peer tests find the files by
+/// absolute path), so reasons read the same on every machine and carry
+/// no home directory.
+fn shown_path(source: &str) -> &str {
+    match source.rfind("/scenarios/") {
+        Some(i) if source.starts_with('/') => &source[i + 1..],
+        _ => source,
+    }
+}
+
 fn error_cell(source: &str, message: &str) -> (MatrixCell, ScenarioReport) {
     let cell = MatrixCell {
         status: CellStatus::Error,
-        detail: message.to_string(),
+        detail: message.replace(source, shown_path(source)),
         timeline_file: None,
         timeline: None,
         mark: None,
@@ -380,7 +391,7 @@ fn cell(
     let timeline_file = has_timeline.then(|| cell_timeline_path(&client.name, &scenario.name));
     let cell = MatrixCell {
         status,
-        detail,
+        detail: detail.replace(source, shown_path(source)),
         timeline_file: timeline_file.clone().map(|p| p.display().to_string()),
         timeline: has_timeline.then(|| timeline_doc(&outcome.events)),
         mark: outcome
@@ -519,6 +530,21 @@ mod tests {
     use xds_conformance_reports::matrix::MarkKind;
 
     use super::*;
+
+    #[test]
+    fn reasons_name_scenario_files_from_their_scenarios_folder() {
+        assert_eq!(
+            shown_path("/work/main/harness/../scenarios/a57/x.yaml"),
+            "scenarios/a57/x.yaml"
+        );
+        assert_eq!(shown_path("scenarios/a57/x.yaml"), "scenarios/a57/x.yaml");
+        assert_eq!(shown_path("/tmp/mine/x.yaml"), "/tmp/mine/x.yaml");
+        let (cell, _) = error_cell(
+            "/home/u/xds/scenarios/a46/y.yaml",
+            "/home/u/xds/scenarios/a46/y.yaml:3:5: bad",
+        );
+        assert_eq!(cell.detail, "scenarios/a46/y.yaml:3:5: bad");
+    }
     use crate::timeline::Source;
 
     fn event(ms: u64, kind: EventKind) -> TimelineEvent {
