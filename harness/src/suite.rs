@@ -1,6 +1,6 @@
 //! Running many scenario files against one client, into a report.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -225,11 +225,30 @@ pub fn discover(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
     Ok(found)
 }
 
+/// Collects the `.yaml`/`.yml` entries under `dir`, whatever they are (the
+/// loader reads regular files only and says so of the others). A folder
+/// reached again (a symlink loop) is walked once.
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
+    walk_once(dir, out, &mut HashSet::new())
+}
+
+fn walk_once(
+    dir: &Path,
+    out: &mut Vec<PathBuf>,
+    seen: &mut HashSet<(u64, u64)>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let metadata = std::fs::metadata(dir)?;
+    if !seen.insert((metadata.dev(), metadata.ino())) {
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    entries.sort();
+    for path in entries {
         if path.is_dir() {
-            walk(&path, out)?;
+            walk_once(&path, out, seen)?;
         } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
             out.push(path);
         }
@@ -279,7 +298,7 @@ impl SuiteVersion {
             digest.update(&[0]);
             // A file that cannot be read is a load error of the run; its
             // name still counts.
-            digest.update(&std::fs::read(file).unwrap_or_default());
+            digest.update(&crate::scenario::read_bounded(file).unwrap_or_default());
             digest.update(&[0]);
         }
         let hex: String = digest
@@ -561,6 +580,8 @@ pub fn load_selected(files: &[PathBuf], selection: &Selection) -> Vec<Loaded> {
     let mut seen: HashMap<String, String> = HashMap::new();
     files
         .iter()
+        // A signal stops loading too (thousands of files, a slow disk).
+        .take_while(|_| crate::interrupt::signal().is_none())
         .map(|file| (file.display().to_string(), load(file)))
         .filter(|(source, loaded)| selection.selects(loaded.as_ref().ok(), source))
         .map(|(source, loaded)| {

@@ -483,3 +483,45 @@ fn two_files_with_one_id_are_broken_input() {
     );
     assert!(out.contains("1 pass"), "{out}");
 }
+
+/// A scenario folder with a FIFO and a symlink to `/dev/zero` named
+/// `*.yaml` and a symlink loop: each of those is named and not read (no
+/// blocking open, no endless read, no endless walk), and the real scenario
+/// still runs. Bounded by a deadline so a regression fails instead of
+/// hanging the test command.
+#[test]
+fn a_hostile_folder_is_walked_and_read_safely() {
+    let repo = tempfile::tempdir().expect("a temporary folder");
+    let dir = repo.path().join("scenarios");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::copy(
+        root().join("scenarios/a46/wrong-type-url.yaml"),
+        dir.join("real.yaml"),
+    )
+    .expect("copy a scenario");
+    let fifo = std::ffi::CString::new(dir.join("fifo.yaml").display().to_string()).expect("path");
+    // SAFETY: mkfifo reads a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "mkfifo");
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero.yaml")).expect("symlink");
+    std::os::unix::fs::symlink(".", dir.join("loop")).expect("symlink");
+
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let cwd = repo.path().to_path_buf();
+    std::thread::spawn(move || {
+        let _ = sender.send(harness_in(
+            &cwd,
+            &["run", "scenarios", "--report-dir", "out"],
+        ));
+    });
+    let (code, out) = receiver
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the run ends");
+    assert_eq!(code, Some(2), "two files did not load: {out}");
+    assert_eq!(
+        out.matches("not a regular file (a folder, FIFO, device or socket): not read")
+            .count(),
+        2,
+        "{out}"
+    );
+    assert!(out.contains("1 pass"), "{out}");
+}

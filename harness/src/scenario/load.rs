@@ -56,16 +56,49 @@ pub fn load_file_with(path: &Path, options: LoadOptions<'_>) -> Result<Scenario,
         snippet: String::new(),
         more: Vec::new(),
     };
-    // Asked before reading, so a huge file is never read whole.
-    let size = std::fs::metadata(path)
-        .map_err(|e| unreadable(format!("cannot read the scenario file: {e}")))?
-        .len();
-    if size > MAX_FILE_BYTES {
-        return Err(unreadable(too_large(size)));
-    }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| unreadable(format!("cannot read the scenario file: {e}")))?;
+    let bytes = read_bounded(path).map_err(|e| {
+        unreadable(match e {
+            ReadProblem::TooLarge(size) => too_large(size),
+            other => other.to_string(),
+        })
+    })?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| unreadable(format!("cannot read the scenario file: not UTF-8: {e}")))?;
     load_str_with(&file, &text, options)
+}
+
+/// Why a scenario file's bytes were not read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadProblem {
+    #[error("cannot read the scenario file: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("not a regular file (a folder, FIFO, device or socket): not read")]
+    NotRegular,
+    #[error("the file is larger than the {MAX_FILE_BYTES} bytes a scenario file may have")]
+    TooLarge(u64),
+}
+
+/// A scenario file's bytes, read safely, for loading and for the suite's
+/// digest alike: regular files only, asked before opening (a FIFO would
+/// block the open, a device behind a symlink, `/dev/zero`, never ends),
+/// and at most one byte past the limit even if the file grows meanwhile.
+pub fn read_bounded(path: &Path) -> Result<Vec<u8>, ReadProblem> {
+    use std::io::Read as _;
+    let metadata = std::fs::metadata(path)?;
+    if !metadata.is_file() {
+        return Err(ReadProblem::NotRegular);
+    }
+    if metadata.len() > MAX_FILE_BYTES {
+        return Err(ReadProblem::TooLarge(metadata.len()));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ReadProblem::TooLarge(bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
 /// `message`, saying in which part of the file when that helps: a

@@ -15,7 +15,9 @@ mod schema;
 mod write;
 
 pub use error::ScenarioError;
-pub use load::{LoadOptions, load_file, load_file_with, load_str, load_str_with};
+pub use load::{
+    LoadOptions, ReadProblem, load_file, load_file_with, load_str, load_str_with, read_bounded,
+};
 pub use schema::scenario_schema;
 pub use write::to_yaml;
 
