@@ -97,7 +97,7 @@ pub fn apply(
             Ok(()) => verdict,
             Err(e) => fail(format!("cannot write the snapshot {}: {e}", file.display())),
         },
-        SnapshotMode::Check => match std::fs::read_to_string(&file) {
+        SnapshotMode::Check => match read_snapshot(&file) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => fail(format!(
                 "no snapshot {} (`run --snapshots update` writes it)",
                 file.display()
@@ -126,13 +126,29 @@ pub fn apply(
     }
 }
 
+/// The largest snapshot read: a timeline file is cut at 16 MiB, so a
+/// snapshot past this is not one of ours.
+const MAX_SNAPSHOT_BYTES: u64 = 32 << 20;
+
+/// A stored snapshot: a regular file (asked before opening, so a FIFO in
+/// its place cannot block the run), read to at most the limit.
+fn read_snapshot(file: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    if !std::fs::metadata(file)?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut text = String::new();
+    std::fs::File::open(file)?
+        .take(MAX_SNAPSHOT_BYTES)
+        .read_to_string(&mut text)?;
+    Ok(text)
+}
+
 fn write_whole(file: &Path, text: &str) -> std::io::Result<()> {
     if let Some(folder) = file.parent() {
         std::fs::create_dir_all(folder)?;
     }
-    let partial = file.with_extension("snap.partial");
-    std::fs::write(&partial, text)?;
-    std::fs::rename(&partial, file)
+    xds_conformance_reports::write_whole(file, text.as_bytes())
 }
 
 #[cfg(test)]
