@@ -43,7 +43,11 @@ pub fn run_variants(
             continue;
         }
         let got = client_visible(&outcome.events, outcome.mode);
-        if let Some(message) = first_difference(&expected, &got) {
+        let difference = match outcome.mode {
+            RunMode::Virtual => first_difference(&expected, &got),
+            RunMode::RealTime => set_difference(&expected, &got),
+        };
+        if let Some(message) = difference {
             outcome.verdict = Verdict::Fail {
                 message: format!(
                     "the client showed something else over {} than over {} ({}): {message}",
@@ -59,21 +63,42 @@ fn passed(verdict: &Verdict) -> bool {
     matches!(verdict, Verdict::Pass | Verdict::Divergent { .. })
 }
 
-/// The client-visible events of a run, one line each: with the time on
-/// virtual time, without it on real time (where it is the client's own
-/// timing).
+/// The client-visible events of a run, one line each.
+///
+/// On virtual time: every one, in order, with its time. On real time the
+/// order of events about different resources, how many notifications a
+/// burst of updates became, and which intermediate states a CSDS poll
+/// caught are the machine's timing, not the protocol's: what two runs
+/// must share there is what the client showed at all, so the lines are
+/// a set (sorted, each once), without CSDS polls and channel states (the
+/// normalised snapshots leave those out for the same reason).
 pub fn client_visible(events: &[TimelineEvent], mode: RunMode) -> Vec<String> {
-    events
+    let lines = events
         .iter()
         .filter(|e| is_client_visible(&e.kind))
+        .filter(|e| mode == RunMode::Virtual || !is_timing(&e.kind))
         .filter_map(|e| {
             let line = without_csds_version(&describe(&e.kind)?);
             Some(match mode {
                 RunMode::Virtual => format!("{:>9} {line}", seconds(e.at)),
                 RunMode::RealTime => line,
             })
-        })
-        .collect()
+        });
+    match mode {
+        RunMode::Virtual => lines.collect(),
+        RunMode::RealTime => lines
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// Client-visible events whose presence a real-time run's timing decides.
+fn is_timing(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::Csds(_) | EventKind::Client(ObservedEvent::ChannelState { .. })
+    )
 }
 
 fn is_client_visible(kind: &EventKind) -> bool {
@@ -128,9 +153,41 @@ pub fn first_difference(expected: &[String], got: &[String]) -> Option<String> {
     ))
 }
 
+/// What one run's set of client-visible lines has that the other's has
+/// not, said for a failure message (see [`client_visible`]).
+pub fn set_difference(expected: &[String], got: &[String]) -> Option<String> {
+    let only = |a: &[String], b: &[String]| -> Vec<String> {
+        a.iter()
+            .filter(|line| b.binary_search(line).is_err())
+            .take(5)
+            .cloned()
+            .collect()
+    };
+    let (extra, missing) = (only(got, expected), only(expected, got));
+    if extra.is_empty() && missing.is_empty() {
+        return None;
+    }
+    let list = |lines: &[String]| match lines {
+        [] => "    (nothing)".to_string(),
+        lines => lines
+            .iter()
+            .map(|l| format!("    {l}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    };
+    Some(format!(
+        "on real time, compared as what the client showed at all: it showed\n{}\n  which the \
+         first run never did, and not\n{}\n  which the first run did",
+        list(&extra),
+        list(&missing)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timeline::{CsdsChange, CsdsEntry, CsdsStatus};
+    use xds_client_under_test::WatcherNotification;
 
     #[test]
     fn csds_versions_are_left_out() {
@@ -139,6 +196,87 @@ mod tests {
             "CDS c1: REQUESTED -> ACKED"
         );
         assert_eq!(without_csds_version("no version here"), "no version here");
+    }
+
+    fn event(kind: EventKind) -> TimelineEvent {
+        TimelineEvent {
+            at: Duration::from_millis(7),
+            source: crate::timeline::Source::Client,
+            kind,
+        }
+    }
+
+    fn watcher(name: &str, notification: WatcherNotification) -> TimelineEvent {
+        event(EventKind::Client(ObservedEvent::Watcher {
+            resource_type: xds_vocabulary::ResourceType::Cluster,
+            name: name.into(),
+            notification,
+        }))
+    }
+
+    fn csds(name: &str, from: Option<CsdsStatus>, to: CsdsStatus) -> TimelineEvent {
+        let entry = |status| CsdsEntry {
+            status,
+            version: "1".into(),
+            error: None,
+            detail: Default::default(),
+        };
+        event(EventKind::Csds(CsdsChange {
+            client_scope: String::new(),
+            type_url: xds_vocabulary::ResourceType::Cluster.type_url().into(),
+            name: name.into(),
+            from: from.map(entry),
+            to: Some(entry(to)),
+        }))
+    }
+
+    #[test]
+    fn real_time_runs_compare_what_was_shown_not_when_or_what_a_poll_caught() {
+        use CsdsStatus::*;
+        use WatcherNotification::DoesNotExist;
+        let changed = || WatcherNotification::Changed {
+            summary: "EDS".into(),
+        };
+        // The sotw run: two watchers in one order, a poll that caught
+        // REQUESTED.
+        let sotw = [
+            watcher("a", changed()),
+            watcher("b", changed()),
+            csds("a", None, Requested),
+            csds("a", Some(Requested), Acked),
+            watcher("a", DoesNotExist),
+        ];
+        // The delta run: the other order, the update twice, no REQUESTED.
+        let delta = [
+            watcher("b", changed()),
+            watcher("a", changed()),
+            watcher("a", changed()),
+            csds("a", None, Acked),
+            watcher("a", DoesNotExist),
+        ];
+        let visible = |events: &[TimelineEvent]| client_visible(events, RunMode::RealTime);
+        assert_eq!(set_difference(&visible(&sotw), &visible(&delta)), None);
+        // Virtual time compares all of it.
+        let virtual_ = |events: &[TimelineEvent]| client_visible(events, RunMode::Virtual);
+        assert!(first_difference(&virtual_(&sotw), &virtual_(&delta)).is_some());
+        // A client that shows the deletion differently over delta (an
+        // error where sotw said it does not exist) is caught on real time.
+        let broken = [
+            watcher("b", changed()),
+            watcher("a", changed()),
+            watcher(
+                "a",
+                WatcherNotification::AmbientError(xds_vocabulary::XdsError::new(
+                    tonic::Code::Unavailable,
+                    "gone",
+                )),
+            ),
+        ];
+        let message = set_difference(&visible(&sotw), &visible(&broken)).unwrap_or_default();
+        assert!(
+            message.contains("does not exist") && message.contains("gone"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -499,7 +499,9 @@ async fn play(
         verdict = script => verdict,
     };
     let duration = Instant::now() - start;
-    let mut events = player.timeline.events();
+    // Taken, not copied: a timeline may hold up to its byte limit, and
+    // nothing reads it after this.
+    let mut events = player.timeline.take_events();
     if let Some(note) = player.timeline.dropped_note() {
         // Appended here: a full timeline would not take it.
         events.push(TimelineEvent {

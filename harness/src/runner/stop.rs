@@ -80,11 +80,10 @@ pub async fn stopped(
                 format_duration_in_units(limits.wall_time),
             ),
         },
-        _ = timeline.overflowed() => Verdict::Error {
+        full = timeline.overflowed() => Verdict::Error {
             message: format!(
-                "stopped: the timeline reached its limit of {} events (a client flooding the \
-                 harness?)",
-                crate::timeline::MAX_EVENTS
+                "stopped: the timeline reached its limit of {full} (a client flooding the \
+                 harness, or reconnecting with large requests?)"
             ),
         },
         _ = interrupt.cancelled() => Verdict::Interrupted {

@@ -203,9 +203,14 @@ fn describe_server(event: &ServerEvent) -> String {
     }
 }
 
+/// How much of a node id a timeline line shows.
+const MAX_NODE_ID: usize = 256;
+
 fn describe_request(stream: u64, r: &RecordedRequest) -> String {
     let node = match &r.node {
-        Some(n) => format!(" node={:?}", n.id),
+        // Cut: a node id is the scenario's to choose, up to the file's
+        // size, and every stream's first request carries it.
+        Some(n) => format!(" node={:?}", xds_vocabulary::cut::cut(&n.id, MAX_NODE_ID)),
         None => String::new(),
     };
     let kind = match r.kind {

@@ -10,11 +10,13 @@
 
 mod describe;
 mod normalize;
+mod weight;
 
 pub use describe::{
     csds_status_name, describe, describe_admin, line_numbers, render_events, render_line, type_name,
 };
 pub use normalize::render_normalized;
+pub use weight::weight;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -220,6 +222,13 @@ impl CsdsEntry {
 /// [`Timeline::overflowed`]). Far above any real scenario's few hundred.
 pub const MAX_EVENTS: usize = 100_000;
 
+/// How many bytes one run's timeline may hold (see [`weight`]): the
+/// event cap alone lets a client that reconnects with a megabyte-sized
+/// node in every stream's first request take gigabytes. Past this the run
+/// is stopped, like past [`MAX_EVENTS`]. The largest run of the suite
+/// holds under 4 MiB.
+pub const MAX_BYTES: usize = 128 << 20;
+
 /// How many of those may be client log lines: logs are the one kind a
 /// client can produce without the script asking, so they get their own,
 /// smaller share, and the run goes on without them past it.
@@ -235,7 +244,8 @@ pub struct Timeline {
     inner: Arc<Mutex<Recorded>>,
     start: Instant,
     changed: Arc<Notify>,
-    /// Notified once, when the timeline reached [`MAX_EVENTS`].
+    /// Notified once, when the timeline reached [`MAX_EVENTS`] or
+    /// [`MAX_BYTES`].
     overflow: Arc<Notify>,
 }
 
@@ -243,9 +253,32 @@ pub struct Timeline {
 #[derive(Default)]
 struct Recorded {
     events: Vec<TimelineEvent>,
+    /// What `events` hold, by [`weight`].
+    bytes: usize,
+    /// Delta subscription snapshots already counted in `bytes`, by
+    /// address (see [`weight::delta_subscription`]).
+    subscriptions: std::collections::HashSet<usize>,
     log_events: usize,
     logs_dropped: usize,
     dropped: usize,
+    /// Which limit the timeline reached first.
+    full: Option<Full>,
+}
+
+/// A limit a timeline reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Full {
+    Events,
+    Bytes,
+}
+
+impl std::fmt::Display for Full {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Full::Events => write!(f, "{MAX_EVENTS} events"),
+            Full::Bytes => write!(f, "{} MiB", MAX_BYTES >> 20),
+        }
+    }
 }
 
 impl Timeline {
@@ -289,9 +322,20 @@ impl Timeline {
                 recorded.logs_dropped += 1;
                 return;
             }
-            if recorded.events.len() >= MAX_EVENTS {
+            let subscription = weight::delta_subscription(&event)
+                .filter(|(key, _)| !recorded.subscriptions.contains(key));
+            let bytes = weight(&event) + subscription.map_or(0, |(_, bytes)| bytes);
+            let full = if recorded.events.len() >= MAX_EVENTS {
+                Some(Full::Events)
+            } else if recorded.bytes + bytes > MAX_BYTES {
+                Some(Full::Bytes)
+            } else {
+                None
+            };
+            if let Some(full) = full {
                 recorded.dropped += 1;
-                if recorded.dropped == 1 {
+                if recorded.full.is_none() {
+                    recorded.full = Some(full);
                     self.overflow.notify_one();
                 }
                 return;
@@ -299,6 +343,10 @@ impl Timeline {
             if is_log {
                 recorded.log_events += 1;
             }
+            if let Some((key, _)) = subscription {
+                recorded.subscriptions.insert(key);
+            }
+            recorded.bytes += bytes;
             recorded.events.push(event);
         }
         self.changed.notify_one();
@@ -309,10 +357,17 @@ impl Timeline {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Resolves once the timeline is full ([`MAX_EVENTS`]): the runner
-    /// stops the run then, rather than play on with events missing.
-    pub async fn overflowed(&self) {
-        self.overflow.notified().await
+    /// Resolves once the timeline is full ([`MAX_EVENTS`] or
+    /// [`MAX_BYTES`]), with the limit it reached: the runner stops the run
+    /// then, rather than play on with events missing.
+    pub async fn overflowed(&self) -> Full {
+        self.overflow.notified().await;
+        self.lock().full.unwrap_or(Full::Events)
+    }
+
+    /// The bytes the recorded events hold, by [`weight`].
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
     }
 
     /// What the caps left out, as a sentence, if anything.
@@ -325,9 +380,9 @@ impl Timeline {
                 recorded.logs_dropped
             ));
         }
-        if recorded.dropped > 0 {
+        if let Some(full) = recorded.full {
             parts.push(format!(
-                "{} events past the timeline's limit of {MAX_EVENTS}",
+                "{} events past the timeline's limit of {full}",
                 recorded.dropped
             ));
         }
@@ -439,7 +494,75 @@ mod tests {
         assert!(
             timeline
                 .dropped_note()
-                .is_some_and(|n| n.contains("3 events past the timeline's limit of 100000"))
+                .is_some_and(|n| n.contains("3 events past the timeline's limit of 100000 events"))
         );
+    }
+
+    fn delta_ack(subscription: &Arc<[String]>) -> EventKind {
+        use xds_fake_server::event::{RecordedDeltaRequest, RecordedRequest};
+        EventKind::Server(Box::new(ServerEvent::RequestReceived {
+            stream: 1,
+            request: RecordedRequest {
+                type_url: "t".into(),
+                resource_names: Vec::new(),
+                version_info: String::new(),
+                response_nonce: "1".into(),
+                error_detail: None,
+                node: None,
+                kind: xds_vocabulary::RequestKind::Ack,
+                delta: Some(RecordedDeltaRequest {
+                    subscription: subscription.clone(),
+                    ..Default::default()
+                }),
+            },
+        }))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_timeline_is_bounded_in_bytes_and_says_which_bound() {
+        let timeline = Timeline::new(Instant::now());
+        // Steps of 1 MiB: the byte limit comes long before the event limit.
+        let step = "s".repeat(1 << 20);
+        for _ in 0..(MAX_BYTES >> 20) + 5 {
+            timeline.record(Source::Step, EventKind::Step(step.clone()));
+        }
+        assert!(
+            timeline.len() < MAX_BYTES >> 20,
+            "{} events",
+            timeline.len()
+        );
+        assert!(timeline.bytes() <= MAX_BYTES);
+        assert_eq!(
+            tokio::time::timeout(Duration::from_secs(1), timeline.overflowed())
+                .await
+                .expect("overflow signalled"),
+            Full::Bytes
+        );
+        assert!(
+            timeline
+                .dropped_note()
+                .is_some_and(|n| n.contains("past the timeline's limit of 128 MiB")),
+            "{:?}",
+            timeline.dropped_note()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shared_delta_subscription_is_counted_once() {
+        let timeline = Timeline::new(Instant::now());
+        let names: Arc<[String]> = (0..10_000).map(|i| format!("cluster-{i:05}")).collect();
+        timeline.record(Source::Server("s".into()), delta_ack(&names));
+        let first = timeline.bytes();
+        assert!(first > 10_000 * 13, "the snapshot is counted: {first}");
+        timeline.record(Source::Server("s".into()), delta_ack(&names));
+        let second = timeline.bytes() - first;
+        assert!(
+            second < 1_000,
+            "an ACK sharing it costs its own bytes: {second}"
+        );
+        // A new snapshot (a subscription change) is counted again.
+        let changed: Arc<[String]> = names.iter().skip(1).cloned().collect();
+        timeline.record(Source::Server("s".into()), delta_ack(&changed));
+        assert!(timeline.bytes() - first - second > 9_999 * 13);
     }
 }

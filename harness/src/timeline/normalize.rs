@@ -35,8 +35,8 @@ pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> S
     };
     let superseded = superseded_requests(events);
     let (group_of, mut settled_serves) = settling_serves(events);
-    let step_group = step_groups(events);
-    let mut groups: Vec<Vec<NormalizedLine>> = (0..=step_group.last().copied().unwrap_or(0))
+    let step_group = answer_groups(events, step_groups(events));
+    let mut groups: Vec<Vec<NormalizedLine>> = (0..=step_group.iter().copied().max().unwrap_or(0))
         .map(|_| Vec::new())
         .collect();
     for (index, event) in events.iter().enumerate() {
@@ -259,6 +259,56 @@ fn step_groups(events: &[TimelineEvent]) -> Vec<usize> {
         .collect()
 }
 
+/// `step_group` with each plain ACK or NACK moved to the group of the
+/// response it answers. A client answers a response as soon as it has
+/// processed it, which on real time races with the script's next step: the
+/// answer to a response sent after step 1 lands after step 2 began when
+/// the machine is busy. Only an answer that leaves its type's subscription
+/// on that stream as it was moves: one that also subscribes or
+/// unsubscribes may be what the later step caused.
+fn answer_groups(events: &[TimelineEvent], mut step_group: Vec<usize>) -> Vec<usize> {
+    // (server, stream, nonce) -> group the response was sent in.
+    let mut sent: HashMap<(&str, u64, &str), usize> = HashMap::new();
+    // (server, stream, type) -> the SotW names last asked for, sorted.
+    let mut asked: HashMap<(&str, u64, &str), Vec<&str>> = HashMap::new();
+    for (index, event) in events.iter().enumerate() {
+        let EventKind::Server(server_event) = &event.kind else {
+            continue;
+        };
+        let source = event.source.as_str();
+        match &**server_event {
+            ServerEvent::ResponseSent { stream, response } => {
+                sent.insert((source, *stream, &response.nonce), step_group[index]);
+            }
+            ServerEvent::RequestReceived { stream, request } => {
+                let unchanged = match &request.delta {
+                    Some(delta) => delta.subscribe.is_empty() && delta.unsubscribe.is_empty(),
+                    None => {
+                        let mut names: Vec<&str> =
+                            request.resource_names.iter().map(String::as_str).collect();
+                        names.sort_unstable();
+                        names.dedup();
+                        let key = (source, *stream, request.type_url.as_str());
+                        asked
+                            .insert(key, names.clone())
+                            .is_some_and(|before| before == names)
+                    }
+                };
+                if unchanged
+                    && !request.response_nonce.is_empty()
+                    && let Some(&group) =
+                        sent.get(&(source, *stream, request.response_nonce.as_str()))
+                    && group < step_group[index]
+                {
+                    step_group[index] = group;
+                }
+            }
+            _ => {}
+        }
+    }
+    step_group
+}
+
 /// Stream labels per (server, stream id). A server numbers streams in the
 /// order they open, and two XdsClients of one client (a channel's and
 /// `#server`) reconnecting at once open theirs in either order: streams
@@ -437,6 +487,7 @@ fn wire_key(kind: &EventKind, source: &str, streams: &StreamLabels) -> Option<(u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xds_fake_server::event::RecordedResponse;
     use xds_vocabulary::{AdsProtocol, RequestKind, ResourceType};
 
     #[test]
@@ -576,6 +627,68 @@ mod tests {
         assert_eq!(
             superseded_requests(&events),
             std::collections::BTreeSet::from([0, 1])
+        );
+    }
+
+    #[test]
+    fn an_answer_shows_with_the_response_it_answers() {
+        let step = |text: &str| TimelineEvent {
+            at: Duration::ZERO,
+            source: Source::Step,
+            kind: EventKind::Step(text.into()),
+        };
+        let barrier = TimelineEvent {
+            at: Duration::ZERO,
+            source: Source::Step,
+            kind: EventKind::Barrier,
+        };
+        let response = |nonce: &str| TimelineEvent {
+            at: Duration::ZERO,
+            source: Source::Server("primary".into()),
+            kind: EventKind::Server(Box::new(ServerEvent::ResponseSent {
+                stream: 1,
+                response: RecordedResponse {
+                    type_url: ResourceType::Cluster.type_url().into(),
+                    version_info: "1".into(),
+                    nonce: nonce.into(),
+                    resource_names: vec!["a".into()],
+                    encoded_len: 0,
+                    delta: None,
+                    resource_errors: Vec::new(),
+                },
+            })),
+        };
+        // The ACK of n1 arrives before or after the next step: one rendering.
+        let run = |ack_late: bool| {
+            let mut events = vec![
+                step("watch"),
+                request(1, &["a"], ""),
+                response("n1"),
+                barrier.clone(),
+            ];
+            let ack = request(1, &["a"], "n1");
+            if !ack_late {
+                events.push(ack.clone());
+            }
+            events.push(step("remove"));
+            if ack_late {
+                events.push(ack);
+            }
+            render_normalized(&events, &|t| t.to_string())
+        };
+        assert_eq!(run(false), run(true));
+        // An answer that also subscribes stays where it arrived.
+        let events = [
+            step("watch"),
+            request(1, &["a"], ""),
+            response("n1"),
+            barrier,
+            step("watch b"),
+            request(1, &["a", "b"], "n1"),
+        ];
+        assert_eq!(
+            answer_groups(&events, step_groups(&events)),
+            vec![1, 1, 1, 1, 2, 2]
         );
     }
 

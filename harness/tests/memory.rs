@@ -1,0 +1,202 @@
+//! Memory bounded in bytes, whatever a scenario file says, and flat over
+//! many runs in one process. Its own test binary, one test: resident-set
+//! numbers are per process, and another test running beside it would move
+//! them.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use xds_client_under_test::{ClientUnderTest, ReferenceClient};
+use xds_conformance::runner::run_scenario;
+use xds_conformance::scenario::load_str;
+use xds_conformance::timeline::{MAX_BYTES, weight};
+use xds_conformance_reports::Verdict;
+
+/// Counts the bytes live on the heap: what a run keeps after it ended
+/// shows here exactly, where the resident set hides it in pages an
+/// earlier, larger run freed.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+            LIVE.fetch_add(new_size, Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// `VmRSS` or `VmHWM` of this process, in bytes.
+fn status_bytes(field: &str) -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse::<usize>().ok())
+        .map(|kb| kb << 10)
+        .unwrap_or_else(|| panic!("no {field} in /proc/self/status"))
+}
+
+fn reference() -> Box<dyn ClientUnderTest> {
+    Box::new(ReferenceClient::new())
+}
+
+/// A file under the size limit whose run would hold gigabytes: a node id
+/// of 900 KB, sent in the first request of every stream, and a server that
+/// ends every stream after one response, so the client reconnects at once
+/// (a stream that got a response is no failure: no backoff), for minutes.
+fn reconnect_storm_with_a_huge_node() -> String {
+    format!(
+        "description: d\nbootstrap:\n  node: {{id: \"{}\"}}\nservers:\n  main:\n    resources:\n      - cluster: {{name: c1}}\nsteps:\n  - close_streams_after: {{responses: 1, code: UNAVAILABLE}}\n  - watch: {{type: CDS, name: c1}}\n  - wait: 5m\n",
+        "n".repeat(900_000)
+    )
+}
+
+const SMALL: &str = "description: d
+servers:
+  main:
+    resources:
+      - listener: {name: l1, routes_to: c1}
+      - listener: {name: l2, routes_to: c2}
+steps:
+  - watch: {type: LDS, name: l1}
+  - watch: {type: LDS, name: l2}
+  - expect: {watcher: {type: LDS, name: l2, event: changed}}
+  - remove_resources: {type: LDS, names: [l2]}
+  - expect: {watcher: {type: LDS, name: l2, event: does_not_exist}}
+  - expect: {csds: {type: LDS, name: l2, status: DOES_NOT_EXIST}}
+";
+
+#[test]
+fn memory_is_bounded_per_run_and_flat_over_runs() {
+    // 1. A run that would grow without bound stops at the timeline's byte
+    //    limit with an ERROR naming it, its timeline kept.
+    let text = reconnect_storm_with_a_huge_node();
+    assert!((text.len() as u64) < xds_conformance::scenario::limits::MAX_FILE_BYTES);
+    let scenario = load_str("storm.yaml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let before = status_bytes("VmRSS");
+    let outcome = run_scenario(&scenario, &reference);
+    let Verdict::Error { message } = &outcome.verdict else {
+        panic!("{:?}", outcome.verdict);
+    };
+    assert!(
+        message.contains("timeline reached its limit of 128 MiB"),
+        "{message}"
+    );
+    let held: usize = outcome.events.iter().map(weight).sum();
+    assert!(held <= MAX_BYTES + (1 << 20), "{held} bytes of events");
+    assert!(
+        outcome.events.last().is_some_and(
+            |e| format!("{:?}", e.kind).contains("past the timeline's limit of 128 MiB")
+        ),
+        "the timeline says what it left out"
+    );
+    let peak = status_bytes("VmHWM");
+    eprintln!(
+        "storm: {} events, {} MiB held, RSS before {} MiB, peak {} MiB",
+        outcome.events.len(),
+        held >> 20,
+        before >> 20,
+        peak >> 20
+    );
+    // The timeline's limit, the client's and the server's state for one
+    // stream at a time, and the copies the node takes on its way.
+    assert!(
+        peak < before + 2 * MAX_BYTES,
+        "peak RSS {} MiB from {} MiB",
+        peak >> 20,
+        before >> 20
+    );
+    drop(outcome);
+
+    // 2. Flat memory: after a warm-up, a thousand more runs of a small
+    //    scenario keep (almost) nothing each.
+    let scenario = load_str("small.yaml", SMALL).unwrap_or_else(|e| panic!("{e}"));
+    let run = || {
+        let outcome = run_scenario(&scenario, &reference);
+        assert!(
+            matches!(outcome.verdict, Verdict::Pass),
+            "{:?}",
+            outcome.verdict
+        );
+    };
+    for _ in 0..300 {
+        run();
+    }
+    let warm = LIVE.load(Ordering::SeqCst);
+    const RUNS: usize = 1_000;
+    let start = std::time::Instant::now();
+    for _ in 0..RUNS {
+        run();
+    }
+    let after = LIVE.load(Ordering::SeqCst);
+    let per_run = after.saturating_sub(warm) / RUNS;
+    eprintln!(
+        "{RUNS} runs in {:?}: live heap {} KiB -> {} KiB, {per_run} bytes per run",
+        start.elapsed(),
+        warm >> 10,
+        after >> 10
+    );
+    assert!(per_run < 2_048, "{per_run} bytes kept per run");
+
+    // 3. The same over the whole suite: every scenario's runs that the
+    //    reference client can play, twice after a warm-up pass. What each
+    //    kind of step, matcher, server and backend allocates must be gone
+    //    when its run ends.
+    let root =
+        xds_conformance::suite::manifest_dir(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let files = xds_conformance::suite::discover(std::slice::from_ref(&root))
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()));
+    let caps = ReferenceClient::new().capabilities();
+    let runs: Vec<_> = files
+        .iter()
+        .map(|f| xds_conformance::scenario::load_file(f).unwrap_or_else(|e| panic!("{e}")))
+        .flat_map(|s| s.variants())
+        .filter(|v| xds_conformance::runner::not_applicable(v, &caps).is_none())
+        .collect();
+    assert!(runs.len() > 300, "{} runs", runs.len());
+    let pass = || {
+        for variant in &runs {
+            let outcome = run_scenario(variant, &reference);
+            assert!(
+                !outcome.verdict.is_failure(),
+                "{}: {:?}",
+                variant.name,
+                outcome.verdict
+            );
+        }
+    };
+    pass();
+    let warm = LIVE.load(Ordering::SeqCst);
+    pass();
+    pass();
+    let after = LIVE.load(Ordering::SeqCst);
+    let per_run = after.saturating_sub(warm) / (2 * runs.len());
+    eprintln!(
+        "the suite twice ({} runs): live heap {} KiB -> {} KiB, {per_run} bytes per run",
+        2 * runs.len(),
+        warm >> 10,
+        after >> 10
+    );
+    assert!(per_run < 256, "{per_run} bytes kept per run");
+}
