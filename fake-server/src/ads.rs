@@ -2,8 +2,9 @@
 //! implementation shared by every transport, for both protocols.
 //!
 //! Each stream gets a task that reads its requests and feeds them to the
-//! server state; responses flow back through an unbounded channel that the
-//! state writes to, so sends never wait on the transport.
+//! server state; responses flow back through the stream's outbox, which
+//! the state writes to without waiting on the transport (bounded in bytes:
+//! see `outbox`).
 
 use std::sync::Arc;
 
@@ -11,11 +12,11 @@ use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
-use tokio::sync::{mpsc, oneshot};
-use tokio_stream::wrappers::UnboundedReceiverStream;
+use tokio::sync::oneshot;
 use tonic::{Code, Request, Response, Status, Streaming};
 
 use crate::connection::ConnectionInfo;
+use crate::outbox::{Taken, outbox};
 use crate::shared::Inner;
 use crate::state::State;
 use crate::stream::{Protocol, Sender, Stream};
@@ -37,7 +38,7 @@ impl AdsService {
         request: Request<Streaming<Req>>,
         protocol: impl FnOnce(Sender<Resp>) -> Protocol,
         on_request: fn(&mut State, u64, Req),
-    ) -> Result<Response<UnboundedReceiverStream<Result<Resp, Status>>>, Status>
+    ) -> Result<Response<Taken<Resp>>, Status>
     where
         Req: Send + 'static,
     {
@@ -45,7 +46,7 @@ impl AdsService {
             .extensions()
             .get::<ConnectionInfo>()
             .map(|info| info.connection);
-        let (responses, responses_rx) = mpsc::unbounded_channel();
+        let (responses, taken) = outbox();
         let (stop_reader, stopped) = oneshot::channel();
         let stream = Stream::new(protocol(responses), stop_reader);
         let Some(stream_id) = self
@@ -61,14 +62,13 @@ impl AdsService {
             stopped,
             on_request,
         ));
-        Ok(Response::new(UnboundedReceiverStream::new(responses_rx)))
+        Ok(Response::new(taken))
     }
 }
 
 #[tonic::async_trait]
 impl AggregatedDiscoveryService for AdsService {
-    type StreamAggregatedResourcesStream =
-        UnboundedReceiverStream<Result<DiscoveryResponse, Status>>;
+    type StreamAggregatedResourcesStream = Taken<DiscoveryResponse>;
 
     async fn stream_aggregated_resources(
         &self,
@@ -84,8 +84,7 @@ impl AggregatedDiscoveryService for AdsService {
         )
     }
 
-    type DeltaAggregatedResourcesStream =
-        UnboundedReceiverStream<Result<DeltaDiscoveryResponse, Status>>;
+    type DeltaAggregatedResourcesStream = Taken<DeltaDiscoveryResponse>;
 
     async fn delta_aggregated_resources(
         &self,

@@ -5,14 +5,15 @@
 //! streams (trailers, or none at all for a restart). Each is recorded as
 //! it happens.
 //!
-//! All of it runs under the server's state lock and only queues on
-//! unbounded channels, so a store change or a scripted send reaches every
+//! All of it runs under the server's state lock and only queues (on each
+//! stream's outbox, bounded in bytes: see `outbox`), so a store change or a scripted send reaches every
 //! stream in stream-id order within one synchronous call.
 
 use tonic::{Code, Status};
 
 use crate::event::ServerEvent;
 use crate::fault::Delayed;
+use crate::outbox::{MAX_BACKLOG, Refused};
 use crate::state::State;
 use crate::stream::Outgoing;
 
@@ -37,19 +38,19 @@ impl State {
         let recorded = response.recorded(names);
         let drop_it = self.lose(&type_url);
         let delay = self.faults.delay.by;
-        let Some(stream) = self.streams.get_mut(&stream_id) else {
-            return false;
-        };
         // A delayed response waits in `held`; a dropped one goes nowhere.
         let held = if drop_it {
             None
         } else if !delay.is_zero() {
             Some(response)
         } else {
-            if !stream.transmit(response) {
+            if !self.transmit(stream_id, response) {
                 return false;
             }
             None
+        };
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return false;
         };
         stream
             .types
@@ -79,6 +80,38 @@ impl State {
         }
         self.limit_reached(stream_id);
         true
+    }
+
+    /// Hands `response` to a stream's transport; false if it did not go.
+    /// A client that has left more than [`MAX_BACKLOG`] bytes of responses
+    /// unread loses the stream, as a real control plane must end it: what
+    /// was queued is dropped at once and the stream ends with
+    /// RESOURCE_EXHAUSTED, recorded as closed by the server.
+    pub(crate) fn transmit(&mut self, stream_id: u64, response: Outgoing) -> bool {
+        let Some(stream) = self.streams.get(&stream_id) else {
+            return false;
+        };
+        match stream.transmit(response) {
+            Ok(()) => true,
+            Err(Refused::Gone) => false,
+            Err(Refused::Backlog(unread)) => {
+                let message = format!(
+                    "the client has not read {unread} bytes of responses, and the server queues \
+                     at most {} MiB per stream",
+                    MAX_BACKLOG >> 20
+                );
+                if let Some(stream) = self.streams.remove(&stream_id) {
+                    stream.abort(Status::resource_exhausted(message.clone()));
+                }
+                self.record(ServerEvent::StreamClosed {
+                    stream: stream_id,
+                    code: Code::ResourceExhausted,
+                    message,
+                    by_client: false,
+                });
+                false
+            }
+        }
     }
 
     /// Ends a stream once. The server ends it with `code`/`message` in the

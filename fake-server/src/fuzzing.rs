@@ -26,14 +26,15 @@ use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
 use prost::Message;
-use tokio::sync::{mpsc, oneshot};
-use tonic::{Code, Status};
+use tokio::sync::oneshot;
+use tonic::Code;
 use xds_vocabulary::RequestKind;
 use xds_vocabulary::resource_type::is_full_state;
 
 use crate::config::ServingMode;
 use crate::event::ServerEvent;
 use crate::fault::{Hang, Resume, Verb};
+use crate::outbox::{Taken, outbox};
 use crate::resource::ServedResource;
 use crate::state::State;
 use crate::stream::{Protocol, Stream};
@@ -116,8 +117,8 @@ pub fn requests(data: &[u8]) -> Played {
 
 /// A stream's receiving end, as the client holds it.
 enum Receiver {
-    Sotw(mpsc::UnboundedReceiver<Result<DiscoveryResponse, Status>>),
-    Delta(mpsc::UnboundedReceiver<Result<DeltaDiscoveryResponse, Status>>),
+    Sotw(Taken<DiscoveryResponse>),
+    Delta(Taken<DeltaDiscoveryResponse>),
 }
 
 struct OpenStream {
@@ -215,11 +216,11 @@ impl Run {
             // The server never stops a stream's reader here: nothing reads.
             let (stop_reader, _) = oneshot::channel();
             let (protocol, receiver) = if delta {
-                let (responses, rx) = mpsc::unbounded_channel();
+                let (responses, rx) = outbox();
                 let types = Default::default();
                 (Protocol::Delta { responses, types }, Receiver::Delta(rx))
             } else {
-                let (responses, rx) = mpsc::unbounded_channel();
+                let (responses, rx) = outbox();
                 let types = Default::default();
                 (Protocol::Sotw { responses, types }, Receiver::Sotw(rx))
             };
@@ -307,21 +308,21 @@ impl Run {
             .expect("only the client ends streams here");
         loop {
             let (type_url, nonce) = match &mut open.receiver {
-                Receiver::Sotw(rx) => match rx.try_recv() {
-                    Ok(Ok(response)) => {
+                Receiver::Sotw(rx) => match rx.try_take() {
+                    Some(Ok(response)) => {
                         check_sotw(state, stream, &response);
                         (response.type_url, response.nonce)
                     }
-                    Ok(Err(status)) => panic!("the server ended the stream: {status:?}"),
-                    Err(_) => break,
+                    Some(Err(status)) => panic!("the server ended the stream: {status:?}"),
+                    None => break,
                 },
-                Receiver::Delta(rx) => match rx.try_recv() {
-                    Ok(Ok(response)) => {
+                Receiver::Delta(rx) => match rx.try_take() {
+                    Some(Ok(response)) => {
                         check_delta(state, stream, &response);
                         (response.type_url, response.nonce)
                     }
-                    Ok(Err(status)) => panic!("the server ended the stream: {status:?}"),
-                    Err(_) => break,
+                    Some(Err(status)) => panic!("the server ended the stream: {status:?}"),
+                    None => break,
                 },
             };
             assert!(

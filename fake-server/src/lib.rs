@@ -28,6 +28,7 @@ mod config;
 mod connection;
 mod delta;
 mod egress;
+pub mod outbox;
 mod respond;
 mod serve;
 mod server;

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryResponse, DiscoveryResponse};
 use prost::Message;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tonic::Status;
 use xds_vocabulary::{AdsProtocol, RequestKind};
 
@@ -16,10 +16,11 @@ use crate::delta::rules::DeltaType;
 use crate::event::{
     RecordedDeltaResource, RecordedDeltaResponse, RecordedResourceError, RecordedResponse,
 };
+use crate::outbox::{Outbox, Refused};
 use crate::sotw::rules::SotwType;
 
-/// Where a stream's responses go; an `Err` ends the stream with that status.
-pub(crate) type Sender<T> = mpsc::UnboundedSender<Result<T, Status>>;
+/// Where a stream's responses go (see `outbox`).
+pub(crate) type Sender<T> = Outbox<T>;
 
 /// One open ADS stream, of either protocol.
 pub(crate) struct Stream {
@@ -171,28 +172,30 @@ impl Stream {
         }
     }
 
-    /// Puts `response` on the wire; false if the stream is gone or speaks
-    /// another protocol.
-    pub fn transmit(&self, response: Outgoing) -> bool {
+    /// Puts `response` on the wire; refused if the stream is gone (or
+    /// speaks another protocol) or its client is too far behind.
+    pub fn transmit(&self, response: Outgoing) -> Result<(), Refused> {
         match (&self.protocol, response) {
-            (Protocol::Sotw { responses, .. }, Outgoing::Sotw(r)) => responses.send(Ok(r)).is_ok(),
-            (Protocol::Delta { responses, .. }, Outgoing::Delta(r)) => {
-                responses.send(Ok(r)).is_ok()
-            }
-            _ => false,
+            (Protocol::Sotw { responses, .. }, Outgoing::Sotw(r)) => responses.send(r),
+            (Protocol::Delta { responses, .. }, Outgoing::Delta(r)) => responses.send(r),
+            _ => Err(Refused::Gone),
         }
     }
 
-    /// Ends the response stream with `status` in the trailers.
+    /// Ends the response stream with `status` in the trailers, after what
+    /// is queued. If the client is already gone there is nobody to tell.
     pub fn end(&self, status: Status) {
-        // If the client is already gone there is nobody to tell.
         match &self.protocol {
-            Protocol::Sotw { responses, .. } => {
-                let _ = responses.send(Err(status));
-            }
-            Protocol::Delta { responses, .. } => {
-                let _ = responses.send(Err(status));
-            }
+            Protocol::Sotw { responses, .. } => responses.end(status),
+            Protocol::Delta { responses, .. } => responses.end(status),
+        }
+    }
+
+    /// Drops what is queued and ends the response stream with `status`.
+    pub fn abort(&self, status: Status) {
+        match &self.protocol {
+            Protocol::Sotw { responses, .. } => responses.abort(status),
+            Protocol::Delta { responses, .. } => responses.abort(status),
         }
     }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 use xds_client_under_test::ObservedEvent;
 use xds_conformance_reports::Verdict;
 
+use crate::addresses::Normalizer;
 use crate::runner::{ClientFactory, RunMode, RunOutcome, run_scenario};
 use crate::scenario::Scenario;
 use crate::timeline::{EventKind, TimelineEvent, describe};
@@ -37,12 +38,12 @@ pub fn run_variants(
     if !passed(&baseline.verdict) {
         return runs;
     }
-    let expected = client_visible(&baseline.events, baseline.mode);
+    let expected = client_visible(&baseline.events, baseline.mode, &baseline.normalizer);
     for (run, outcome) in rest {
         if !passed(&outcome.verdict) {
             continue;
         }
-        let got = client_visible(&outcome.events, outcome.mode);
+        let got = client_visible(&outcome.events, outcome.mode, &outcome.normalizer);
         let difference = match outcome.mode {
             RunMode::Virtual => first_difference(&expected, &got),
             RunMode::RealTime => set_difference(&expected, &got),
@@ -72,13 +73,20 @@ fn passed(verdict: &Verdict) -> bool {
 /// must share there is what the client showed at all, so the lines are
 /// a set (sorted, each once), without CSDS polls and channel states (the
 /// normalised snapshots leave those out for the same reason).
-pub fn client_visible(events: &[TimelineEvent], mode: RunMode) -> Vec<String> {
+///
+/// Real addresses (ports differ from run to run) are turned back into the
+/// scenario's by `normalizer`, as timelines are.
+pub fn client_visible(
+    events: &[TimelineEvent],
+    mode: RunMode,
+    normalizer: &Normalizer,
+) -> Vec<String> {
     let lines = events
         .iter()
         .filter(|e| is_client_visible(&e.kind))
         .filter(|e| mode == RunMode::Virtual || !is_timing(&e.kind))
         .filter_map(|e| {
-            let line = without_csds_version(&describe(&e.kind)?);
+            let line = without_csds_version(&normalizer.normalize(&describe(&e.kind)?));
             Some(match mode {
                 RunMode::Virtual => format!("{:>9} {line}", seconds(e.at)),
                 RunMode::RealTime => line,
@@ -254,10 +262,11 @@ mod tests {
             csds("a", None, Acked),
             watcher("a", DoesNotExist),
         ];
-        let visible = |events: &[TimelineEvent]| client_visible(events, RunMode::RealTime);
+        let none = Normalizer::default();
+        let visible = |events: &[TimelineEvent]| client_visible(events, RunMode::RealTime, &none);
         assert_eq!(set_difference(&visible(&sotw), &visible(&delta)), None);
         // Virtual time compares all of it.
-        let virtual_ = |events: &[TimelineEvent]| client_visible(events, RunMode::Virtual);
+        let virtual_ = |events: &[TimelineEvent]| client_visible(events, RunMode::Virtual, &none);
         assert!(first_difference(&virtual_(&sotw), &virtual_(&delta)).is_some());
         // A client that shows the deletion differently over delta (an
         // error where sotw said it does not exist) is caught on real time.

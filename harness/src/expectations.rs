@@ -272,6 +272,7 @@ mod tests {
             virtual_duration: Duration::ZERO,
             wall_duration: Duration::ZERO,
             timeline: String::new(),
+            failed_tries: Vec::new(),
         }
     }
 

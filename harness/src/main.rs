@@ -15,7 +15,7 @@ use xds_conformance::suite::{
     discover, load, run_files,
 };
 use xds_conformance_reports::{MAX_MESSAGE, Verdict};
-use xds_vocabulary::cut::cut;
+use xds_vocabulary::cut::{cut, printable};
 
 #[derive(Parser)]
 #[command(
@@ -42,6 +42,12 @@ struct LimitArgs {
     /// else 5m.
     #[arg(long, value_name = "DURATION", value_parser = parse_limit)]
     wall_limit: Option<Duration>,
+    /// How many times a real-time run (a real client's) that failed is
+    /// tried again; a run that then passes is reported as flaky and does
+    /// not fail the gate. Default 2; 0 never retries. Virtual-time runs
+    /// are never retried.
+    #[arg(long, value_name = "N")]
+    retries: Option<u32>,
 }
 
 fn parse_client_file(text: &str) -> Result<(String, PathBuf), String> {
@@ -252,6 +258,7 @@ fn main() -> ExitCode {
                 skip_tags: skip_tag,
                 virtual_limit: limits.virtual_limit,
                 wall_limit: limits.wall_limit,
+                retries: limits.retries,
                 partition,
             },
             report_dir,
@@ -282,6 +289,7 @@ fn main() -> ExitCode {
                 skip_tags: skip_tag,
                 virtual_limit: limits.virtual_limit,
                 wall_limit: limits.wall_limit,
+                retries: limits.retries,
                 partition,
             },
             report_dir,
@@ -362,14 +370,14 @@ fn run(
     let client = match TestedClient::new(client, expectations) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", printable(&e.to_string()));
             return ExitCode::from(2);
         }
     };
     let files = match discover(&default_paths(paths)) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", printable(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -415,7 +423,7 @@ fn run(
                 "\n--- {} ({})\n{}",
                 r.name,
                 r.verdict.label(),
-                cut(message, MAX_MESSAGE)
+                printable(&cut(message, MAX_MESSAGE))
             );
         }
     }
@@ -516,7 +524,7 @@ fn matrix(
         match TestedClient::new(name, file) {
             Ok(client) => matrix_clients.push(client),
             Err(e) => {
-                eprintln!("{e}");
+                eprintln!("{}", printable(&e.to_string()));
                 return ExitCode::from(2);
             }
         }
@@ -524,7 +532,7 @@ fn matrix(
     let files = match discover(&default_paths(paths)) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", printable(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -566,7 +574,7 @@ fn matrix(
                     r.name,
                     report.client,
                     r.verdict.label(),
-                    cut(message, MAX_MESSAGE)
+                    printable(&cut(message, MAX_MESSAGE))
                 );
             }
         }
@@ -646,7 +654,7 @@ fn validate(paths: Vec<PathBuf>) -> ExitCode {
     let files = match discover(&paths) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", printable(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -656,7 +664,7 @@ fn validate(paths: Vec<PathBuf>) -> ExitCode {
             Ok(s) => println!("ok     {} ({} steps)", file.display(), s.steps.len()),
             Err(e) => {
                 bad += 1;
-                eprintln!("{e}");
+                eprintln!("{}", printable(&e.to_string()));
             }
         }
     }
@@ -674,7 +682,7 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
     let files = match discover(&[suite]) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", printable(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -744,7 +752,7 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
     let loaded = match load(&path) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", printable(&e.to_string()));
             return ExitCode::FAILURE;
         }
     };
@@ -785,7 +793,7 @@ fn serve(path: PathBuf, bootstrap_out: PathBuf) -> ExitCode {
     let scenario = match load(&path) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", printable(&e.to_string()));
             return ExitCode::FAILURE;
         }
     };
@@ -803,7 +811,7 @@ fn serve(path: PathBuf, bootstrap_out: PathBuf) -> ExitCode {
         match xds_conformance::serve::serve_tcp(&scenario, &bootstrap_out).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("{e}");
+                eprintln!("{}", printable(&e.to_string()));
                 ExitCode::FAILURE
             }
         }

@@ -59,6 +59,7 @@ pub fn run_matrix(
                         scenarios,
                         client.factory.as_ref(),
                         jobs,
+                        selection.retries(),
                         &client.name,
                         &client.expectations,
                         progress,
@@ -366,6 +367,7 @@ fn error_cell(source: &str, message: &str) -> (MatrixCell, ScenarioReport) {
         virtual_duration: Default::default(),
         wall_duration: Default::default(),
         timeline: String::new(),
+        failed_tries: Vec::new(),
     };
     (cell, report)
 }
@@ -386,6 +388,26 @@ fn cell(
         Verdict::KnownFailure { reason, message } => {
             (CellStatus::KnownFailure, format!("{reason}\n\n{message}"))
         }
+        Verdict::Flaky { message, passed_on } => (
+            CellStatus::Flaky,
+            format!(
+                "passed on try {passed_on}, failed on {} other (timelines: {}); the first \
+                 failure:\n\n{message}",
+                outcome.failed_tries.len(),
+                (1..=outcome.failed_tries.len())
+                    .map(|n| {
+                        Path::new(&client.name)
+                            .join(xds_conformance_reports::try_timeline_path(
+                                &scenario.name,
+                                n,
+                            ))
+                            .display()
+                            .to_string()
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
     };
     let has_timeline = !outcome.events.is_empty();
     let timeline_file = has_timeline.then(|| cell_timeline_path(&client.name, &scenario.name));
@@ -411,6 +433,7 @@ fn cell(
         virtual_duration: outcome.virtual_duration,
         wall_duration: outcome.wall_duration,
         timeline: outcome.timeline,
+        failed_tries: outcome.failed_tries,
     };
     (cell, report)
 }

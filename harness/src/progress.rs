@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use xds_conformance_reports::Verdict;
-use xds_vocabulary::cut::cut;
+use xds_vocabulary::cut::{cut, printable};
 
 use crate::schedule::Finished;
 
@@ -88,12 +88,14 @@ pub fn line(finished: &Finished<'_>) -> String {
         Verdict::Divergent { note } => note,
         Verdict::Fail { message }
         | Verdict::Error { message }
-        | Verdict::Interrupted { message } => message.lines().next().unwrap_or(""),
+        | Verdict::Interrupted { message }
+        | Verdict::Flaky { message, .. } => message.lines().next().unwrap_or(""),
     };
     let reason = if reason.is_empty() {
         String::new()
     } else {
-        format!("  {}", cut(reason, REASON_WIDTH))
+        // A client's message may carry escape sequences: shown, not obeyed.
+        format!("  {}", printable(&cut(reason, REASON_WIDTH)))
     };
     format!(
         "[{:>4}/{}] {:<13} {:<58} {:<10} {:>8.1}s{reason}",

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::differential::run_variants;
 use crate::expectations::Expectations;
-use xds_conformance_reports::Verdict;
+use xds_conformance_reports::{FailedTry, Verdict};
 
 use crate::runner::RunOutcome;
 use crate::scenario::Scenario;
@@ -49,6 +49,14 @@ pub type Progress<'p> = dyn Fn(&Finished<'_>) + Sync + 'p;
 /// Progress nobody watches.
 pub fn no_progress(_: &Finished<'_>) {}
 
+/// How many times a failed real-time run is tried again when nobody says
+/// otherwise (`--retries`): a client's real-time run shares the machine
+/// with everything else on it, and a gate must not fail on the machine's
+/// load. A run that fails every try fails; one that fails and then passes
+/// is FLAKY (see [`Verdict::Flaky`]). Virtual-time runs are deterministic:
+/// never tried again.
+pub const DEFAULT_RETRIES: u32 = 2;
+
 /// Runs at once per client when nobody says otherwise: enough for the
 /// waits of a real-time suite to overlap, few enough that two cores keep
 /// up with the start-up of that many client processes.
@@ -56,11 +64,14 @@ pub const DEFAULT_JOBS: usize = 4;
 
 /// Every run of every scenario (one per protocol variant, see
 /// [`run_variants`]) on clients from `factory`, `jobs` scenarios at a time,
-/// in the order of `scenarios`.
+/// in the order of `scenarios`; a scenario with a real-time run that
+/// failed is played again, up to `retries` times.
+#[allow(clippy::too_many_arguments)]
 pub fn run_all(
     scenarios: &[&Scenario],
     factory: &SharedFactory,
     jobs: usize,
+    retries: u32,
     client: &str,
     expectations: &Expectations,
     progress: &Progress<'_>,
@@ -82,7 +93,7 @@ pub fn run_all(
             let runs = if crate::interrupt::token().is_cancelled() {
                 not_run(scenario)
             } else {
-                run_expecting(scenario, factory, expectations)
+                run_retrying(scenario, factory, expectations, retries)
             };
             for (run, outcome) in &runs {
                 progress(&Finished {
@@ -149,6 +160,112 @@ fn run_expecting(
         .collect()
 }
 
+/// A scenario's runs, played again while one of them is a real-time run
+/// that failed (FAIL or ERROR, after the expectations: an expected
+/// failure is not retried), at most `retries` more times, and as a whole:
+/// the comparison of protocols needs every variant. Each run's verdict is
+/// then that of its last passing try if it has one, FLAKY if a try of it
+/// failed first (the failed tries kept); a run that never passed keeps its
+/// last try, its earlier failures kept too.
+fn run_retrying(
+    scenario: &Scenario,
+    factory: &SharedFactory,
+    expectations: &Expectations,
+    retries: u32,
+) -> ScenarioRuns {
+    let mut runs = run_expecting(scenario, factory, expectations);
+    let mut tries: Vec<Tries> = runs.iter().map(|_| Tries::default()).collect();
+    for try_number in 1.. {
+        let again = runs.iter().any(|(_, outcome)| retriable(outcome));
+        let played = std::mem::take(&mut runs);
+        let mut variants = Vec::with_capacity(played.len());
+        for ((run, outcome), tries) in played.into_iter().zip(&mut tries) {
+            tries.add(try_number, outcome);
+            variants.push(run);
+        }
+        if !again || try_number > retries || crate::interrupt::token().is_cancelled() {
+            return variants
+                .into_iter()
+                .zip(tries)
+                .map(|(run, tries)| (run, tries.outcome()))
+                .collect();
+        }
+        runs = run_expecting(scenario, factory, expectations);
+    }
+    unreachable!("the loop returns")
+}
+
+/// One run's tries so far.
+#[derive(Default)]
+struct Tries {
+    /// Every try that failed, with its number.
+    failed: Vec<(u32, FailedTry)>,
+    /// What is reported: the last try that did not fail if there is one,
+    /// else the last try; with its number.
+    reported: Option<(u32, RunOutcome)>,
+}
+
+impl Tries {
+    fn add(&mut self, number: u32, outcome: RunOutcome) {
+        if retriable(&outcome) {
+            self.failed.push((
+                number,
+                FailedTry {
+                    verdict: outcome.verdict.clone(),
+                    wall_duration: outcome.wall_duration,
+                    timeline: outcome.timeline.clone(),
+                },
+            ));
+        }
+        let keep_passing = self
+            .reported
+            .as_ref()
+            .is_some_and(|(_, kept)| !kept.verdict.is_failure())
+            && outcome.verdict.is_failure();
+        if !keep_passing {
+            self.reported = Some((number, outcome));
+        }
+    }
+
+    fn outcome(self) -> RunOutcome {
+        let Some((number, mut outcome)) = self.reported else {
+            return RunOutcome::not_run(Verdict::Interrupted {
+                message: "not run".into(),
+            });
+        };
+        // Every failed try but the one reported, in order.
+        let failed: Vec<FailedTry> = self
+            .failed
+            .into_iter()
+            .filter(|(n, _)| *n != number)
+            .map(|(_, failed)| failed)
+            .collect();
+        if matches!(outcome.verdict, Verdict::Pass | Verdict::Divergent { .. })
+            && let Some(first) = failed.first()
+        {
+            let message = match &first.verdict {
+                Verdict::Fail { message } | Verdict::Error { message } => message.clone(),
+                other => other.label().to_string(),
+            };
+            outcome.verdict = Verdict::Flaky {
+                message,
+                passed_on: number,
+            };
+        }
+        outcome.failed_tries = failed;
+        outcome
+    }
+}
+
+/// A run worth trying again: a real-time run that failed or broke.
+fn retriable(outcome: &RunOutcome) -> bool {
+    outcome.mode == crate::runner::RunMode::RealTime
+        && matches!(
+            outcome.verdict,
+            Verdict::Fail { .. } | Verdict::Error { .. }
+        )
+}
+
 /// A scenario's runs that never started because the run was interrupted.
 fn not_run(scenario: &Scenario) -> ScenarioRuns {
     scenario
@@ -196,6 +313,7 @@ mod tests {
             &refs,
             &factory,
             1,
+            DEFAULT_RETRIES,
             "reference",
             &Expectations::default(),
             &record,
@@ -209,6 +327,7 @@ mod tests {
             &refs,
             &factory,
             3,
+            DEFAULT_RETRIES,
             "reference",
             &Expectations::default(),
             &no_progress,
@@ -233,6 +352,7 @@ mod tests {
                 &[],
                 &factory,
                 4,
+                DEFAULT_RETRIES,
                 "reference",
                 &Expectations::default(),
                 &no_progress

@@ -64,7 +64,10 @@ fn file_safe(client: &str) -> String {
 pub fn kept(run: &Scenario, client: &str, verdict: &Verdict) -> bool {
     run.snapshot
         && !run.no_snapshot_for.contains_key(client)
-        && matches!(verdict, Verdict::Pass | Verdict::Divergent { .. })
+        && matches!(
+            verdict,
+            Verdict::Pass | Verdict::Divergent { .. } | Verdict::Flaky { .. }
+        )
 }
 
 fn header(run: &Scenario, client: &str) -> String {

@@ -268,8 +268,18 @@ pub struct Selection {
     pub virtual_limit: Option<Duration>,
     /// `--wall-limit`: every run's wall-clock limit.
     pub wall_limit: Option<Duration>,
+    /// `--retries`: how many times a failed real-time run is tried again
+    /// (default [`crate::schedule::DEFAULT_RETRIES`]).
+    pub retries: Option<u32>,
     /// `--partition K/N`: only this shard's scenarios.
     pub partition: Option<Partition>,
+}
+
+impl Selection {
+    /// The retries in force.
+    pub fn retries(&self) -> u32 {
+        self.retries.unwrap_or(crate::schedule::DEFAULT_RETRIES)
+    }
 }
 
 /// What a set of results was made with: the harness's version and a
@@ -374,6 +384,7 @@ impl ResultsFile {
                         Verdict::NotApplicable { reason } => reason.clone(),
                         Verdict::Divergent { note } => note.clone(),
                         Verdict::KnownFailure { reason, .. } => reason.clone(),
+                        Verdict::Flaky { message, .. } => message.clone(),
                     },
                     virtual_seconds: r.virtual_duration.as_secs_f64(),
                     wall_seconds: r.wall_duration.as_secs_f64(),
@@ -516,6 +527,7 @@ pub fn run_files(
         &scenarios,
         client.factory.as_ref(),
         jobs,
+        selection.retries(),
         &client.name,
         &client.expectations,
         progress,
@@ -550,6 +562,7 @@ pub fn run_files(
                         virtual_duration: outcome.virtual_duration,
                         wall_duration: outcome.wall_duration,
                         timeline: outcome.timeline,
+                        failed_tries: outcome.failed_tries,
                     });
                 }
             }
@@ -639,6 +652,7 @@ fn load_error(source: &str, error: &ScenarioError) -> ScenarioReport {
         virtual_duration: Duration::ZERO,
         wall_duration: Duration::ZERO,
         timeline: String::new(),
+        failed_tries: Vec::new(),
     }
 }
 

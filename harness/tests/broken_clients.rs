@@ -280,7 +280,7 @@ fn defect(name: &str) -> Defects {
 #[case::a47_one_channel_per_server(
     "channel_per_authority",
     "a47/same-server-at-top-level-and-in-an-authority-is-one-channel",
-    ":22:5:"
+    ":34:5:"
 )]
 #[case::a47_canonical_context_parameters(
     "context_params_as_written",

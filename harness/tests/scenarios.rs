@@ -133,15 +133,7 @@ fn check(scenario: &Scenario, first: &RunOutcome, second: &RunOutcome) -> Result
     if first.verdict != Verdict::Pass {
         // Printed as the run command prints it: the verdict, the message
         // with its own line breaks (not a Debug string), the timeline.
-        let message = match &first.verdict {
-            Verdict::Fail { message }
-            | Verdict::Error { message }
-            | Verdict::Interrupted { message } => message.as_str(),
-            Verdict::NotApplicable { reason } => reason.as_str(),
-            Verdict::Divergent { note } => note.as_str(),
-            Verdict::KnownFailure { message, .. } => message.as_str(),
-            Verdict::Pass => "",
-        };
+        let message = first.verdict.detail();
         return Err(format!(
             "{} ({}): {}\n\n{message}\n\ntimeline:\n{}",
             scenario.name,

@@ -43,6 +43,32 @@ pub(crate) fn md_inline(s: &str) -> String {
     out
 }
 
+/// A fenced Markdown code block holding `text` as it is: the fence is
+/// longer than any run of backticks in the text (CommonMark ends a fence
+/// only at one at least as long), so a message cannot close it and go on
+/// as Markdown; control characters other than newline and tab become
+/// U+FFFD, as in [`md_inline`].
+pub(crate) fn md_code_block(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat((longest + 1).max(3));
+    let body: String = text
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
+        .collect();
+    format!("{fence}\n{body}\n{fence}")
+}
+
 /// A relative URL for a file path: keeps `A-Z a-z 0-9 / . - _ ~`,
 /// percent-encodes everything else (so a `:` cannot start a scheme and a
 /// `#` or `?` cannot cut the path).

@@ -28,7 +28,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+use quick_junit::{
+    NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestRerun, TestSuite,
+};
 
 /// One run: every scenario against one client.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -51,6 +53,20 @@ pub struct ScenarioReport {
     pub virtual_duration: Duration,
     pub wall_duration: Duration,
     /// The rendered timeline, one event per line.
+    pub timeline: String,
+    /// Tries that failed before the one reported (a real-time run retried,
+    /// see [`Verdict::Flaky`]), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_tries: Vec<FailedTry>,
+}
+
+/// A try of a run that failed, kept when the run was tried again.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FailedTry {
+    /// FAIL or ERROR, with its message.
+    pub verdict: Verdict,
+    pub wall_duration: Duration,
+    /// Its rendered timeline.
     pub timeline: String,
 }
 
@@ -84,6 +100,16 @@ pub enum Verdict {
     Interrupted {
         message: String,
     },
+    /// A real-time run that failed and then passed when tried again, as
+    /// cargo-nextest reports a retried test: it does not fail the gate,
+    /// and the failed tries are kept with their timelines
+    /// ([`ScenarioReport::failed_tries`]).
+    Flaky {
+        /// The first failed try's message.
+        message: String,
+        /// The try that passed (2 for a pass on the first retry).
+        passed_on: u32,
+    },
 }
 
 impl Verdict {
@@ -96,6 +122,23 @@ impl Verdict {
             Verdict::KnownFailure { .. } => "known failure",
             Verdict::Error { .. } => "ERROR",
             Verdict::Interrupted { .. } => "interrupted",
+            Verdict::Flaky { .. } => "flaky",
+        }
+    }
+
+    /// What it says beyond its label: a failure's message, an n/a's
+    /// reason, a divergence's note; a known failure's or a flaky run's
+    /// failure message. Empty for a pass.
+    pub fn detail(&self) -> &str {
+        match self {
+            Verdict::Pass => "",
+            Verdict::Fail { message }
+            | Verdict::Error { message }
+            | Verdict::Interrupted { message }
+            | Verdict::KnownFailure { message, .. }
+            | Verdict::Flaky { message, .. } => message,
+            Verdict::NotApplicable { reason } => reason,
+            Verdict::Divergent { note } => note,
         }
     }
 
@@ -117,7 +160,7 @@ impl RunReport {
     }
 
     /// `3 pass, 1 divergent, 0 known failure, 2 n/a, 0 FAIL, 0 ERROR`
-    /// (and `, 4 interrupted` when a run was).
+    /// (and `, 1 flaky` or `, 4 interrupted` when a run was).
     pub fn counts_line(&self) -> String {
         let mut line = format!(
             "{} pass, {} divergent, {} known failure, {} n/a, {} FAIL, {} ERROR",
@@ -128,9 +171,11 @@ impl RunReport {
             self.count("FAIL"),
             self.count("ERROR")
         );
-        let interrupted = self.count("interrupted");
-        if interrupted > 0 {
-            line.push_str(&format!(", {interrupted} interrupted"));
+        for label in ["flaky", "interrupted"] {
+            let n = self.count(label);
+            if n > 0 {
+                line.push_str(&format!(", {n} {label}"));
+            }
         }
         line
     }
@@ -143,6 +188,15 @@ impl RunReport {
 /// Timeline file of a scenario, relative to the report directory.
 pub fn timeline_path(scenario: &str) -> PathBuf {
     PathBuf::from("timelines").join(format!("{}.txt", scenario.replace(['/', '\\'], "__")))
+}
+
+/// Timeline file of a failed try (`try` counts from 1), beside
+/// [`timeline_path`].
+pub fn try_timeline_path(scenario: &str, try_number: usize) -> PathBuf {
+    PathBuf::from("timelines").join(format!(
+        "{}.try{try_number}.txt",
+        scenario.replace(['/', '\\'], "__")
+    ))
 }
 
 /// JUnit XML: one test suite per spec tag's first entry would split a
@@ -181,6 +235,26 @@ pub fn junit_xml(run: &RunReport) -> String {
             }
             // A divergence the scenario allows passes.
             Verdict::Divergent { .. } => TestCaseStatus::success(),
+            // Passed when tried again: a success with its failed tries as
+            // <flakyFailure>/<flakyError>, as nextest writes it.
+            Verdict::Flaky { .. } => {
+                let mut s = TestCaseStatus::success();
+                for failed in &r.failed_tries {
+                    let (kind, message) = match &failed.verdict {
+                        Verdict::Error { message } => (NonSuccessKind::Error, message.as_str()),
+                        Verdict::Fail { message } => (NonSuccessKind::Failure, message.as_str()),
+                        other => (NonSuccessKind::Failure, other.label()),
+                    };
+                    let mut rerun = TestRerun::new(kind);
+                    rerun
+                        .set_time(failed.wall_duration)
+                        .set_message(first_line(message))
+                        .set_description(cut(message, MAX_MESSAGE))
+                        .set_system_out(cut_keeping_end(&failed.timeline, MAX_JUNIT_TIMELINE));
+                    s.add_rerun(rerun);
+                }
+                s
+            }
             // A recorded known failure does not fail the gate.
             Verdict::KnownFailure { reason, message } => {
                 let mut s = TestCaseStatus::skipped();
@@ -238,9 +312,10 @@ pub fn markdown(run: &RunReport) -> String {
     let _ = writeln!(out, "# xds-conformance: {}\n", run.client);
     let _ = writeln!(
         out,
-        "{} scenarios: {} pass, {} divergent, {} known failure, {} fail, {} error, {} not applicable, {} interrupted. Wall time {:.3}s.\n",
+        "{} scenarios: {} pass, {} flaky, {} divergent, {} known failure, {} fail, {} error, {} not applicable, {} interrupted. Wall time {:.3}s.\n",
         run.results.len(),
         run.count("pass"),
+        run.count("flaky"),
         run.count("divergent"),
         run.count("known failure"),
         run.count("FAIL"),
@@ -255,12 +330,12 @@ pub fn markdown(run: &RunReport) -> String {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {:.3}s | {:.1}ms | [timeline]({}) |",
-            escape(&r.name),
-            escape(&r.spec.join(", ")),
+            escape::md_inline(&r.name),
+            escape::md_inline(&r.spec.join(", ")),
             r.verdict.label(),
             r.virtual_duration.as_secs_f64(),
             r.wall_duration.as_secs_f64() * 1000.0,
-            timeline_path(&r.name).display()
+            escape::url_path(&timeline_path(&r.name).display().to_string())
         );
     }
     let problems: Vec<&ScenarioReport> = run
@@ -278,22 +353,27 @@ pub fn markdown(run: &RunReport) -> String {
                 Verdict::NotApplicable { reason } => reason,
                 Verdict::Divergent { note } => note,
                 Verdict::KnownFailure { reason, message } => &format!("{reason}\n\n{message}"),
+                Verdict::Flaky { message, passed_on } => &format!(
+                    "passed on try {passed_on}, failed on {} other (timelines: {}); the first \
+                     failure:\n\n{message}",
+                    r.failed_tries.len(),
+                    (1..=r.failed_tries.len())
+                        .map(|n| try_timeline_path(&r.name, n).display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 Verdict::Pass => continue,
             };
             let _ = writeln!(
                 out,
-                "\n### {} ({})\n\n```\n{}\n```",
-                r.name,
+                "\n### {} ({})\n\n{}",
+                escape::md_inline(&r.name),
                 r.verdict.label(),
-                cut(detail.trim_end(), MAX_MESSAGE)
+                escape::md_code_block(&cut(detail.trim_end(), MAX_MESSAGE))
             );
         }
     }
     out
-}
-
-fn escape(s: &str) -> String {
-    s.replace('|', "\\|")
 }
 
 /// Writes `junit.xml`, `summary.md` and one timeline file per scenario into
@@ -313,6 +393,12 @@ pub fn write_all(run: &RunReport, dir: &Path) -> io::Result<Vec<PathBuf>> {
             dir.join(timeline_path(&r.name)),
             &cut_keeping_end(&r.timeline, MAX_TIMELINE_FILE),
         )?;
+        for (n, failed) in r.failed_tries.iter().enumerate() {
+            write(
+                dir.join(try_timeline_path(&r.name, n + 1)),
+                &cut_keeping_end(&failed.timeline, MAX_TIMELINE_FILE),
+            )?;
+        }
     }
     Ok(written)
 }
@@ -331,6 +417,7 @@ mod tests {
             virtual_duration: Duration::from_millis(15_000),
             wall_duration: Duration::from_micros(2_500),
             timeline: "   0.000s  primary  <- DiscoveryRequest CDS\n".into(),
+            failed_tries: Vec::new(),
         };
         RunReport {
             client: "reference".into(),
@@ -354,6 +441,22 @@ mod tests {
                         message: "client crashed".into(),
                     },
                 ),
+                ScenarioReport {
+                    failed_tries: vec![FailedTry {
+                        verdict: Verdict::Fail {
+                            message: "expected Y within 1s\nsaw nothing".into(),
+                        },
+                        wall_duration: Duration::from_millis(1_200),
+                        timeline: "   0.000s  primary  <- DiscoveryRequest CDS (try 1)\n".into(),
+                    }],
+                    ..case(
+                        "a46/flaky",
+                        Verdict::Flaky {
+                            message: "expected Y within 1s\nsaw nothing".into(),
+                            passed_on: 2,
+                        },
+                    )
+                },
             ],
             wall_duration: Duration::from_millis(12),
         }
@@ -375,16 +478,27 @@ mod tests {
     fn failure_flags_ci() {
         let mut run = sample();
         assert!(run.failed());
-        run.results
-            .retain(|r| matches!(r.verdict, Verdict::Pass | Verdict::NotApplicable { .. }));
-        assert!(!run.failed());
+        run.results.retain(|r| {
+            matches!(
+                r.verdict,
+                Verdict::Pass | Verdict::NotApplicable { .. } | Verdict::Flaky { .. }
+            )
+        });
+        assert_eq!(run.results.len(), 3);
+        assert!(!run.failed(), "a flaky run does not fail the gate");
     }
 
     #[test]
     fn writes_files() {
         let dir = std::env::temp_dir().join(format!("xds-reports-test-{}", std::process::id()));
         let written = write_all(&sample(), &dir).unwrap();
-        assert_eq!(written.len(), 6);
+        // JUnit, summary, five timelines and the flaky run's failed try.
+        assert_eq!(written.len(), 8);
+        assert!(
+            std::fs::read_to_string(dir.join("timelines/a46__flaky.try1.txt"))
+                .unwrap()
+                .contains("(try 1)")
+        );
         assert!(
             std::fs::read_to_string(dir.join("timelines/a46__pass.txt"))
                 .unwrap()
@@ -427,5 +541,24 @@ mod tests {
         assert!(timeline.len() < MAX_TIMELINE_FILE + 100);
         assert!(timeline.starts_with("[... ") && timeline.ends_with("the end\n"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A message is the client's text: in the summary it stays inside its
+    /// code block whatever it holds, and names stay in their cell.
+    #[test]
+    fn a_message_cannot_break_out_of_the_summary() {
+        let mut run = sample();
+        run.results[1].verdict = Verdict::Fail {
+            message: "saw ```\n# Injected heading\n```` and \u{1b}[31m".into(),
+        };
+        let md = markdown(&run);
+        let block = md
+            .split("### a46/fail (FAIL)\n\n")
+            .nth(1)
+            .expect("the failure's section");
+        assert!(block.starts_with("`````\n"), "{block}");
+        let end = block[6..].find("\n`````").expect("the block ends") + 6;
+        assert!(block[..end].contains("# Injected heading"));
+        assert!(!md.contains('\u{1b}'), "{md}");
     }
 }

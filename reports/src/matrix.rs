@@ -43,6 +43,9 @@ pub enum CellStatus {
     /// Passed through an alternative the scenario allows, marked as a
     /// divergence between clients (e.g. C-core's NACK version_info).
     Divergent,
+    /// A real-time run that failed and passed when tried again; its
+    /// detail names the failed tries.
+    Flaky,
     /// Failed in a way the scenario records as a known failure of this
     /// client, with the reason.
     KnownFailure,
@@ -58,6 +61,7 @@ impl CellStatus {
         match self {
             CellStatus::Pass => "pass",
             CellStatus::Divergent => "divergent",
+            CellStatus::Flaky => "flaky",
             CellStatus::KnownFailure => "known failure",
             CellStatus::NotApplicable => "n/a",
             CellStatus::Fail => "FAIL",

@@ -120,7 +120,7 @@ mod tests {
         let links = html.matches("data-status=").count();
         assert!(links > 0);
         assert!(
-            html.contains("#hide=divergent,known,na,fail,error,missing&amp;off="),
+            html.contains("#hide=flaky,divergent,known,na,fail,error,missing&amp;off="),
             "{html}"
         );
     }

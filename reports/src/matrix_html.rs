@@ -56,6 +56,7 @@ thead th small{display:block;font-weight:400;color:#64748b;overflow-wrap:anywher
 .s-pass{--bg:#dcfce7;--fg:#166534;--edge:#16a34a;--tint:#f7fdf9}
 .s-divergent{--bg:#fef3c7;--fg:#92400e;--edge:#d97706;--tint:#fffbeb}
 .s-known{--bg:#ede9fe;--fg:#5b21b6;--edge:#7c3aed;--tint:#f5f3ff}
+.s-flaky{--bg:#e0f2fe;--fg:#075985;--edge:#0284c7;--tint:#f0f9ff}
 .s-na{--bg:#e2e8f0;--fg:#475569;--edge:#94a3b8;--tint:#f8fafc}
 .s-fail{--bg:#dc2626;--fg:#fff;--edge:#dc2626;--tint:#fef2f2}
 .s-error{--bg:#7f1d1d;--fg:#fff;--edge:#7f1d1d;--tint:#fef2f2}
@@ -122,6 +123,7 @@ pub(crate) fn class(s: &CellStatus) -> &'static str {
     match s {
         CellStatus::Pass => "s-pass",
         CellStatus::Divergent => "s-divergent",
+        CellStatus::Flaky => "s-flaky",
         CellStatus::KnownFailure => "s-known",
         CellStatus::NotApplicable => "s-na",
         CellStatus::Fail => "s-fail",
@@ -140,6 +142,7 @@ fn meaning(s: &CellStatus) -> &'static str {
     match s {
         CellStatus::Pass => "every expectation held",
         CellStatus::Divergent => "passed through an alternative the scenario allows",
+        CellStatus::Flaky => "failed, then passed when tried again (real time)",
         CellStatus::KnownFailure => "fails in a way recorded as known for this client",
         CellStatus::NotApplicable => "the client lacks something the scenario needs",
         CellStatus::Fail => "an expectation did not hold",
@@ -205,7 +208,9 @@ fn shared_reason(x: Option<&MatrixCell>) -> Option<(&'static str, &'static str, 
     let text = match x.status {
         CellStatus::NotApplicable | CellStatus::Divergent => x.detail.trim(),
         CellStatus::KnownFailure => x.detail.trim().split("\n\n").next().unwrap_or("").trim(),
-        CellStatus::Pass | CellStatus::Fail | CellStatus::Error => return None,
+        CellStatus::Pass | CellStatus::Flaky | CellStatus::Fail | CellStatus::Error => {
+            return None;
+        }
     };
     let text = if text.is_empty() { NO_REASON } else { text };
     Some((key(&x.status), x.status.label(), text.to_string()))
@@ -979,6 +984,29 @@ mod tests {
         // The missing cell of `other` is explained.
         assert!(html.contains(MISSING_REASON));
         well_formed(&body_without_script(&html)).unwrap();
+    }
+
+    /// A flaky cell has its own colour, filter and section, naming its
+    /// failed tries; it counts apart from passes.
+    #[test]
+    fn a_flaky_cell_is_shown_as_flaky_with_its_tries() {
+        let detail = "passed on try 2, failed on 1 other (timelines: grpc-js/timelines/a57__one.try1.txt); the first failure:\n\nexpected X";
+        let m = Matrix {
+            title: String::new(),
+            clients: clients(&["grpc-js"]),
+            rows: vec![row(
+                "a57/one",
+                &["A57"],
+                vec![plain(CellStatus::Flaky, detail)],
+            )],
+        };
+        let html = matrix_html(&m);
+        assert!(html.contains("class=\"s-flaky"), "{html}");
+        assert!(html.contains("a57__one.try1.txt"));
+        assert!(html.contains("data-status=\"flaky\""), "{html}");
+        well_formed(&body_without_script(&html)).unwrap();
+        let md = crate::matrix_markdown(&m);
+        assert!(md.contains("| grpc-js |  | 0 | 1 |"), "{md}");
     }
 
     /// Groups by first tag: the known specs in table order, then other

@@ -8,8 +8,9 @@ use crate::escape::md_inline;
 use crate::matrix::{CellStatus, Matrix, MatrixCell};
 
 /// Every status, in the order totals list them.
-pub(crate) const STATUSES: [CellStatus; 6] = [
+pub(crate) const STATUSES: [CellStatus; 7] = [
     CellStatus::Pass,
+    CellStatus::Flaky,
     CellStatus::Divergent,
     CellStatus::KnownFailure,
     CellStatus::NotApplicable,

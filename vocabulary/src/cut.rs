@@ -3,6 +3,10 @@
 //! reports: a log line, a failure message, a source snippet. Each is cut
 //! here, the same way, so no report grows with its input and a reader
 //! always sees that something is missing and how much.
+//!
+//! And made safe to print: a client's message may carry an escape
+//! sequence or a carriage return, which on a terminal would rewrite what
+//! is shown (a FAIL line drawn over as a pass).
 
 use std::borrow::Cow;
 
@@ -43,6 +47,25 @@ pub fn floor_char_boundary(text: &str, at: usize) -> usize {
     end
 }
 
+/// `text` with every control character but newline and tab shown as an
+/// escape (`\u{1b}`), so printing it cannot move the cursor, erase or
+/// recolour a terminal. Borrowed when there is none.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +88,14 @@ mod tests {
         // the end-keeping cut), never through it.
         assert_eq!(cut("aé", 2), "a [... 2 more bytes]");
         assert_eq!(cut_keeping_end("éa", 2), "[... 2 bytes before] a");
+    }
+
+    #[test]
+    fn printable_text_cannot_rewrite_a_terminal() {
+        assert!(matches!(printable("plain\nlines\tok"), Cow::Borrowed(_)));
+        assert_eq!(
+            printable("FAIL\r\u{1b}[2Kpass \u{9b}x"),
+            "FAIL\\u{d}\\u{1b}[2Kpass \\u{9b}x"
+        );
     }
 }

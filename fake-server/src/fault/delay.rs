@@ -66,11 +66,7 @@ impl State {
                 return Some(entry.key().0);
             }
             let delayed = entry.remove();
-            let sent = self
-                .streams
-                .get(&delayed.stream)
-                .is_some_and(|s| s.transmit(delayed.response));
-            if sent {
+            if self.transmit(delayed.stream, delayed.response) {
                 self.record(ServerEvent::ResponseSent {
                     stream: delayed.stream,
                     response: delayed.recorded,

@@ -362,3 +362,54 @@ async fn delayed_responses_go_out_and_are_recorded_when_due() {
     assert_eq!(client.next().await.version_info, "2");
     assert_eq!(asked.elapsed(), std::time::Duration::from_secs(16));
 }
+
+/// A client that never reads: HTTP/2 flow control stops the transport
+/// taking more, and what the server sends after that waits in the
+/// stream's outbox. Past its bound the stream is ended with
+/// RESOURCE_EXHAUSTED and what was queued is dropped; other streams go on.
+#[tokio::test(start_paused = true)]
+async fn a_client_that_never_reads_loses_its_stream_at_the_backlog_bound() {
+    use xds_fake_server::outbox::MAX_BACKLOG;
+    let (server, network) = serving(ServingMode::Auto);
+    let channel = connect(&network).await.expect("connect");
+    // Reads nothing after subscribing.
+    let stuck = AdsStream::open(channel.clone()).await.expect("stream 1");
+    stuck.request(CDS, &[], None);
+    // Reads everything.
+    let mut reading = AdsStream::open(channel).await.expect("stream 2");
+    reading.request(CDS, &["c1"], None);
+    tokio::time::sleep(QUIET).await;
+    // 1 MiB Clusters, changed over and over: the stuck stream is sent a
+    // megabyte each time.
+    let big = "x".repeat(1 << 20);
+    let mut changes = 0;
+    while server.open_streams().contains(&1) {
+        changes += 1;
+        assert!(changes < 64, "the stuck stream was never ended");
+        server.set_resources(vec![cluster("c1", &format!("{changes}{big}"))], None);
+        let _ = reading.next().await;
+    }
+    // Ended no later than the bound allows: what HTTP/2 took before the
+    // window closed, plus MAX_BACKLOG, plus the response that crossed it.
+    assert!(changes <= (MAX_BACKLOG >> 20) + 4, "{changes} changes");
+    let events = events_only(server.events());
+    let closed = events
+        .iter()
+        .find_map(|e| match e {
+            ServerEvent::StreamClosed {
+                stream: 1,
+                code,
+                message,
+                by_client: false,
+            } => Some((*code, message.clone())),
+            _ => None,
+        })
+        .expect("the stuck stream was closed by the server");
+    assert_eq!(closed.0, Code::ResourceExhausted);
+    assert!(closed.1.contains("has not read"), "{}", closed.1);
+    // The reading stream is still served.
+    server.set_resources(vec![cluster("c1", "after")], None);
+    assert_eq!(reading.next().await.resources.len(), 1);
+    assert_eq!(server.open_streams(), vec![2]);
+    drop(stuck);
+}

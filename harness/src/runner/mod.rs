@@ -67,6 +67,12 @@ pub struct RunOutcome {
     /// What the verdict points at on the timeline (a failure's window and
     /// nearest event, or the first divergence), for the matrix's picture.
     pub mark: Option<crate::timeline::Mark>,
+    /// Earlier tries of this run that failed (see `schedule`'s retries).
+    pub failed_tries: Vec<xds_conformance_reports::FailedTry>,
+    /// Turns this run's real addresses in event text back into the
+    /// scenario's (identity on in-memory runs): what `timeline` went
+    /// through, for whoever reads `events`.
+    pub normalizer: crate::addresses::Normalizer,
 }
 
 impl RunOutcome {
@@ -82,6 +88,8 @@ impl RunOutcome {
             mode: RunMode::Virtual,
             peak_rss_bytes: None,
             mark: None,
+            failed_tries: Vec::new(),
+            normalizer: Default::default(),
         }
     }
 }
@@ -169,6 +177,8 @@ pub fn run_scenario_in(
         mode: mode_for(&caps, scenario),
         peak_rss_bytes: None,
         mark: None,
+        failed_tries: Vec::new(),
+        normalizer: Default::default(),
     };
     if let Some(reason) = not_applicable(scenario, &caps) {
         return early(Verdict::NotApplicable { reason });
@@ -249,6 +259,8 @@ pub fn run_scenario_in(
         mode,
         peak_rss_bytes,
         mark,
+        failed_tries: Vec::new(),
+        normalizer,
     }
 }
 
