@@ -3,8 +3,10 @@
 //! a process's peak memory. Shared by the adapter-protocol driver and the
 //! Envoy driver; it knows nothing of either.
 
+use std::collections::BTreeSet;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -40,8 +42,27 @@ pub(crate) fn kill_group(pgid: i32) {
     }
 }
 
-/// A file in the temp directory, removed on drop.
+/// A file in the temp directory, removed on drop (and by
+/// [`remove_temp_files`] when the process is about to exit without
+/// dropping anything).
 pub(crate) struct TempFile(PathBuf);
+
+/// Every [`TempFile`] alive, so that an exit that runs no destructors (a
+/// second interrupt: `std::process::exit`) can still take them along.
+static LIVE: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+fn live() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Removes every temporary file a client of this process still holds
+/// (bootstraps, admin address files, logs): for a process about to exit at
+/// once, whose destructors will not run.
+pub fn remove_temp_files() {
+    for path in std::mem::take(&mut *live()) {
+        let _ = std::fs::remove_file(path);
+    }
+}
 
 impl TempFile {
     /// Creates `<tmp>/xds-conformance-<stem>-<pid>-<n>-<nanos><suffix>`;
@@ -74,6 +95,7 @@ impl TempFile {
                 .open(&path)
             {
                 Ok(mut file) => {
+                    live().insert(path.clone());
                     let file_guard = TempFile(path);
                     io::Write::write_all(&mut file, contents)?;
                     return Ok(file_guard);
@@ -94,6 +116,7 @@ impl TempFile {
 impl Drop for TempFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+        live().remove(&self.0);
     }
 }
 

@@ -18,6 +18,7 @@ mod guardian;
 mod process;
 mod reference;
 
+pub use child::remove_temp_files;
 pub use envoy::{EnvoyClient, EnvoyLogging};
 pub use grpc_rust::GrpcRustClient;
 pub use process::{

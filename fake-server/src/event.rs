@@ -189,7 +189,7 @@ impl RecordedRequest {
             version_info: request.version_info.clone(),
             response_nonce: request.response_nonce.clone(),
             error_detail: error_detail(request.error_detail.as_ref()),
-            node: request.node.clone(),
+            node: request.node.as_ref().map(bounded_node),
             kind,
             delta: None,
         }
@@ -208,7 +208,7 @@ impl RecordedRequest {
             version_info: String::new(),
             response_nonce: request.response_nonce.clone(),
             error_detail: error_detail(request.error_detail.as_ref()),
-            node: request.node.clone(),
+            node: request.node.as_ref().map(bounded_node),
             kind,
             delta: Some(RecordedDeltaRequest {
                 subscribe: request.resource_names_subscribe.clone(),
@@ -221,6 +221,87 @@ impl RecordedRequest {
                 subscription,
             }),
         }
+    }
+}
+
+/// How large a recorded node may be. A node is the client's to send, in
+/// the first request of every stream, and a scenario's bootstrap chooses
+/// its id: a node of a megabyte sent on every reconnect must not make every
+/// recorded request a megabyte. Real nodes are a few hundred bytes.
+pub const MAX_RECORDED_NODE: usize = 64 << 10;
+
+/// What one string field of a node over [`MAX_RECORDED_NODE`] keeps.
+const MAX_NODE_FIELD: usize = 4 << 10;
+
+/// How many client features or metadata fields a node over
+/// [`MAX_RECORDED_NODE`] keeps.
+const MAX_NODE_ENTRIES: usize = 64;
+
+/// `node` as recorded: whole if it is at most [`MAX_RECORDED_NODE`] bytes
+/// encoded; else its string fields cut (with the cut marker), its first
+/// client features and small metadata fields kept, with how many were
+/// left out said in the last feature and under the metadata key
+/// `xds-conformance.left_out`, and the rest (extensions, listening
+/// addresses, a structured build version) left out.
+pub fn bounded_node(node: &Node) -> Node {
+    use envoy_types::pb::envoy::config::core::v3::node::UserAgentVersionType;
+    use envoy_types::pb::google::protobuf::{Struct, Value, value::Kind};
+    use prost::Message;
+    if node.encoded_len() <= MAX_RECORDED_NODE {
+        return node.clone();
+    }
+    let cut = |text: &str| xds_vocabulary::cut::cut(text, MAX_NODE_FIELD).into_owned();
+    let mut client_features: Vec<String> = node
+        .client_features
+        .iter()
+        .take(MAX_NODE_ENTRIES)
+        .map(|f| cut(f))
+        .collect();
+    if node.client_features.len() > MAX_NODE_ENTRIES {
+        client_features.push(format!(
+            "[... {} more features]",
+            node.client_features.len() - MAX_NODE_ENTRIES
+        ));
+    }
+    let metadata = node.metadata.as_ref().map(|metadata| {
+        let mut fields: std::collections::HashMap<String, Value> = metadata
+            .fields
+            .iter()
+            .filter(|(key, value)| key.len() + value.encoded_len() <= MAX_NODE_FIELD)
+            .take(MAX_NODE_ENTRIES)
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        let left_out = metadata.fields.len() - fields.len();
+        if left_out > 0 {
+            fields.insert(
+                "xds-conformance.left_out".into(),
+                Value {
+                    kind: Some(Kind::StringValue(format!("{left_out} fields"))),
+                },
+            );
+        }
+        Struct { fields }
+    });
+    Node {
+        id: cut(&node.id),
+        cluster: cut(&node.cluster),
+        user_agent_name: cut(&node.user_agent_name),
+        user_agent_version_type: match &node.user_agent_version_type {
+            Some(UserAgentVersionType::UserAgentVersion(version)) => {
+                Some(UserAgentVersionType::UserAgentVersion(cut(version)))
+            }
+            _ => None,
+        },
+        locality: node.locality.as_ref().map(|l| {
+            envoy_types::pb::envoy::config::core::v3::Locality {
+                region: cut(&l.region),
+                zone: cut(&l.zone),
+                sub_zone: cut(&l.sub_zone),
+            }
+        }),
+        client_features,
+        metadata,
+        ..Default::default()
     }
 }
 
@@ -290,6 +371,57 @@ pub struct RecordedDeltaResource {
 mod tests {
     use super::*;
     use envoy_types::pb::google::rpc::Status;
+
+    #[test]
+    fn a_huge_node_is_recorded_cut_with_what_was_left_out_said() {
+        use envoy_types::pb::google::protobuf::{Struct, Value, value::Kind};
+        use prost::Message;
+        let small = Node {
+            id: "client-1".into(),
+            ..Default::default()
+        };
+        assert_eq!(bounded_node(&small), small);
+        let string = |s: String| Value {
+            kind: Some(Kind::StringValue(s)),
+        };
+        let huge = Node {
+            id: "i".repeat(900_000),
+            cluster: "c".into(),
+            client_features: (0..100).map(|i| format!("feature-{i}")).collect(),
+            metadata: Some(Struct {
+                fields: [
+                    ("small".to_string(), string("v".into())),
+                    ("big".to_string(), string("x".repeat(100_000))),
+                ]
+                .into_iter()
+                .collect(),
+            }),
+            ..Default::default()
+        };
+        let recorded = bounded_node(&huge);
+        assert!(
+            recorded.encoded_len() <= MAX_RECORDED_NODE,
+            "{}",
+            recorded.encoded_len()
+        );
+        assert!(
+            recorded.id.ends_with("[... 895904 more bytes]"),
+            "{}",
+            &recorded.id[4090..]
+        );
+        assert_eq!(recorded.cluster, "c");
+        assert_eq!(recorded.client_features.len(), MAX_NODE_ENTRIES + 1);
+        assert_eq!(
+            recorded.client_features.last().unwrap(),
+            "[... 36 more features]"
+        );
+        let fields = &recorded.metadata.as_ref().unwrap().fields;
+        assert!(fields.contains_key("small") && !fields.contains_key("big"));
+        assert_eq!(
+            fields["xds-conformance.left_out"],
+            string("1 fields".into())
+        );
+    }
 
     fn request(nonce: &str, error: bool) -> DiscoveryRequest {
         DiscoveryRequest {

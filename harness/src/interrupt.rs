@@ -5,9 +5,10 @@
 //! its servers, and comes back as `interrupted` with the timeline so far;
 //! scenarios not yet started come back as `interrupted` too; the command
 //! writes its reports and exits with 128 + the signal's number. A second
-//! signal exits at once (whatever the client processes are doing, they
-//! die with the harness: see the process guardian in
-//! `xds_client_under_test`).
+//! signal exits at once, removing the clients' temporary files first
+//! (whatever the client processes are doing, they die with the harness:
+//! see the process guardian in `xds_client_under_test`); reports are
+//! written timelines first, so one cut short never links what is missing.
 //!
 //! Without [`install`] (tests, the library used elsewhere) signals keep
 //! their default action and the token is only cancelled by hand.
@@ -65,6 +66,10 @@ pub fn install() -> std::io::Result<()> {
                     };
                     if !first {
                         eprintln!("interrupted again: exiting now");
+                        // No destructor runs past `exit`: the clients'
+                        // temporary files go here (their processes die
+                        // with the harness through their guardians).
+                        xds_client_under_test::remove_temp_files();
                         std::process::exit(i32::from(exit_code(number)));
                     }
                     first = false;

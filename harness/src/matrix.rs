@@ -205,8 +205,34 @@ fn file_safe(name: &str) -> String {
 /// per client, every cell's timeline, and `matrix.json` (for [`merge`])
 /// under `dir`.
 pub fn write_reports(record: &MatrixRecord, dir: &Path) -> std::io::Result<()> {
-    use xds_conformance_reports::write_whole;
-    xds_conformance_reports::write_matrix(&record.matrix, dir)?;
+    use xds_conformance_reports::{MAX_TIMELINE_FILE, try_timeline_path, write_whole};
+    use xds_vocabulary::cut::cut_keeping_end;
+    // What links come last: the timelines first, then the files that
+    // link them, so a run stopped while writing (a second signal, a full
+    // disk) never leaves a page linking files that are not there.
+    for report in &record.reports {
+        for r in &report.results {
+            let timelines =
+                std::iter::once((cell_timeline_path(&report.client, &r.name), &r.timeline)).chain(
+                    r.failed_tries.iter().enumerate().map(|(n, failed)| {
+                        (
+                            Path::new(&report.client).join(try_timeline_path(&r.name, n + 1)),
+                            &failed.timeline,
+                        )
+                    }),
+                );
+            for (path, timeline) in timelines {
+                let path = dir.join(path);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                write_whole(
+                    &path,
+                    cut_keeping_end(timeline, MAX_TIMELINE_FILE).as_bytes(),
+                )?;
+            }
+        }
+    }
     for report in &record.reports {
         let client = file_safe(&report.client);
         write_whole(
@@ -223,18 +249,12 @@ pub fn write_reports(record: &MatrixRecord, dir: &Path) -> std::io::Result<()> {
                 .to_json()
                 .as_bytes(),
         )?;
-        for r in &report.results {
-            let path = dir.join(cell_timeline_path(&report.client, &r.name));
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            write_whole(&path, r.timeline.as_bytes())?;
-        }
     }
     write_whole(
         &dir.join("matrix.json"),
         &serde_json::to_vec(record).unwrap_or_default(),
     )?;
+    xds_conformance_reports::write_matrix(&record.matrix, dir)?;
     Ok(())
 }
 

@@ -548,8 +548,8 @@ pub fn run_files(
                             Path::new(source),
                             &run,
                             &client.name,
-                            &outcome.snapshot,
-                            outcome.verdict,
+                            outcome.snapshot(),
+                            outcome.verdict.clone(),
                         ),
                         None => outcome.verdict,
                     };

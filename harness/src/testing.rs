@@ -211,7 +211,7 @@ fn compare_snapshot(dir: &Path, run: &Scenario, outcome: &RunOutcome) -> Result<
         settings.set_prepend_module_to_snapshot(false);
         settings.set_omit_expression(true);
         settings.set_description(run.description.trim());
-        settings.bind(|| insta::assert_snapshot!(name.as_str(), &outcome.snapshot));
+        settings.bind(|| insta::assert_snapshot!(name.as_str(), outcome.snapshot()));
     });
     compared.map_err(|_| {
         format!(

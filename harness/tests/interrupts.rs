@@ -205,6 +205,50 @@ fn sigint_mid_run_reports_what_ran_and_leaves_nothing() {
     interrupt_mid_run(libc::SIGINT);
 }
 
+/// A second signal while the first is being handled (the clients being
+/// stopped): it exits at once, and still nothing is left behind (the
+/// bootstrap and other temporary files go with it), and a report cut
+/// short links nothing that is missing.
+#[test]
+fn a_second_signal_exits_at_once_and_leaves_nothing() {
+    let (scratch, mut child, adapter_pid, grandchild) = mid_run("second-signal");
+    signal(&child, libc::SIGINT);
+    // The second comes once the first is taken (said on stderr), not
+    // after a guessed delay.
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut seen = String::new();
+    while !seen.contains("interrupted: stopping the clients") {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut stderr, &mut line).expect("stderr") == 0 {
+            break;
+        }
+        seen.push_str(&line);
+    }
+    signal(&child, libc::SIGINT);
+    let (status, out, mut err) = wait_for(child);
+    std::io::Read::read_to_string(&mut stderr, &mut err).expect("the rest of stderr");
+    let err = seen + &err;
+    assert_eq!(status.code(), Some(130), "{status:?}\n{out}\n{err}");
+    for pid in [adapter_pid, grandchild] {
+        assert!(
+            ends_within(pid, Duration::from_secs(10)),
+            "{pid} still runs"
+        );
+    }
+    assert_eq!(scratch.temp_files(), Vec::<String>::new());
+    // Whatever was written is whole, and links only what exists.
+    let reports = scratch.0.join("reports");
+    if let Ok(summary) = std::fs::read_to_string(reports.join("summary.md")) {
+        for link in summary.split("](").skip(1) {
+            let target = &link[..link.find(')').unwrap_or(link.len())];
+            assert!(
+                reports.join(target).exists(),
+                "{target} is linked but missing"
+            );
+        }
+    }
+}
+
 #[test]
 fn sigterm_mid_run_reports_what_ran_and_leaves_nothing() {
     interrupt_mid_run(libc::SIGTERM);

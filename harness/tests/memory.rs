@@ -61,14 +61,17 @@ fn reference() -> Box<dyn ClientUnderTest> {
     Box::new(ReferenceClient::new())
 }
 
-/// A file under the size limit whose run would hold gigabytes: a node id
-/// of 900 KB, sent in the first request of every stream, and a server that
-/// ends every stream after one response, so the client reconnects at once
-/// (a stream that got a response is no failure: no backoff), for minutes.
-fn reconnect_storm_with_a_huge_node() -> String {
+/// A file under the size limit whose run would hold gigabytes: a Cluster
+/// whose name is 400 KB, in every request and response, a node of 100 KB
+/// in the first request of every stream (recorded cut: see
+/// `xds_fake_server::event::bounded_node`), and a server that ends every
+/// stream after one response, so the client reconnects at once (a stream
+/// that got a response is no failure: no backoff), for minutes.
+fn reconnect_storm_with_huge_names() -> String {
+    let name = "n".repeat(400_000);
     format!(
-        "description: d\nbootstrap:\n  node: {{id: \"{}\"}}\nservers:\n  main:\n    resources:\n      - cluster: {{name: c1}}\nsteps:\n  - close_streams_after: {{responses: 1, code: UNAVAILABLE}}\n  - watch: {{type: CDS, name: c1}}\n  - wait: 5m\n",
-        "n".repeat(900_000)
+        "description: d\nbootstrap:\n  node: {{id: \"{}\"}}\nservers:\n  main:\n    resources:\n      - cluster: {{name: \"{name}\"}}\nsteps:\n  - close_streams_after: {{responses: 1, code: UNAVAILABLE}}\n  - watch: {{type: CDS, name: \"{name}\"}}\n  - wait: 5m\n",
+        "i".repeat(100_000)
     )
 }
 
@@ -91,7 +94,7 @@ steps:
 fn memory_is_bounded_per_run_and_flat_over_runs() {
     // 1. A run that would grow without bound stops at the timeline's byte
     //    limit with an ERROR naming it, its timeline kept.
-    let text = reconnect_storm_with_a_huge_node();
+    let text = reconnect_storm_with_huge_names();
     assert!((text.len() as u64) < xds_conformance::scenario::limits::MAX_FILE_BYTES);
     let scenario = load_str("storm.yaml", &text).unwrap_or_else(|e| panic!("{e}"));
     let before = status_bytes("VmRSS");
@@ -129,7 +132,7 @@ fn memory_is_bounded_per_run_and_flat_over_runs() {
     );
     drop(outcome);
 
-    // 2. Flat memory: after a warm-up, a thousand more runs of a small
+    // 2. Flat memory: after a warm-up, ten thousand more runs of a small
     //    scenario keep (almost) nothing each.
     let scenario = load_str("small.yaml", SMALL).unwrap_or_else(|e| panic!("{e}"));
     let run = || {
@@ -144,7 +147,7 @@ fn memory_is_bounded_per_run_and_flat_over_runs() {
         run();
     }
     let warm = LIVE.load(Ordering::SeqCst);
-    const RUNS: usize = 1_000;
+    const RUNS: usize = 10_000;
     let start = std::time::Instant::now();
     for _ in 0..RUNS {
         run();

@@ -128,7 +128,7 @@ fn check_peer(
                 prepend_module_to_snapshot => false,
                 snapshot_path => "snapshots/peers",
             }, {
-                insta::assert_snapshot!(name.as_str(), &outcome.snapshot);
+                insta::assert_snapshot!(name.as_str(), outcome.snapshot());
             });
         }))
         .map_err(|_| {

@@ -164,7 +164,7 @@ fn check(scenario: &Scenario, first: &RunOutcome, second: &RunOutcome) -> Result
                 omit_expression => true,
                 prepend_module_to_snapshot => false,
             }, {
-                insta::assert_snapshot!(snapshot_name.as_str(), &first.snapshot);
+                insta::assert_snapshot!(snapshot_name.as_str(), first.snapshot());
             });
         });
         if compared.is_err() {

@@ -386,8 +386,9 @@ pub fn write_all(run: &RunReport, dir: &Path) -> io::Result<Vec<PathBuf>> {
         written.push(path);
         Ok(())
     };
-    write(dir.join("junit.xml"), &junit_xml(run))?;
-    write(dir.join("summary.md"), &markdown(run))?;
+    // The timelines first: `summary.md` and JUnit link them, and a run
+    // stopped while writing must not leave a summary linking files that
+    // are not there.
     for r in &run.results {
         write(
             dir.join(timeline_path(&r.name)),
@@ -400,6 +401,8 @@ pub fn write_all(run: &RunReport, dir: &Path) -> io::Result<Vec<PathBuf>> {
             )?;
         }
     }
+    write(dir.join("junit.xml"), &junit_xml(run))?;
+    write(dir.join("summary.md"), &markdown(run))?;
     Ok(written)
 }
 

@@ -53,10 +53,10 @@ pub struct RunOutcome {
     pub events: Vec<TimelineEvent>,
     /// The rendered timeline, with times (for reports).
     pub timeline: String,
-    /// What snapshots store: the timeline itself for virtual-time runs; a
-    /// normalised rendering for real-time runs (see
-    /// `timeline::render_normalized`).
-    pub snapshot: String,
+    /// A real-time run's normalised rendering (see
+    /// `timeline::render_normalized`); `None` for a virtual-time run,
+    /// whose snapshot is its timeline (kept once: see [`Self::snapshot`]).
+    pub normalized: Option<String>,
     pub virtual_duration: Duration,
     pub wall_duration: Duration,
     /// The clock it ran on.
@@ -76,13 +76,19 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
+    /// What snapshots store: the timeline itself for a virtual-time run,
+    /// the normalised rendering for a real-time one.
+    pub fn snapshot(&self) -> &str {
+        self.normalized.as_deref().unwrap_or(&self.timeline)
+    }
+
     /// A run that did not take place, with why.
     pub fn not_run(verdict: Verdict) -> RunOutcome {
         RunOutcome {
             verdict,
             events: Vec::new(),
             timeline: String::new(),
-            snapshot: String::new(),
+            normalized: None,
             virtual_duration: Duration::ZERO,
             wall_duration: Duration::ZERO,
             mode: RunMode::Virtual,
@@ -171,7 +177,7 @@ pub fn run_scenario_in(
         verdict,
         events: Vec::new(),
         timeline: String::new(),
-        snapshot: String::new(),
+        normalized: None,
         virtual_duration: Duration::ZERO,
         wall_duration: wall_start.elapsed(),
         mode: mode_for(&caps, scenario),
@@ -241,19 +247,26 @@ pub fn run_scenario_in(
     drop(runtime);
     drop(wall);
     let normalizer = addresses.normalizer();
-    let timeline = normalizer.normalize(&crate::timeline::render_events(&events, 0));
-    let snapshot = match mode {
-        RunMode::Virtual => timeline.clone(),
-        RunMode::RealTime => {
-            crate::timeline::render_normalized(&events, &|line| normalizer.normalize(line))
-        }
+    // Rendered once and, in memory, not copied: a timeline may hold up to
+    // its byte limit (in-memory runs have no addresses to rewrite).
+    let rendered = crate::timeline::render_events(&events, 0);
+    let timeline = if normalizer.is_identity() {
+        rendered
+    } else {
+        normalizer.normalize(&rendered)
+    };
+    let normalized = match mode {
+        RunMode::Virtual => None,
+        RunMode::RealTime => Some(crate::timeline::render_normalized(&events, &|line| {
+            normalizer.normalize(line)
+        })),
     };
     let verdict = with_known_failure(verdict, scenario_known_failure);
     RunOutcome {
         verdict,
         events,
         timeline,
-        snapshot,
+        normalized,
         virtual_duration: duration,
         wall_duration: wall_start.elapsed(),
         mode,

@@ -26,6 +26,13 @@ pub fn render_events(events: &[TimelineEvent], from: usize) -> String {
     out
 }
 
+/// How much of one event a timeline line shows. Matchers see the whole
+/// event; a line of a megabyte (a response naming thousands of resources
+/// with long names) reads no better than its first 16 KiB, and would make
+/// the rendered timeline as large as the events again. The suite's
+/// longest line is about 1.2 KB.
+pub const MAX_LINE: usize = 16 << 10;
+
 /// One line, e.g.
 /// `   0.000s  primary  <- [s1] DiscoveryRequest CDS names=[c1] version="" nonce="" node=yes (initial)`.
 /// None for events too fine-grained to show (they can still be matched).
@@ -38,6 +45,7 @@ pub fn render_line(event: &TimelineEvent) -> Option<String> {
     } else {
         text
     };
+    let text = xds_vocabulary::cut::cut(&text, MAX_LINE);
     Some(format!(
         "{:>9.3}s  {:<8} {}",
         event.at.as_secs_f64(),

@@ -72,7 +72,10 @@ pub fn render_normalized(events: &[TimelineEvent], normalize: &dyn Fn(&str) -> S
             if matches!(**e, ServerEvent::StreamClosed { .. } | ServerEvent::ConnectionClosed { .. }));
         groups[step_group[index]].push(NormalizedLine {
             source: &event.source,
-            text: normalize(event.source.as_str(), &text),
+            text: normalize(
+                event.source.as_str(),
+                &xds_vocabulary::cut::cut(&text, super::describe::MAX_LINE),
+            ),
             wire_type: wire_key(&event.kind, event.source.as_str(), &streams),
             is_close,
         });
