@@ -807,7 +807,7 @@ fn serve(path: PathBuf, bootstrap_out: PathBuf) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         match xds_conformance::serve::serve_tcp(&scenario, &bootstrap_out).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -815,7 +815,11 @@ fn serve(path: PathBuf, bootstrap_out: PathBuf) -> ExitCode {
                 ExitCode::FAILURE
             }
         }
-    })
+    });
+    // A line being written to a reader that does not read would hold the
+    // runtime's shutdown for as long as the reader likes.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    code
 }
 
 fn ms(d: Duration) -> f64 {

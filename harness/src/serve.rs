@@ -17,14 +17,24 @@ pub async fn serve_tcp(scenario: &Scenario, bootstrap_out: &Path) -> Result<(), 
     // Print every event as it is recorded, and forget it: a server that
     // runs for hours must not hold every request it got.
     let printer = timeline.clone();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stopped = stop.clone();
     tokio::spawn(async move {
         loop {
+            // Checked between lines: Ctrl-C must not wait for a backlog of
+            // events to be printed to a slow reader.
             for event in printer.take_events() {
+                if stopped.is_cancelled() {
+                    return;
+                }
                 if let Some(line) = render_line(&event) {
                     println!("{line}");
                 }
             }
-            printer.changed().await;
+            tokio::select! {
+                _ = printer.changed() => {}
+                _ = stopped.cancelled() => return,
+            }
         }
     });
     let mut addresses = BTreeMap::new();
@@ -71,6 +81,7 @@ pub async fn serve_tcp(scenario: &Scenario, bootstrap_out: &Path) -> Result<(), 
         bootstrap_out.display()
     );
     tokio::signal::ctrl_c().await.map_err(|e| e.to_string())?;
+    stop.cancel();
     for server in &servers {
         server.shutdown();
     }

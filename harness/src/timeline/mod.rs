@@ -404,7 +404,13 @@ impl Timeline {
     /// Removes and returns every event recorded so far, for a consumer
     /// that only streams them (`serve` prints and forgets).
     pub fn take_events(&self) -> Vec<TimelineEvent> {
-        std::mem::take(&mut self.lock().events)
+        let mut recorded = self.lock();
+        // What was taken no longer counts: a consumer that streams events
+        // for hours stays under the byte limit. The snapshots it held may
+        // be freed now, and their addresses reused: forgotten too.
+        recorded.bytes = 0;
+        recorded.subscriptions.clear();
+        std::mem::take(&mut recorded.events)
     }
 
     pub fn get(&self, index: usize) -> Option<TimelineEvent> {
@@ -545,6 +551,19 @@ mod tests {
             "{:?}",
             timeline.dropped_note()
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn events_taken_no_longer_count_against_the_limits() {
+        let timeline = Timeline::new(Instant::now());
+        let step = "s".repeat(1 << 20);
+        // Three times the byte limit, streamed out as it comes (`serve`).
+        for _ in 0..3 * (MAX_BYTES >> 20) {
+            timeline.record(Source::Step, EventKind::Step(step.clone()));
+            assert_eq!(timeline.take_events().len(), 1);
+        }
+        assert_eq!(timeline.dropped_note(), None);
+        assert_eq!(timeline.bytes(), 0);
     }
 
     #[tokio::test(start_paused = true)]
