@@ -6,7 +6,6 @@
 //! them into a timeline without knowing anything about the server's insides.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
@@ -14,6 +13,7 @@ use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryRequest, Disc
 use xds_vocabulary::{AdsProtocol, RequestKind};
 
 use crate::fault::Fault;
+use crate::subscribed::{SubscribedNames, WILDCARD};
 
 /// One recorded event.
 #[derive(Clone, Debug, PartialEq)]
@@ -164,20 +164,105 @@ pub struct RecordedDeltaRequest {
     pub unsubscribe: Vec<String>,
     pub initial_resource_versions: BTreeMap<String, String>,
     /// The stream's subscription to the type after this request, as the
-    /// server keeps it (sorted; `*` for a wildcard). Shared with the
-    /// server's state: an ACK on a stream subscribed to 100,000 names
-    /// costs no copy of them.
-    pub subscription: Arc<[String]>,
+    /// server keeps it. Shared with the server's state: an ACK on a stream
+    /// subscribed to 100,000 names costs no copy of them, a change only
+    /// the paths it changed ([`SubscribedNames::change_bytes`]).
+    pub subscription: SubscribedNames,
 }
+
+impl RecordedDeltaRequest {
+    /// The bytes this request's subscription took beyond the previous
+    /// request's on its stream (an upper bound; 0 when it changed
+    /// nothing).
+    pub fn subscription_bytes(&self) -> usize {
+        let added = self
+            .subscribe
+            .iter()
+            .map(String::as_str)
+            .filter(|n| *n != WILDCARD);
+        self.subscription
+            .change_bytes(added, self.unsubscribe.len())
+    }
+}
+
+/// What a request leaves its stream subscribed to, read alike for both
+/// protocols: a SotW request's names, a delta request's resulting
+/// subscription.
+#[derive(Clone, Copy, Debug)]
+pub enum Subscription<'a> {
+    Sotw(&'a [String]),
+    Delta(&'a SubscribedNames),
+}
+
+impl<'a> Subscription<'a> {
+    pub fn len(&self) -> usize {
+        match self {
+            Subscription::Sotw(names) => names.len(),
+            Subscription::Delta(set) => set.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The names in the order the request gave them (SotW) or sorted with
+    /// `*` first (delta).
+    pub fn iter(&self) -> SubscriptionIter<'a> {
+        match *self {
+            Subscription::Sotw(names) => SubscriptionIter::Sotw(names.iter()),
+            Subscription::Delta(set) => SubscriptionIter::Delta(set.iter()),
+        }
+    }
+}
+
+impl<S: AsRef<str>> PartialEq<[S]> for Subscription<'_> {
+    fn eq(&self, other: &[S]) -> bool {
+        self.len() == other.len() && self.iter().zip(other).all(|(a, b)| a == b.as_ref())
+    }
+}
+
+impl<S: AsRef<str>, const N: usize> PartialEq<[S; N]> for Subscription<'_> {
+    fn eq(&self, other: &[S; N]) -> bool {
+        self == &other[..]
+    }
+}
+
+/// [`Subscription::iter`]'s iterator.
+#[derive(Clone)]
+pub enum SubscriptionIter<'a> {
+    Sotw(std::slice::Iter<'a, String>),
+    Delta(crate::subscribed::Iter<'a>),
+}
+
+impl<'a> Iterator for SubscriptionIter<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        match self {
+            SubscriptionIter::Sotw(names) => names.next().map(String::as_str),
+            SubscriptionIter::Delta(names) => names.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            SubscriptionIter::Sotw(names) => names.size_hint(),
+            SubscriptionIter::Delta(names) => names.size_hint(),
+        }
+    }
+}
+
+impl ExactSizeIterator for SubscriptionIter<'_> {}
 
 impl RecordedRequest {
     /// What the stream subscribes to after this request: a SotW request's
     /// names (each restates the subscription); a delta request's
     /// resulting subscription. Both protocols read alike through it.
-    pub fn subscription(&self) -> &[String] {
+    pub fn subscription(&self) -> Subscription<'_> {
         match &self.delta {
-            Some(delta) => &delta.subscription,
-            None => &self.resource_names,
+            Some(delta) => Subscription::Delta(&delta.subscription),
+            None => Subscription::Sotw(&self.resource_names),
         }
     }
 
@@ -200,7 +285,7 @@ impl RecordedRequest {
     pub fn delta(
         request: &DeltaDiscoveryRequest,
         kind: RequestKind,
-        subscription: Arc<[String]>,
+        subscription: SubscribedNames,
     ) -> Self {
         Self {
             type_url: request.type_url.clone(),

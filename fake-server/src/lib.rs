@@ -17,6 +17,7 @@ pub mod backend;
 pub mod event;
 pub mod fault;
 pub mod resource;
+pub mod subscribed;
 pub mod tls;
 
 /// For the fuzz targets in `fuzz/` and their corpus replay test only.

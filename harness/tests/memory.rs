@@ -75,6 +75,115 @@ fn reconnect_storm_with_huge_names() -> String {
     )
 }
 
+/// A delta subscription that grows by one name at a time, to 2,000 names
+/// (a watch and a wait each: the client sends one request per watch):
+/// every request records the subscription it leaves. Copied per request,
+/// that was 2 million names, 58 MB weighed (at 4,000 names: past the
+/// timeline's byte limit); shared, each request costs the path it changed.
+fn growing_delta_subscription(names: usize) -> String {
+    let mut yaml =
+        String::from("description: d\nprotocols: [delta]\nservers:\n  main: {}\nsteps:\n");
+    for i in 0..names {
+        yaml.push_str(&format!(
+            "  - watch: {{type: CDS, name: c{i}}}\n  - wait: 1ms\n"
+        ));
+    }
+    yaml.push_str("  - expect:\n      request:\n        type: CDS\n        names: [");
+    for i in 0..names {
+        yaml.push_str(&format!("{}c{i}", if i == 0 { "" } else { "," }));
+    }
+    yaml.push_str("]\n");
+    yaml
+}
+
+/// What `serve` records on one delta stream that subscribes 100,000 names
+/// and then changes them 1,000 times (one name in, one out each): the live
+/// heap the 1,000 recorded changes added, and how many requests the
+/// server recorded. Copied per request, each recorded subscription was the
+/// 100,000 names again: 3 GB.
+fn delta_subscription_changes_recorded_by_the_server() -> (usize, usize) {
+    use envoy_types::pb::envoy::service::discovery::v3::DeltaDiscoveryRequest;
+    use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
+    use xds_fake_server::event::ServerEvent;
+    use xds_fake_server::{FakeAdsServer, ServerConfig, ServingMode};
+    use xds_vocabulary::network::MemoryNetwork;
+
+    const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let network = MemoryNetwork::new();
+        let server = FakeAdsServer::new(ServerConfig {
+            name: "main".into(),
+            mode: ServingMode::Auto,
+        });
+        // Each recorded request, as it is recorded (no polling, no sleep),
+        // kept as a timeline keeps it.
+        let (recorded, mut requests_recorded) = tokio::sync::mpsc::unbounded_channel();
+        server.set_observer(std::sync::Arc::new(move |event| {
+            if matches!(event.event, ServerEvent::RequestReceived { .. }) {
+                let _ = recorded.send(event.clone());
+            }
+        }));
+        let mut kept = Vec::new();
+        server
+            .serve_in_memory(&network, "main:443")
+            .expect("serve in memory");
+        let connector = tower::service_fn(move |_| {
+            let network = network.clone();
+            async move {
+                network
+                    .connect("main:443")
+                    .await
+                    .map(hyper_util::rt::TokioIo::new)
+            }
+        });
+        let channel = tonic::transport::Endpoint::from_static("http://main")
+            .connect_with_connector(connector)
+            .await
+            .expect("connect");
+        let (requests, outgoing) = tokio::sync::mpsc::unbounded_channel();
+        let _responses = AggregatedDiscoveryServiceClient::new(channel)
+            .delta_aggregated_resources(tokio_stream::wrappers::UnboundedReceiverStream::new(
+                outgoing,
+            ))
+            .await
+            .expect("delta stream");
+        let request = |subscribe: Vec<String>, unsubscribe: Vec<String>| DeltaDiscoveryRequest {
+            type_url: CDS.into(),
+            resource_names_subscribe: subscribe,
+            resource_names_unsubscribe: unsubscribe,
+            ..Default::default()
+        };
+        let names = (0..100_000).map(|i| format!("c{i}")).collect();
+        requests.send(request(names, vec![])).expect("send");
+        kept.push(requests_recorded.recv().await.expect("recorded"));
+        let before = LIVE.load(Ordering::SeqCst);
+        for i in 0..1_000 {
+            let change = request(vec![format!("new{i}")], vec![format!("c{i}")]);
+            requests.send(change).expect("send");
+        }
+        kept.reserve(1_000);
+        for _ in 0..1_000 {
+            kept.push(requests_recorded.recv().await.expect("recorded"));
+        }
+        let grown = LIVE.load(Ordering::SeqCst).saturating_sub(before);
+        // What was kept is what the server recorded: the last request left
+        // the stream subscribed to 100,000 names, 1,000 of them new.
+        let ServerEvent::RequestReceived { request, .. } = &kept[1_000].event else {
+            unreachable!("only requests are kept");
+        };
+        let subscription = request.subscription();
+        assert_eq!(subscription.len(), 100_000);
+        assert!(subscription.iter().any(|n| n == "new999"));
+        assert!(!subscription.iter().any(|n| n == "c999"));
+        server.shutdown();
+        (grown, kept.len())
+    })
+}
+
 const SMALL: &str = "description: d
 servers:
   main:
@@ -132,7 +241,48 @@ fn memory_is_bounded_per_run_and_flat_over_runs() {
     );
     drop(outcome);
 
-    // 2. Flat memory: after a warm-up, ten thousand more runs of a small
+    // 2. A delta subscription grown to 2,000 names one request at a time
+    //    passes, and its timeline holds a few MiB.
+    let text = growing_delta_subscription(2_000);
+    let scenario = load_str("growing.yaml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let before = LIVE.load(Ordering::SeqCst);
+    let outcome = run_scenario(&scenario, &reference);
+    assert!(
+        matches!(outcome.verdict, Verdict::Pass),
+        "{:?}",
+        outcome.verdict
+    );
+    let requests = outcome
+        .events
+        .iter()
+        .filter(|e| format!("{:?}", e.kind).contains("RequestReceived"))
+        .count();
+    let held: usize = outcome.events.iter().map(weight).sum();
+    let live = LIVE.load(Ordering::SeqCst).saturating_sub(before);
+    eprintln!(
+        "growing delta subscription: {requests} requests, {} events, timeline weighs {} KiB, \
+         {} KiB live after the run",
+        outcome.events.len(),
+        held >> 10,
+        live >> 10
+    );
+    assert!(requests >= 2_000, "one request per watch: {requests}");
+    assert!(held < 16 << 20, "{held} bytes weighed");
+    assert!(live < 16 << 20, "{live} bytes live");
+    drop(outcome);
+
+    // 3. The same on the fake server alone (`serve`): 1,000 changes to a
+    //    subscription of 100,000 names add the paths they changed.
+    let (grown, requests) = delta_subscription_changes_recorded_by_the_server();
+    eprintln!(
+        "fake server: 100,000 names, then 1,000 changes: {requests} requests recorded, \
+         {} KiB added by the changes",
+        grown >> 10
+    );
+    assert_eq!(requests, 1_001);
+    assert!(grown < 16 << 20, "{grown} bytes for 1,000 changes");
+
+    // 4. Flat memory: after a warm-up, ten thousand more runs of a small
     //    scenario keep (almost) nothing each.
     let scenario = load_str("small.yaml", SMALL).unwrap_or_else(|e| panic!("{e}"));
     let run = || {
@@ -162,7 +312,7 @@ fn memory_is_bounded_per_run_and_flat_over_runs() {
     );
     assert!(per_run < 2_048, "{per_run} bytes kept per run");
 
-    // 3. The same over the whole suite: every scenario's runs that the
+    // 5. The same over the whole suite: every scenario's runs that the
     //    reference client can play, twice after a warm-up pass. What each
     //    kind of step, matcher, server and backend allocates must be gone
     //    when its run ends.

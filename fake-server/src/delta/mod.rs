@@ -42,7 +42,7 @@ impl State {
             .chain(&request.resource_names_unsubscribe);
         let only: Option<BTreeSet<String>> =
             (!first && !names.clone().any(|n| n == WILDCARD)).then(|| names.cloned().collect());
-        let subscription = delta.subscription_names();
+        let subscription = delta.subscription.names.clone();
         self.record(ServerEvent::RequestReceived {
             stream: stream_id,
             request: RecordedRequest::delta(&request, kind, subscription),

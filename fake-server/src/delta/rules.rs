@@ -41,15 +41,13 @@
 //!   go-control-plane): a rejected resource goes again when it changes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use envoy_types::pb::envoy::service::discovery::v3::DeltaDiscoveryRequest;
 use xds_vocabulary::resource_type::is_full_state;
 
 use crate::resource::ServedResource;
-
-/// The explicit wildcard name.
-pub const WILDCARD: &str = "*";
+use crate::subscribed::SubscribedNames;
+pub(crate) use crate::subscribed::WILDCARD;
 
 /// A delta stream's state for one resource type.
 #[derive(Debug, Default, PartialEq)]
@@ -61,69 +59,42 @@ pub(crate) struct DeltaType {
     pub held: BTreeMap<String, Option<String>>,
     /// The stream's first request claimed versions and has had no answer.
     answer_owed: bool,
-    /// `subscription.to_names()`, kept until the subscription changes.
-    names: Option<Arc<[String]>>,
 }
 
 /// What a delta stream subscribes to for one type.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct DeltaSubscription {
-    /// Every resource of the type.
-    pub wildcard: bool,
+    /// The names and the wildcard, as each recorded request shows them.
+    pub names: SubscribedNames,
     /// The wildcard is the legacy one (an empty first request), and no
     /// name was subscribed since.
     legacy: bool,
-    pub names: BTreeSet<String>,
 }
 
 impl DeltaSubscription {
     pub fn covers(&self, name: &str) -> bool {
-        self.wildcard || self.names.contains(name)
-    }
-
-    /// The subscription as a list: its names, sorted, and `*` for a
-    /// wildcard (legacy or explicit).
-    pub fn to_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.names.iter().cloned().collect();
-        if self.wildcard {
-            names.insert(0, WILDCARD.to_string());
-        }
-        names
+        self.names.covers(name)
     }
 }
 
 impl DeltaType {
-    /// The subscription as [`DeltaSubscription::to_names`] lists it,
-    /// computed once per change.
-    pub fn subscription_names(&mut self) -> Arc<[String]> {
-        self.names
-            .get_or_insert_with(|| self.subscription.to_names().into())
-            .clone()
-    }
-
     /// Applies a request; `first`: the stream's first request of the type.
     pub fn apply(&mut self, request: &DeltaDiscoveryRequest, first: bool) {
-        if first
-            || !request.resource_names_subscribe.is_empty()
-            || !request.resource_names_unsubscribe.is_empty()
-        {
-            self.names = None;
-        }
         let subscription = &mut self.subscription;
         if first
             && is_full_state(&request.type_url)
             && request.resource_names_subscribe.is_empty()
             && request.resource_names_unsubscribe.is_empty()
         {
-            subscription.wildcard = true;
+            subscription.names.set_wildcard(true);
             subscription.legacy = true;
         }
         for name in &request.resource_names_subscribe {
             subscription.legacy = false;
             if name == WILDCARD {
-                subscription.wildcard = true;
+                subscription.names.set_wildcard(true);
             } else {
-                subscription.names.insert(name.clone());
+                subscription.names.insert(name);
                 if !first {
                     // Resent even if the client holds it (see the module).
                     self.held.remove(name);
@@ -132,10 +103,10 @@ impl DeltaType {
         }
         for name in &request.resource_names_unsubscribe {
             if name == WILDCARD {
-                subscription.wildcard = false;
+                subscription.names.set_wildcard(false);
                 subscription.legacy = false;
             } else if subscription.names.remove(name) {
-                if subscription.wildcard {
+                if subscription.names.wildcard() {
                     self.held.insert(name.clone(), None);
                 } else {
                     self.held.remove(name);
@@ -281,23 +252,26 @@ mod tests {
     fn legacy_wildcard_survives_a_subscription_until_star_is_unsubscribed() {
         let mut t = DeltaType::default();
         t.apply(&request(CDS, &[], &[]), true);
-        assert_eq!(t.subscription.to_names(), ["*"]);
+        assert_eq!(t.subscription.names, ["*"]);
         t.apply(&request(CDS, &["a"], &[]), false);
-        assert_eq!(t.subscription.to_names(), ["*", "a"]);
+        assert_eq!(t.subscription.names, ["*", "a"]);
         t.apply(&request(CDS, &[], &["*"]), false);
-        assert_eq!(t.subscription.to_names(), ["a"]);
+        assert_eq!(t.subscription.names, ["a"]);
         t.apply(&request(CDS, &[], &["a"]), false);
-        assert!(t.subscription.to_names().is_empty(), "no longer a wildcard");
+        assert!(t.subscription.names.is_empty(), "no longer a wildcard");
     }
 
     #[test]
     fn an_empty_first_request_is_a_wildcard_only_for_lds_and_cds() {
         let mut t = DeltaType::default();
         t.apply(&request(EDS, &[], &[]), true);
-        assert!(!t.subscription.wildcard);
+        assert!(!t.subscription.names.wildcard());
         let mut t = DeltaType::default();
         t.apply(&request(EDS, &["*"], &[]), true);
-        assert!(t.subscription.wildcard, "explicit * works for any type");
+        assert!(
+            t.subscription.names.wildcard(),
+            "explicit * works for any type"
+        );
     }
 
     #[test]

@@ -216,7 +216,7 @@ async fn requests_are_recorded_with_their_delta_fields_and_kinds() {
             subscribe: vec!["a".into()],
             unsubscribe: vec![],
             initial_resource_versions: [("x".to_string(), "9".to_string())].into(),
-            subscription: vec!["a".to_string()].into(),
+            subscription: ["a"].into_iter().collect(),
         })
     );
     assert_eq!(requests[1].kind, RequestKind::Nack);

@@ -102,8 +102,18 @@ impl Check for DeltaRequestMatcher {
         };
         let delta = request.delta.as_ref()?;
         fields
-            .set("subscribe", &self.subscribe, &delta.subscribe, text)
-            .set("unsubscribe", &self.unsubscribe, &delta.unsubscribe, text)
+            .set(
+                "subscribe",
+                &self.subscribe,
+                delta.subscribe.iter().map(String::as_str),
+                text,
+            )
+            .set(
+                "unsubscribe",
+                &self.unsubscribe,
+                delta.unsubscribe.iter().map(String::as_str),
+                text,
+            )
             .check(
                 "initial",
                 self.initial.is_some(),

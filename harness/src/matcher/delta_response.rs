@@ -95,8 +95,18 @@ impl Check for DeltaResponseMatcher {
                 self.resource_type,
                 response.type_url.as_str(),
             )
-            .set("resources", &self.resources, &response.resource_names, text)
-            .set("removed", &self.removed, &delta.removed_resources, text)
+            .set(
+                "resources",
+                &self.resources,
+                response.resource_names.iter().map(String::as_str),
+                text,
+            )
+            .set(
+                "removed",
+                &self.removed,
+                delta.removed_resources.iter().map(String::as_str),
+                text,
+            )
             .check(
                 "versions",
                 self.versions.is_some(),

@@ -123,7 +123,11 @@ impl Check for DialMatcher {
                                 Some(Err(_)) => &[],
                                 None => return false,
                             };
-                            same_set(&Some(addresses.clone()), got, text)
+                            same_set(
+                                &Some(addresses.clone()),
+                                got.iter().map(String::as_str),
+                                text,
+                            )
                         })
                 },
                 || format!("{:?}", self.clusters.clone().unwrap_or_default()),

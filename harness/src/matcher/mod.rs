@@ -409,19 +409,19 @@ impl Compare {
 
     /// A set of names (order ignored) when the matcher gives it, with
     /// what the client reported read as the scenario wrote it.
-    pub(crate) fn set(
+    pub(crate) fn set<'g>(
         &mut self,
         name: &'static str,
         want: &Option<Vec<String>>,
-        got: &[String],
+        got: impl ExactSizeIterator<Item = &'g str> + Clone,
         text: Translate<'_>,
     ) -> &mut Self {
         self.check(
             name,
             want.is_some(),
-            || same_set(want, got, text),
+            || same_set(want, got.clone(), text),
             || list(want.iter().flatten().map(String::as_str)),
-            || list(got.iter().map(|n| text(n))),
+            || list(got.clone().map(text)),
         )
     }
 
@@ -636,14 +636,18 @@ pub fn as_written(text: &str) -> Cow<'_, str> {
 
 /// The same set, with what the client reported read as the scenario wrote
 /// it (see [`Translate`]).
-pub(crate) fn same_set(want: &Option<Vec<String>>, got: &[String], text: Translate<'_>) -> bool {
+pub(crate) fn same_set<'g>(
+    want: &Option<Vec<String>>,
+    got: impl ExactSizeIterator<Item = &'g str>,
+    text: Translate<'_>,
+) -> bool {
     // Lengths first: requests can name thousands of resources.
     want.as_ref().is_none_or(|w| {
         w.len() == got.len()
             && w.iter()
                 .map(|n| Cow::Borrowed(n.as_str()))
                 .collect::<BTreeSet<_>>()
-                == got.iter().map(|n| text(n)).collect::<BTreeSet<_>>()
+                == got.map(text).collect::<BTreeSet<_>>()
     })
 }
 

@@ -113,7 +113,7 @@ impl Check for RequestMatcher {
                 self.resource_type,
                 request.type_url.as_str(),
             )
-            .set("names", &self.names, request.subscription(), text)
+            .set("names", &self.names, request.subscription().iter(), text)
             // A delta request has no version_info: one expectation serves
             // both protocols.
             .eq(

@@ -73,7 +73,12 @@ impl Check for ResponseMatcher {
                 self.resource_type,
                 response.type_url.as_str(),
             )
-            .set("names", &self.names, &response.resource_names, text)
+            .set(
+                "names",
+                &self.names,
+                response.resource_names.iter().map(String::as_str),
+                text,
+            )
             .eq(
                 "version",
                 self.version.as_deref(),

@@ -255,9 +255,6 @@ struct Recorded {
     events: Vec<TimelineEvent>,
     /// What `events` hold, by [`weight`].
     bytes: usize,
-    /// Delta subscription snapshots already counted in `bytes`, by
-    /// address (see [`weight::delta_subscription`]).
-    subscriptions: std::collections::HashSet<usize>,
     log_events: usize,
     logs_dropped: usize,
     dropped: usize,
@@ -322,9 +319,7 @@ impl Timeline {
                 recorded.logs_dropped += 1;
                 return;
             }
-            let subscription = weight::delta_subscription(&event)
-                .filter(|(key, _)| !recorded.subscriptions.contains(key));
-            let bytes = weight(&event) + subscription.map_or(0, |(_, bytes)| bytes);
+            let bytes = weight(&event);
             let full = if recorded.events.len() >= MAX_EVENTS {
                 Some(Full::Events)
             } else if recorded.bytes + bytes > MAX_BYTES {
@@ -342,9 +337,6 @@ impl Timeline {
             }
             if is_log {
                 recorded.log_events += 1;
-            }
-            if let Some((key, _)) = subscription {
-                recorded.subscriptions.insert(key);
             }
             recorded.bytes += bytes;
             recorded.events.push(event);
@@ -406,10 +398,8 @@ impl Timeline {
     pub fn take_events(&self) -> Vec<TimelineEvent> {
         let mut recorded = self.lock();
         // What was taken no longer counts: a consumer that streams events
-        // for hours stays under the byte limit. The snapshots it held may
-        // be freed now, and their addresses reused: forgotten too.
+        // for hours stays under the byte limit.
         recorded.bytes = 0;
-        recorded.subscriptions.clear();
         std::mem::take(&mut recorded.events)
     }
 
@@ -446,6 +436,7 @@ impl Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xds_fake_server::subscribed::SubscribedNames;
     use xds_vocabulary::LogLevel;
     fn log(message: String) -> EventKind {
         EventKind::Client(ObservedEvent::Client(ClientEvent::Log {
@@ -504,7 +495,11 @@ mod tests {
         );
     }
 
-    fn delta_ack(subscription: &Arc<[String]>) -> EventKind {
+    fn delta_request(
+        kind: xds_vocabulary::RequestKind,
+        subscribe: &[String],
+        subscription: &SubscribedNames,
+    ) -> EventKind {
         use xds_fake_server::event::{RecordedDeltaRequest, RecordedRequest};
         EventKind::Server(Box::new(ServerEvent::RequestReceived {
             stream: 1,
@@ -515,8 +510,9 @@ mod tests {
                 response_nonce: "1".into(),
                 error_detail: None,
                 node: None,
-                kind: xds_vocabulary::RequestKind::Ack,
+                kind,
                 delta: Some(RecordedDeltaRequest {
+                    subscribe: subscribe.to_vec(),
                     subscription: subscription.clone(),
                     ..Default::default()
                 }),
@@ -567,21 +563,23 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_shared_delta_subscription_is_counted_once() {
+    async fn a_delta_request_counts_what_it_changed_in_the_subscription() {
+        use xds_vocabulary::RequestKind::{Ack, Initial};
         let timeline = Timeline::new(Instant::now());
-        let names: Arc<[String]> = (0..10_000).map(|i| format!("cluster-{i:05}")).collect();
-        timeline.record(Source::Server("s".into()), delta_ack(&names));
+        let server = || Source::Server("s".into());
+        let names: Vec<String> = (0..10_000).map(|i| format!("cluster-{i:05}")).collect();
+        let mut set: SubscribedNames = names.iter().collect();
+        timeline.record(server(), delta_request(Initial, &names, &set));
         let first = timeline.bytes();
-        assert!(first > 10_000 * 13, "the snapshot is counted: {first}");
-        timeline.record(Source::Server("s".into()), delta_ack(&names));
-        let second = timeline.bytes() - first;
-        assert!(
-            second < 1_000,
-            "an ACK sharing it costs its own bytes: {second}"
-        );
-        // A new snapshot (a subscription change) is counted again.
-        let changed: Arc<[String]> = names.iter().skip(1).cloned().collect();
-        timeline.record(Source::Server("s".into()), delta_ack(&changed));
-        assert!(timeline.bytes() - first - second > 9_999 * 13);
+        assert!(first > 2 * 10_000 * 13, "the names and the set: {first}");
+        timeline.record(server(), delta_request(Ack, &[], &set));
+        let ack = timeline.bytes() - first;
+        assert!(ack < 1_000, "an ACK shares the set: {ack}");
+        // One more name: the paths it copied, not another 10,000 names.
+        set = set.iter().chain(["new"]).collect();
+        let before = timeline.bytes();
+        timeline.record(server(), delta_request(Initial, &["new".into()], &set));
+        let change = timeline.bytes() - before;
+        assert!((100..8_000).contains(&change), "{change}");
     }
 }

@@ -5,12 +5,13 @@
 //!
 //! An estimate from above of what an event owns: its inline size, every
 //! string and list it holds, a node by its encoded size. A delta request's
-//! subscription is shared with the server and with every later request
-//! that left it unchanged, so it is counted once, by the caller (see
-//! [`delta_subscription`]).
+//! subscription is a persistent set shared with the server and with the
+//! stream's earlier requests: a request counts what it changed in it
+//! ([`RecordedDeltaRequest::subscription_bytes`]), and an ACK nothing.
+//!
+//! [`RecordedDeltaRequest::subscription_bytes`]: xds_fake_server::event::RecordedDeltaRequest::subscription_bytes
 
 use std::mem::size_of;
-use std::sync::Arc;
 
 use prost::Message;
 use xds_fake_server::event::{RecordedRequest, RecordedResponse, ServerEvent};
@@ -26,7 +27,7 @@ fn strings<'a>(items: impl IntoIterator<Item = &'a String>) -> usize {
     items.into_iter().map(|s| string(s)).sum()
 }
 
-/// Bytes `event` holds, its delta subscription left out.
+/// Bytes `event` holds.
 pub fn weight(event: &TimelineEvent) -> usize {
     let source = match &event.source {
         Source::Server(name) | Source::Backend(name) | Source::Scaffold(name) => name.len(),
@@ -79,7 +80,8 @@ fn request_bytes(request: &RecordedRequest) -> usize {
                 .initial_resource_versions
                 .iter()
                 .map(|(name, version)| string(name) + string(version))
-                .sum::<usize>();
+                .sum::<usize>()
+            + delta.subscription_bytes();
     }
     bytes
 }
@@ -108,22 +110,4 @@ fn response_bytes(response: &RecordedResponse) -> usize {
                 .sum::<usize>();
     }
     bytes
-}
-
-/// The subscription snapshot a delta request carries, as a key (its
-/// address) and its bytes: the timeline counts each snapshot once however
-/// many requests share it. The address cannot be reused while the
-/// timeline holds the snapshot, and the timeline holds it for the run.
-pub fn delta_subscription(event: &TimelineEvent) -> Option<(usize, usize)> {
-    let EventKind::Server(server) = &event.kind else {
-        return None;
-    };
-    let ServerEvent::RequestReceived { request, .. } = &**server else {
-        return None;
-    };
-    let subscription = &request.delta.as_ref()?.subscription;
-    Some((
-        Arc::as_ptr(subscription) as *const String as usize,
-        strings(subscription.iter()),
-    ))
 }
