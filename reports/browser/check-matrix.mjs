@@ -290,6 +290,22 @@ try {
   check(same(svg.edges, ["window opens", "window closes"]), "the window's bounds are labelled");
   await page.locator(run).screenshot({ path: path.join(config.out, "matrix-failing-run.png") });
 
+  // 10. A run that is not failing frames its picture from a file of its
+  //     own, loaded once the run is opened: the page stays light.
+  const passRun = `details#${expect.pass_run}`;
+  const frame = await page.$eval(passRun, (d) => {
+    const f = d.querySelector("iframe");
+    return { open: d.open, inline: d.querySelectorAll("svg").length,
+      src: f?.getAttribute("src") ?? null, loading: f?.loading ?? null };
+  });
+  check(frame.inline === 0 && frame.loading === "lazy" && /\.svg$/.test(frame.src ?? ""),
+    "a passing run's picture is a lazy frame on its own file", JSON.stringify(frame));
+  await page.$eval(passRun, (d) => { d.open = true; });
+  const picture = page.frameLocator(`${passRun} iframe`).locator("svg.xtl");
+  await picture.waitFor({ timeout: 10000 });
+  const lanes = await picture.locator(".lane").count();
+  check(lanes > 0, "and shows it, with its lanes, once the run is opened", lanes);
+
   check(pageErrors.length === 0, "no script errors along the way", pageErrors.join("; "));
 } catch (e) {
   console.error(`check-matrix: ${e && e.stack ? e.stack : e}`);

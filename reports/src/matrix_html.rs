@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::MAX_LINE;
@@ -28,7 +28,7 @@ use crate::matrix::{CellStatus, Matrix, MatrixCell, MatrixRow};
 use crate::matrix_md::{MISSING_LABEL, MISSING_REASON, NO_REASON, STATUSES, cell, count, title};
 use crate::paths::source_href;
 use crate::specs::{group_of, group_rank, spec};
-use crate::svg::timeline_svg_marked;
+use crate::svg::{timeline_svg_file, timeline_svg_inline};
 use xds_vocabulary::cut::cut;
 
 const SCRIPT: &str = include_str!("matrix_filter.js");
@@ -114,7 +114,7 @@ pre.detail{background:#f8fafc;border:1px solid #e2e8f0;border-radius:4px;padding
 .expected.mk-divergent b{color:#b45309}
 .links{margin:0 0 8px;font-size:13px}
 .tl{overflow-x:auto;border:1px solid #e2e8f0;border-radius:4px;background:#fff}
-.tl svg{display:block}
+.tl svg,.tl iframe{display:block;border:0}
 .none{color:#64748b;font-style:italic}
 "#;
 
@@ -265,25 +265,63 @@ fn notes(m: &Matrix, order: &[usize]) -> (Vec<Note>, HashMap<(&'static str, Stri
 /// Renders the matrix as one HTML page, scenario files linked by their
 /// paths as given (see [`matrix_html_in`]).
 pub fn matrix_html(m: &Matrix) -> String {
-    render(m, &|source| url_path(source))
+    render(m, &|source| url_path(source), None)
 }
 
 /// Renders the matrix as one HTML page to be written into `report_dir`:
 /// each row links its scenario file relative to that directory (relative
-/// sources are taken from the working directory).
+/// sources are taken from the working directory). Every picture is inline;
+/// [`write_matrix`](crate::write_matrix) keeps the page light instead.
 pub fn matrix_html_in(m: &Matrix, report_dir: &Path) -> String {
     let cwd = std::env::current_dir().ok();
-    render(m, &|source| source_href(source, report_dir, cwd.as_deref()))
+    render(
+        m,
+        &|source| source_href(source, report_dir, cwd.as_deref()),
+        None,
+    )
 }
 
-fn render(m: &Matrix, source_link: &dyn Fn(&str) -> String) -> String {
+/// The page as [`matrix_html_in`] renders it, with the picture of every
+/// run that is not failing in a file of its own beside its text timeline
+/// (`grpc-js/a46/x.svg` beside `grpc-js/a46/x.txt`), loaded when its run
+/// is opened: 800 inline pictures were 10 MB of a 12 MB page, drawn at
+/// load. Failing runs, open from the start, keep theirs inline. Returns the
+/// page and the files to write, by path relative to `report_dir`.
+pub(crate) fn matrix_page_in(m: &Matrix, report_dir: &Path) -> (String, Vec<(PathBuf, String)>) {
+    let cwd = std::env::current_dir().ok();
+    let mut files = Vec::new();
+    let page = render(
+        m,
+        &|source| source_href(source, report_dir, cwd.as_deref()),
+        Some(&mut files),
+    );
+    (page, files)
+}
+
+/// Where a run's picture goes as a file: its text timeline's path with
+/// `.svg` for `.txt`, if that path stays inside the report folder (a
+/// merged `matrix.json` is input: its paths are checked, not trusted).
+fn picture_file(x: &MatrixCell) -> Option<PathBuf> {
+    let text = Path::new(x.timeline_file.as_deref()?);
+    let inside = text
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    (inside && text.extension().is_some_and(|e| e == "txt")).then(|| text.with_extension("svg"))
+}
+
+fn render(
+    m: &Matrix,
+    source_link: &dyn Fn(&str) -> String,
+    mut files: Option<&mut Vec<(PathBuf, String)>>,
+) -> String {
     let mut out = String::new();
     let title = xml(title(m));
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{title}</h1>\n"
+         <title>{title}</title>\n<style>{STYLE}{}</style>\n</head>\n<body>\n<h1>{title}</h1>\n",
+        crate::svg::STYLE
     );
     let failing = m
         .rows
@@ -346,7 +384,7 @@ fn render(m: &Matrix, source_link: &dyn Fn(&str) -> String) -> String {
             if !has_section(x) {
                 continue;
             }
-            run_section(&mut out, x, &client.name, r, c);
+            run_section(&mut out, x, &client.name, r, c, files.as_deref_mut());
         }
         out.push_str("</section>\n");
     }
@@ -637,7 +675,14 @@ fn notes_list(out: &mut String, m: &Matrix, notes: &[Note]) {
     out.push_str("</ol>\n");
 }
 
-fn run_section(out: &mut String, x: &MatrixCell, client: &str, r: usize, c: usize) {
+fn run_section(
+    out: &mut String,
+    x: &MatrixCell,
+    client: &str,
+    r: usize,
+    c: usize,
+    files: Option<&mut Vec<(PathBuf, String)>>,
+) {
     let _ = write!(
         out,
         "<details class=\"run {}\" id=\"{}\" data-c=\"{c}\" data-s=\"{}\"{}>\n<summary><span class=\"badge\">{}</span> <b>{}</b>",
@@ -699,15 +744,31 @@ fn run_section(out: &mut String, x: &MatrixCell, client: &str, r: usize, c: usiz
         }
         None => out.push_str("<p class=\"links none\">no text timeline</p>\n"),
     }
-    match &x.timeline {
-        Some(t) => {
+    let file = files
+        .filter(|_| !x.status.is_failure())
+        .and_then(|files| Some((files, picture_file(x)?)));
+    match (&x.timeline, file) {
+        (Some(t), Some((files, path))) => {
+            let svg = timeline_svg_file(t, x.mark.as_ref());
+            let _ = writeln!(
+                out,
+                "<div class=\"tl\"><iframe loading=\"lazy\" src=\"{}\" width=\"{}\" height=\"{}\" \
+                 title=\"timeline on {}\"></iframe></div>",
+                xml(&url_path(&path.to_string_lossy())),
+                svg.width,
+                svg.height,
+                xml(client)
+            );
+            files.push((path, svg.text));
+        }
+        (Some(t), None) => {
             let _ = write!(
                 out,
                 "<div class=\"tl\">\n{}</div>\n",
-                timeline_svg_marked(t, x.mark.as_ref())
+                timeline_svg_inline(t, x.mark.as_ref()).text
             );
         }
-        None => out.push_str("<p class=\"none\">no timeline recorded</p>\n"),
+        (None, _) => out.push_str("<p class=\"none\">no timeline recorded</p>\n"),
     }
     out.push_str("</div>\n</details>\n");
 }
@@ -789,7 +850,7 @@ mod tests {
     use crate::matrix::{ClientColumn, MatrixRow};
     use crate::matrix_sample::{sample_matrix, sample_timeline, well_formed};
     use crate::specs::spec_url;
-    use crate::svg::timeline_svg;
+    use crate::svg::{timeline_svg, timeline_svg_marked};
 
     /// The `<details>` section of a cell, if any.
     fn section<'a>(html: &'a str, id: &str) -> Option<&'a str> {
@@ -879,7 +940,7 @@ mod tests {
                 assert!(s.contains(&xml(x.detail.trim_end())), "{id}");
                 assert_eq!(s.matches("<svg").count(), x.timeline.is_some() as usize);
                 if let Some(t) = &x.timeline {
-                    assert!(s.contains(&timeline_svg_marked(t, x.mark.as_ref())));
+                    assert!(s.contains(&timeline_svg_inline(t, x.mark.as_ref()).text));
                 }
                 if let Some(f) = &x.timeline_file {
                     assert!(s.contains(&format!("href=\"{f}\"")));
@@ -918,8 +979,93 @@ mod tests {
         assert!(divergent.contains("<p class=\"expected mk-divergent\">"));
         // An unmarked run has an unmarked picture.
         let plain = section(&html, "r1c0").unwrap();
-        assert!(plain.contains(&timeline_svg(&sample_timeline())));
+        assert!(plain.contains(&timeline_svg_inline(&sample_timeline(), None).text));
+        assert!(!plain.contains("<style>"), "the page holds the style once");
+        assert!(
+            timeline_svg(&sample_timeline()).contains("<style>"),
+            "a file holds its own"
+        );
         assert!(!plain.contains("class=\"expected"));
+    }
+
+    #[test]
+    fn a_written_page_frames_the_pictures_of_runs_that_are_not_failing() {
+        let mut m = sample_matrix();
+        // A path out of the report folder (a hostile matrix.json) keeps
+        // its picture inline.
+        m.rows[1].cells[0].timeline_file = Some("../../outside.txt".into());
+        let (page, files) = matrix_page_in(&m, Path::new("reports"));
+        well_formed(&body_without_script(&page)).unwrap();
+        let cells = || m.rows.iter().flat_map(|r| &r.cells);
+        for (r, row) in m.rows.iter().enumerate() {
+            for (c, x) in row.cells.iter().enumerate() {
+                let Some(t) = &x.timeline else { continue };
+                let s = section(&page, &cell_id(r, c)).unwrap();
+                let inline = x.status.is_failure() || picture_file(x).is_none();
+                assert_eq!(s.contains("<svg"), inline, "r{r}c{c}");
+                assert_eq!(s.contains("<iframe loading=\"lazy\""), !inline, "r{r}c{c}");
+                if !inline {
+                    let path = picture_file(x).unwrap();
+                    let (_, svg) = files.iter().find(|(p, _)| *p == path).unwrap();
+                    assert_eq!(*svg, timeline_svg_marked(t, x.mark.as_ref()));
+                    assert!(s.contains(&format!("src=\"{}\"", path.display())));
+                }
+            }
+        }
+        let framed = cells()
+            .filter(|x| x.timeline.is_some() && !x.status.is_failure() && picture_file(x).is_some())
+            .count();
+        assert!(framed > 0);
+        assert_eq!(files.len(), framed);
+        assert!(
+            files
+                .iter()
+                .all(|(p, _)| p.extension().is_some_and(|e| e == "svg"))
+        );
+        assert!(
+            !files
+                .iter()
+                .any(|(p, _)| p.to_string_lossy().contains(".."))
+        );
+    }
+
+    #[test]
+    fn a_page_of_2000_runs_stays_light() {
+        // 400 scenarios × 5 clients, each run with a timeline of its own.
+        let sample = sample_matrix();
+        let template = sample.rows[0].clone();
+        let mut m = sample.clone();
+        m.clients = (0..5)
+            .map(|i| ClientColumn {
+                name: format!("client-{i}"),
+                version: String::new(),
+            })
+            .collect();
+        m.rows = (0..400)
+            .map(|i| {
+                let mut row = template.clone();
+                row.scenario = format!("a27/scenario-{i}");
+                row.cells = (0..5)
+                    .map(|c| {
+                        let mut x = template.cells[0].clone();
+                        x.timeline_file = Some(format!("client-{c}/a27/scenario-{i}.txt"));
+                        x
+                    })
+                    .collect();
+                row
+            })
+            .collect();
+        let inline = matrix_html(&m);
+        let (page, files) = matrix_page_in(&m, Path::new("reports"));
+        assert_eq!(files.len(), 2_000);
+        eprintln!(
+            "2,000 runs: the page is {} KiB ({} KiB with every picture inline)",
+            page.len() >> 10,
+            inline.len() >> 10
+        );
+        // What each run costs the page: its row cell and its section.
+        assert!(page.len() < 2_000 * 1_200, "{} bytes", page.len());
+        assert!(page.len() * 4 < inline.len());
     }
 
     #[test]

@@ -54,7 +54,9 @@ const MAX_LANE_LABEL: usize = 26;
 /// The "expected: ..." text; the whole of it is the row's `<title>`.
 const MAX_NOTE: usize = 110;
 
-const STYLE: &str = "\
+/// The picture's style, every rule scoped to `.xtl`: a standalone SVG
+/// carries it; a page that inlines several pictures carries it once.
+pub(crate) const STYLE: &str = "\
 .xtl text{font-family:ui-monospace,'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:11px;fill:#1e293b}\
 .xtl .lbl{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}\
 .xtl .time{font-size:10px;fill:#64748b}\
@@ -322,6 +324,29 @@ fn mark_class(kind: MarkKind) -> &'static str {
 /// Renders `doc` with what `mark` points at drawn over it (see the module
 /// docs); with no mark, as [`timeline_svg`].
 pub fn timeline_svg_marked(doc: &TimelineDoc, mark: Option<&TimelineMark>) -> String {
+    render(doc, mark, true).text
+}
+
+/// As [`timeline_svg_marked`], without the style: for a page that holds
+/// [`STYLE`] once for all its pictures.
+pub(crate) fn timeline_svg_inline(doc: &TimelineDoc, mark: Option<&TimelineMark>) -> Svg {
+    render(doc, mark, false)
+}
+
+/// As [`timeline_svg_marked`], with its size: a picture in a file of its
+/// own, framed by a page that must know how large it is.
+pub(crate) fn timeline_svg_file(doc: &TimelineDoc, mark: Option<&TimelineMark>) -> Svg {
+    render(doc, mark, true)
+}
+
+/// A rendered picture and its size in pixels.
+pub(crate) struct Svg {
+    pub text: String,
+    pub width: i64,
+    pub height: i64,
+}
+
+fn render(doc: &TimelineDoc, mark: Option<&TimelineMark>, standalone: bool) -> Svg {
     let lanes = lanes_of(doc);
     let layout = lay_out(doc, &lanes, mark);
     let rows = &layout.rows;
@@ -372,7 +397,9 @@ pub fn timeline_svg_marked(doc: &TimelineDoc, mark: Option<&TimelineMark>) -> St
         let _ = write!(title, "; {note}");
     }
     let _ = writeln!(out, "<title>{}</title>", xml(&title));
-    let _ = writeln!(out, "<style>{STYLE}</style>");
+    if standalone {
+        let _ = writeln!(out, "<style>{STYLE}</style>");
+    }
     let _ = writeln!(
         out,
         "<rect x=\"0\" y=\"0\" width=\"{width}\" height=\"{height}\" fill=\"#fff\"/>"
@@ -533,7 +560,11 @@ pub fn timeline_svg_marked(doc: &TimelineDoc, mark: Option<&TimelineMark>) -> St
         );
     }
     out.push_str("</svg>\n");
-    out
+    Svg {
+        text: out,
+        width,
+        height,
+    }
 }
 
 /// Where the ring of a marked event goes: the arrow's head, the mark, or
