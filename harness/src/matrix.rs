@@ -375,6 +375,7 @@ fn error_cell(source: &str, message: &str) -> (MatrixCell, ScenarioReport) {
         mark: None,
         virtual_duration: Default::default(),
         wall_duration: Default::default(),
+        missing: Vec::new(),
     };
     let report = ScenarioReport {
         name: source.to_string(),
@@ -443,6 +444,7 @@ fn cell(
             .map(|mark| timeline_mark(&outcome.events, mark)),
         virtual_duration: outcome.virtual_duration,
         wall_duration: outcome.wall_duration,
+        missing: outcome.missing.clone(),
     };
     let report = ScenarioReport {
         name: scenario.name.clone(),

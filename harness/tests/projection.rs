@@ -73,4 +73,14 @@ fn watches_that_cannot_be_projected_are_not_applicable() {
         reason.contains("its channels cannot observe these watches: a LDS watch"),
         "{reason}"
     );
+    // Each missing capability on its own, commas and all, for the matrix
+    // to group n/a by.
+    let [lacks] = outcome.missing.as_slice() else {
+        panic!("{:?}", outcome.missing)
+    };
+    assert!(
+        lacks.starts_with("a resource watch API, and its channels"),
+        "{lacks}"
+    );
+    assert_eq!(reason, format!("the client lacks {lacks}"));
 }

@@ -232,6 +232,39 @@ try {
     ws.filter((w) => w.textContent === text).length, expect.note.text);
   check(inlineRepeats === 0, "the repeated reason is not written out in the table", inlineRepeats);
 
+  // 8b. n/a grouped by missing capability; both lists follow the filters.
+  const item = async (text) => (await page.$$eval("ol.notes li", (lis, text) =>
+    lis.filter((li) => li.querySelector(".text").textContent === text).map((li) => ({
+      shown: li.querySelector(".count").textContent,
+      alone: li.querySelector(".alone")?.textContent ?? null,
+      by: li.querySelector(".by").textContent,
+      visible: li.checkVisibility(),
+    })), text))[0] ?? null;
+  const lackText = `lacks ${expect.lack.what}`;
+  let lack = await item(lackText);
+  check(lack !== null && lack.visible && lack.shown === `× ${expect.lack.count}` &&
+    lack.alone === `${expect.lack.alone} alone`,
+    "n/a are listed by missing capability, with the cells it alone would open", JSON.stringify(lack));
+  await page.uncheck(`#filters input[name=c][data-name="${expect.hide_client}"]`);
+  const narrowed = await item(expect.note.text);
+  check(narrowed !== null && narrowed.shown ===
+    `× ${expect.note.count_shown} of ${expect.note.count}` && !narrowed.by.includes(expect.hide_client),
+    `with ${expect.hide_client} hidden, the shared reason counts only the cells shown`,
+    JSON.stringify(narrowed));
+  lack = await item(lackText);
+  check(lack !== null && lack.shown === `× ${expect.lack.count_shown} of ${expect.lack.count}`,
+    "and so does the missing capability", JSON.stringify(lack));
+  await page.click("#filters button[name=reset]");
+  await page.uncheck("#filters input[name=s][value=na]");
+  lack = await item(lackText);
+  const heading = await page.$eval("#lacks", (h) => h.checkVisibility());
+  check(lack !== null && !lack.visible && !heading,
+    "hiding n/a hides the list of missing capabilities, heading and all", JSON.stringify({ lack, heading }));
+  await page.click("#filters button[name=reset]");
+  lack = await item(lackText);
+  check(lack !== null && lack.visible && lack.shown === `× ${expect.lack.count}`,
+    "and resetting the filters brings it back whole", JSON.stringify(lack));
+
   // 10. The table at a glance: each count links the view of exactly its
   // cells (that verdict, that client, that spec group).
   await page.click("#filters button[name=reset]");

@@ -8,6 +8,7 @@ mod escape;
 pub mod matrix;
 mod matrix_glance;
 pub mod matrix_html;
+mod matrix_lacks;
 pub mod matrix_md;
 #[cfg(test)]
 mod matrix_sample;

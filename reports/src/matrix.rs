@@ -89,6 +89,11 @@ pub struct MatrixCell {
     pub mark: Option<TimelineMark>,
     pub virtual_duration: Duration,
     pub wall_duration: Duration,
+    /// An n/a cell's missing capabilities, each on its own (its `detail`
+    /// lists them in one sentence): the page groups n/a by them. Absent
+    /// from a `matrix.json` written before they were recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 /// What a verdict points at on its run's timeline: the window the

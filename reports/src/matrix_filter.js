@@ -29,6 +29,67 @@
   var groups = all(table, "tbody tr.grp");
   var heads = all(table, "thead th.cl");
   var runs = all(document, "details.run");
+  var clientNames = clientBoxes.map(function (b) { return b.getAttribute("data-name"); });
+  // The lists under the table (shared reasons, n/a by missing capability)
+  // count the cells the filters show, and hide what no shown cell has.
+  var items = all(document, "ol.notes li").map(function (li) {
+    return {
+      li: li,
+      id: li.id,
+      total: Number(li.getAttribute("data-count")),
+      count: li.querySelector(".count"),
+      by: li.querySelector(".by"),
+      alone: li.querySelector(".alone"),
+    };
+  });
+  var lists = all(document, "ol.notes").map(function (ol) {
+    // The list and its heading (an h2, with a p between them).
+    var parts = [ol];
+    var el = ol.previousElementSibling;
+    while (el && (el.tagName === "P" || el.tagName === "H2")) {
+      parts.push(el);
+      if (el.tagName === "H2") break;
+      el = el.previousElementSibling;
+    }
+    return { ol: ol, parts: parts };
+  });
+
+  function recount(shownCells) {
+    var tally = {};
+    var add = function (id, c, alone) {
+      var t = tally[id] || (tally[id] = { n: 0, alone: 0, per: clientNames.map(function () { return 0; }) });
+      t.n += 1;
+      t.alone += alone;
+      t.per[c] += 1;
+    };
+    shownCells.forEach(function (x) {
+      var a = x.td.querySelector("sup.fn a");
+      if (a) add(a.getAttribute("href").slice(1), x.c, 0);
+      var lack = x.td.getAttribute("data-lack");
+      if (lack) {
+        var ks = lack.split(" ");
+        ks.forEach(function (k) { add("lack" + k, x.c, ks.length === 1 ? 1 : 0); });
+      }
+    });
+    items.forEach(function (item) {
+      var t = tally[item.id];
+      var n = t ? t.n : 0;
+      item.li.hidden = n === 0;
+      if (item.count) {
+        item.count.textContent = "\u00d7 " + n + (n === item.total ? "" : " of " + item.total);
+      }
+      if (item.alone) item.alone.textContent = (t ? t.alone : 0) + " alone";
+      if (item.by) {
+        item.by.textContent = t ? clientNames.map(function (name, c) {
+          return t.per[c] ? name + " " + t.per[c] : "";
+        }).filter(Boolean).join(" \u00b7 ") : "";
+      }
+    });
+    lists.forEach(function (list) {
+      var empty = all(list.ol, "li").every(function (li) { return li.hidden; });
+      list.parts.forEach(function (el) { el.hidden = empty; });
+    });
+  }
 
   function current() {
     return {
@@ -87,13 +148,18 @@
     heads.forEach(function (th, i) { th.hidden = !!hideClient[i]; });
     var visibleRows = 0;
     var visibleInGroup = {};
+    var shownCells = [];
     rows.forEach(function (row) {
       var anyShown = false;
+      var shownHere = [];
       row.cells.forEach(function (td, i) {
         td.hidden = !!hideClient[i];
         var off = !!hideStatus[td.getAttribute("data-s")];
         td.classList.toggle("off", off);
-        if (!td.hidden && !off) anyShown = true;
+        if (!td.hidden && !off) {
+          anyShown = true;
+          shownHere.push({ td: td, c: i });
+        }
       });
       var visible = anyShown &&
         (!v.spec || row.group === v.spec) &&
@@ -103,8 +169,10 @@
       if (visible) {
         visibleRows += 1;
         visibleInGroup[row.group] = (visibleInGroup[row.group] || 0) + 1;
+        shownCells = shownCells.concat(shownHere);
       }
     });
+    recount(shownCells);
     groups.forEach(function (tr) {
       tr.hidden = !visibleInGroup[tr.getAttribute("data-group")];
     });

@@ -97,6 +97,7 @@ ol.notes li{margin:3px 0}
 ol.notes li:target{background:#fef9c3}
 ol.notes .count{color:#0f172a;font-weight:600;margin-left:6px;white-space:nowrap}
 ol.notes .by{color:#64748b;font-size:12px;margin-left:6px}
+ol.lacks .alone{color:#334155;font-size:12px;margin-left:8px}
 .legend{margin:12px 0 0;color:#334155;font-size:13px;max-width:1100px}
 .legend .badge{margin-right:2px}
 .legend span.k{white-space:nowrap;margin-right:12px}
@@ -342,11 +343,19 @@ fn render(
     let order = display_order(m);
     crate::matrix_glance::glance(&mut out, m, &order);
     let (notes, note_number) = notes(m, &order);
+    let (lacks, lack_index) = crate::matrix_lacks::lacks(m);
     out.push_str("<h2>Matrix</h2>\n");
     filters(&mut out, m, &order);
-    table(&mut out, m, &order, &note_number, source_link);
+    let shared = Shared {
+        notes: note_number,
+        lacks: lack_index,
+    };
+    table(&mut out, m, &order, &shared, source_link);
     if !notes.is_empty() {
         notes_list(&mut out, m, &notes);
+    }
+    if !lacks.is_empty() {
+        crate::matrix_lacks::lacks_list(&mut out, m, &lacks);
     }
     legend(&mut out);
 
@@ -484,11 +493,18 @@ fn filters(out: &mut String, m: &Matrix, order: &[usize]) {
     );
 }
 
+/// What cells point at below the table: numbered notes by (status,
+/// reason), missing capabilities by name.
+struct Shared {
+    notes: HashMap<(&'static str, String), usize>,
+    lacks: HashMap<String, usize>,
+}
+
 fn table(
     out: &mut String,
     m: &Matrix,
     order: &[usize],
-    note_number: &HashMap<(&'static str, String), usize>,
+    shared: &Shared,
     source_link: &dyn Fn(&str) -> String,
 ) {
     out.push_str(
@@ -535,7 +551,7 @@ fn table(
         }
         out.push_str("</span></th>");
         for c in 0..m.clients.len() {
-            table_cell(out, cell(&row.cells, c), r, c, note_number);
+            table_cell(out, cell(&row.cells, c), r, c, shared);
         }
         out.push_str("</tr>\n");
     }
@@ -567,17 +583,11 @@ fn group_header(out: &mut String, group: &str, size: usize, columns: usize) {
     );
 }
 
-fn table_cell(
-    out: &mut String,
-    x: Option<&MatrixCell>,
-    r: usize,
-    c: usize,
-    note_number: &HashMap<(&'static str, String), usize>,
-) {
+fn table_cell(out: &mut String, x: Option<&MatrixCell>, r: usize, c: usize, numbers: &Shared) {
     let shared = shared_reason(x);
     let note = shared
         .as_ref()
-        .and_then(|(key, _, text)| note_number.get(&(*key, text.clone())).copied());
+        .and_then(|(key, _, text)| numbers.notes.get(&(*key, text.clone())).copied());
     let Some(x) = x else {
         let _ = write!(
             out,
@@ -595,9 +605,10 @@ fn table_cell(
     };
     let _ = write!(
         out,
-        "<td class=\"cell {} c{c}\" data-s=\"{}\">",
+        "<td class=\"cell {} c{c}\" data-s=\"{}\"{}>",
         class(&x.status),
-        key(&x.status)
+        key(&x.status),
+        crate::matrix_lacks::cell_attribute(&x.missing, &numbers.lacks)
     );
     let full = x.detail.trim();
     // A tooltip is for a reason, not for a 64 KB failure message (twice
@@ -907,6 +918,7 @@ mod tests {
             mark: None,
             virtual_duration: Duration::ZERO,
             wall_duration: Duration::ZERO,
+            missing: Vec::new(),
         }
     }
 

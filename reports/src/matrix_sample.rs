@@ -316,6 +316,7 @@ fn cell(status: CellStatus, detail: &str, name: &str, timeline: Option<TimelineD
         mark: None,
         virtual_duration: Duration::from_millis(16_029),
         wall_duration: Duration::from_micros(2_500),
+        missing: Vec::new(),
     }
 }
 

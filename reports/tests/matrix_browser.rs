@@ -166,6 +166,12 @@ fn cell(code: &str, client: &str, scenario: &str) -> MatrixCell {
         Some((other, _)) => panic!("unknown cell code {other}"),
     };
     let ran = status != CellStatus::NotApplicable;
+    // What the harness records beside an n/a's sentence (these test
+    // reasons hold no comma inside one capability).
+    let missing = match (&status, detail.strip_prefix("the client lacks ")) {
+        (CellStatus::NotApplicable, Some(list)) => list.split(", ").map(String::from).collect(),
+        _ => Vec::new(),
+    };
     let mark = ((scenario, client) == (MARKED.0, CLIENTS[MARKED.1].0)).then(|| TimelineMark {
         kind: MarkKind::Failing,
         window_ms: Some((15_000, 16_000)),
@@ -181,6 +187,7 @@ fn cell(code: &str, client: &str, scenario: &str) -> MatrixCell {
         mark,
         virtual_duration: Duration::from_millis(15_002),
         wall_duration: Duration::from_millis(140),
+        missing,
     }
 }
 
@@ -574,6 +581,32 @@ fn matrix_page_in_a_browser() {
         .flat_map(|r| &r.cells)
         .filter(|x| x.status == CellStatus::NotApplicable && x.detail == NO_WATCH)
         .count();
+    let hidden_column = CLIENTS
+        .iter()
+        .position(|(name, _)| *name == "grpc-js")
+        .unwrap();
+    let shown_note = m
+        .rows
+        .iter()
+        .map(|r| &r.cells)
+        .flat_map(|cells| cells.iter().enumerate())
+        .filter(|(c, x)| {
+            *c != hidden_column && x.status == CellStatus::NotApplicable && x.detail == NO_WATCH
+        })
+        .count();
+    // "a resource watch API": every n/a that lacks it, alone or not.
+    let lack_what = "a resource watch API";
+    let lacking = |skip: Option<usize>| {
+        m.rows
+            .iter()
+            .flat_map(|r| r.cells.iter().enumerate())
+            .filter(|(c, x)| Some(*c) != skip && x.missing.iter().any(|w| w == lack_what))
+            .map(|(_, x)| x.missing.len())
+            .collect::<Vec<_>>()
+    };
+    let lack_count = lacking(None).len();
+    let lack_alone = lacking(None).iter().filter(|n| **n == 1).count();
+    let lack_shown = lacking(Some(hidden_column)).len();
     let marked_row = m.rows.iter().position(|r| r.scenario == MARKED.0).unwrap();
     // One row of each kind.
     let yaml_rows = ["a27/dial-full-chain", "a46/nack-keeps-valid-resources"];
@@ -608,13 +641,21 @@ fn matrix_page_in_a_browser() {
             "search": { "q": "nack", "rows": names(&|r| r.scenario.contains("nack")) },
             "yaml": yaml_expected,
             "timeline_links": m.rows.iter().flat_map(|r| &r.cells).filter(|x| x.timeline_file.is_some()).count(),
-            "note": { "text": NO_WATCH, "count": note_count },
+            "note": { "text": NO_WATCH, "count": note_count, "count_shown": shown_note },
+            "lack": {
+                "what": lack_what,
+                "count": lack_count,
+                "alone": lack_alone,
+                "count_shown": lack_shown,
+            },
             "failing_mark": { "id": format!("r{marked_row}c{}", MARKED.1), "expected": EXPECTED },
         }
     });
     // The oracle itself must be what the checks assume.
     assert_eq!(all_pass.len(), 4);
     assert_eq!(note_count, 11);
+    assert!(0 < shown_note && shown_note < note_count);
+    assert!(lack_alone < lack_count && 0 < lack_shown && lack_shown < lack_count);
     let relative: Vec<bool> = yaml_rows
         .iter()
         .map(|s| {

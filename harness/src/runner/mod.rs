@@ -73,6 +73,9 @@ pub struct RunOutcome {
     /// scenario's (identity on in-memory runs): what `timeline` went
     /// through, for whoever reads `events`.
     pub normalizer: crate::addresses::Normalizer,
+    /// For a run that did not apply: each capability the client lacks
+    /// (see [`missing_capabilities`]), which the matrix groups n/a by.
+    pub missing: Vec<String>,
 }
 
 impl RunOutcome {
@@ -96,6 +99,7 @@ impl RunOutcome {
             mark: None,
             failed_tries: Vec::new(),
             normalizer: Default::default(),
+            missing: Vec::new(),
         }
     }
 }
@@ -185,9 +189,14 @@ pub fn run_scenario_in(
         mark: None,
         failed_tries: Vec::new(),
         normalizer: Default::default(),
+        missing: Vec::new(),
     };
-    if let Some(reason) = not_applicable(scenario, &caps) {
-        return early(Verdict::NotApplicable { reason });
+    let missing = missing_capabilities(scenario, &caps);
+    if let Some(reason) = lacks(&missing) {
+        return RunOutcome {
+            missing,
+            ..early(Verdict::NotApplicable { reason })
+        };
     }
     let mode = mode.unwrap_or_else(|| mode_for(&caps, scenario));
     if mode == RunMode::Virtual && !caps.virtual_time {
@@ -274,6 +283,7 @@ pub fn run_scenario_in(
         mark,
         failed_tries: Vec::new(),
         normalizer,
+        missing: Vec::new(),
     }
 }
 
@@ -297,6 +307,17 @@ fn with_known_failure(verdict: Verdict, known: Option<(String, String)>) -> Verd
 
 /// Why a client cannot run this scenario, if it cannot.
 pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String> {
+    lacks(&missing_capabilities(scenario, caps))
+}
+
+/// `the client lacks A, B`, or `None` when nothing is missing.
+fn lacks(missing: &[String]) -> Option<String> {
+    (!missing.is_empty()).then(|| format!("the client lacks {}", missing.join(", ")))
+}
+
+/// Each thing the scenario needs that the client lacks, in the order the
+/// scenario needs them; empty when it can run.
+pub fn missing_capabilities(scenario: &Scenario, caps: &Capabilities) -> Vec<String> {
     let mut missing = Vec::new();
     let mut need = |ok: bool, what: &str| {
         if !ok && !missing.contains(&what.to_string()) {
@@ -369,7 +390,7 @@ pub fn not_applicable(scenario: &Scenario, caps: &Capabilities) -> Option<String
             &format!("profile {profile}"),
         );
     }
-    (!missing.is_empty()).then(|| format!("the client lacks {}", missing.join(", ")))
+    missing
 }
 
 /// A scenario being played: its client, fake servers and timeline, and
