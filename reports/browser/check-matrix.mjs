@@ -339,6 +339,24 @@ try {
   const lanes = await picture.locator(".lane").count();
   check(lanes > 0, "and shows it, with its lanes, once the run is opened", lanes);
 
+  // 11. A run's anchor shows the run, even one the filters hid: a link
+  //     from a cell, a log or a chat message lands on it, open, on screen.
+  await page.click("#filters button[name=reset]");
+  await page.uncheck("#filters input[name=s][value=pass]");
+  const hiddenBefore = await page.$eval(passRun, (d) => !d.checkVisibility());
+  await page.$eval(passRun, (d) => { d.open = false; });
+  await page.evaluate((id) => { location.hash = `#${id}`; }, expect.pass_run);
+  await page.waitForFunction((id) => document.getElementById(id)?.open === true, expect.pass_run,
+    { timeout: 5000 }).catch(() => {});
+  const landed = await page.$eval(passRun, (d) => {
+    const r = d.getBoundingClientRect();
+    return { open: d.open, visible: d.checkVisibility(), onScreen: r.top >= 0 && r.top < innerHeight };
+  });
+  check(hiddenBefore && landed.open && landed.visible && landed.onScreen,
+    "a run's anchor opens and shows it, though the filters had hidden it",
+    JSON.stringify({ hiddenBefore, ...landed }));
+  await page.click("#filters button[name=reset]");
+
   check(pageErrors.length === 0, "no script errors along the way", pageErrors.join("; "));
 } catch (e) {
   console.error(`check-matrix: ${e && e.stack ? e.stack : e}`);
