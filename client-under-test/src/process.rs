@@ -213,6 +213,12 @@ pub struct AdapterManifest {
     pub env: BTreeMap<String, String>,
     /// What the client can do, known without starting it.
     pub capabilities: AdapterCapabilities,
+    /// The client's expectations file (which scenario runs it is expected
+    /// to fail, and why), relative to the manifest's own folder: kept
+    /// with the adapter, in the client's repository. The harness holds the
+    /// client to it unless `--expectations` names another.
+    #[serde(default)]
+    pub expectations: Option<PathBuf>,
 }
 
 impl AdapterManifest {

@@ -188,6 +188,30 @@ pub fn client_factory(name: &str) -> Result<BoxedFactory, String> {
     }
 }
 
+/// The expectations a client keeps with itself: an adapter's manifest
+/// names its file (relative to the manifest), grpc-rust carries its own;
+/// none for the reference client, which is held to the scenarios alone.
+pub fn own_expectations(name: &str) -> Result<Expectations, String> {
+    let error = |e: crate::expectations::ExpectationsError| e.to_string();
+    if name == "grpc-rust" {
+        use xds_client_under_test::grpc_rust::{EXPECTATIONS, EXPECTATIONS_FILE};
+        return Expectations::parse(Path::new(EXPECTATIONS_FILE), EXPECTATIONS).map_err(error);
+    }
+    let dir = if name.contains('/') {
+        Some(PathBuf::from(name))
+    } else {
+        repo_root().map(|root| root.join(ADAPTERS_DIR).join(name))
+    };
+    let Some(dir) = dir.filter(|d| d.join(AdapterManifest::FILE_NAME).is_file()) else {
+        return Ok(Expectations::default());
+    };
+    let manifest = AdapterManifest::load(&dir).map_err(|e| e.to_string())?;
+    match manifest.expectations {
+        Some(file) => Expectations::load(&dir.join(file)).map_err(error),
+        None => Ok(Expectations::default()),
+    }
+}
+
 /// A client's column heading in the matrix.
 pub fn client_description(name: &str) -> String {
     match name {
@@ -493,7 +517,7 @@ impl TestedClient {
         let factory = client_factory(name)?;
         let expectations = match expectations {
             Some(path) => Expectations::load(path).map_err(|e| e.to_string())?,
-            None => Expectations::default(),
+            None => own_expectations(name)?,
         };
         // Making a client starts nothing: it is asked its name.
         let own_name = factory().name().to_string();
@@ -659,6 +683,29 @@ fn load_error(source: &str, error: &ScenarioError) -> ScenarioReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shipped_clients_keep_their_expectations_and_each_names_a_run() {
+        let root = manifest_dir(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let ids: Vec<String> = discover(std::slice::from_ref(&root))
+            .unwrap()
+            .iter()
+            .map(|f| crate::scenario::load_file(f).unwrap_or_else(|e| panic!("{e}")))
+            .flat_map(|s| s.variants())
+            .map(|v| v.name)
+            .collect();
+        let mut sizes = Vec::new();
+        for client in ["grpc-js", "grpcio", "envoy", "grpc-rust", "reference"] {
+            let own = own_expectations(client).unwrap_or_else(|e| panic!("{client}: {e}"));
+            assert_eq!(own.unknown(&ids), Vec::<&str>::new(), "{client}");
+            sizes.push((client, own.entries.len()));
+        }
+        // Every client but ours is expected to fail something.
+        assert!(
+            sizes.iter().all(|(c, n)| (*n > 0) == (*c != "reference")),
+            "{sizes:?}"
+        );
+    }
 
     #[test]
     fn compiled_in_paths_move_to_this_checkout() {

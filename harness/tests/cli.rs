@@ -342,6 +342,33 @@ fn an_adapter_in_its_own_repository_is_a_gate_for_run_and_matrix() {
     assert!(!table.contains("conformance/adapter"), "{table}");
     assert!(repo.path().join("out/matrix/junit-my-client.xml").is_file());
 
+    // The manifest may name the file itself (relative to the manifest):
+    // then no flag is needed.
+    let manifest = std::fs::read_to_string(adapter.join("adapter.json")).expect("manifest");
+    std::fs::write(
+        adapter.join("adapter.json"),
+        manifest.replace(
+            r#""description": "out of tree","#,
+            r#""description": "out of tree", "expectations": "../my-client.expectations.yaml","#,
+        ),
+    )
+    .expect("write the manifest");
+    let own = |report_dir: &str| {
+        harness_in(
+            repo.path(),
+            &[
+                "run",
+                "conformance/scenarios",
+                "--client",
+                "conformance/adapter",
+                "--report-dir",
+                report_dir,
+            ],
+        )
+    };
+    let (code, err) = own("out/own");
+    assert_eq!(code, Some(0), "the manifest's expectations hold: {err}");
+
     // The client fixed its bug: the expectation no longer holds.
     std::fs::write(
         &expectations,
@@ -354,6 +381,9 @@ fn an_adapter_in_its_own_repository_is_a_gate_for_run_and_matrix() {
         err.contains("expects ok to fail (an old bug), but it passed"),
         "{err}"
     );
+    let (code, err) = own("out/own2");
+    assert_eq!(code, Some(1), "and so from the manifest's: {err}");
+    assert!(err.contains("but it passed"), "{err}");
 
     // A manifest whose command is not there: the error names the folder.
     std::fs::write(

@@ -86,6 +86,14 @@ mod channel;
 use channel::Channels;
 pub use channel::with_plaintext_schemes;
 
+/// What grpc-rust is expected to fail in this project's scenarios, and
+/// why (the harness's expectations format): in-process, it has no adapter
+/// folder to keep the file in, so the file travels in the binary.
+pub const EXPECTATIONS: &str = include_str!("expectations.yaml");
+
+/// Where [`EXPECTATIONS`] comes from, for messages.
+pub const EXPECTATIONS_FILE: &str = "client-under-test/src/grpc_rust/expectations.yaml";
+
 use crate::{
     Capabilities, ClientEnvironment, ClientError, ClientUnderTest, EventSink, ObservedEvent,
     RpcOutcome, RpcRequest, Transport, WatchStacks, WatcherNotification,
