@@ -7,6 +7,7 @@
 //! It must not know about scenario files, timelines, verdicts or fake
 //! servers: an adapter only translates between this interface and a client.
 
+pub mod broken;
 mod child;
 pub mod connect;
 pub mod envoy;

@@ -18,6 +18,7 @@
 
 pub mod addresses;
 pub mod bootstrap;
+pub mod chaos;
 pub mod check;
 pub mod differential;
 pub mod expectations;

@@ -2,7 +2,7 @@
 //! reports; validate scenario files; print the scenario JSON Schema;
 //! measure the harness.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -173,6 +173,33 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Chaos runs: play schedules generated from a seed (faults, resource
+    /// churn, client churn over one to three servers) on a client, and
+    /// keep every schedule whose run breaks a rule every run must keep as
+    /// a scenario file that replays it. See README, "Chaos".
+    Chaos {
+        /// The client under test (as for `run`).
+        #[arg(long, default_value = "reference")]
+        client: String,
+        /// The campaign's seed: the same seed gives the same schedules.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// How many schedules to play.
+        #[arg(long, default_value_t = 100)]
+        schedules: u64,
+        /// The first schedule's index (a campaign is resumed or split by it).
+        #[arg(long, default_value_t = 0)]
+        first: u64,
+        /// Steps per schedule, at most.
+        #[arg(long, default_value_t = 20)]
+        steps: usize,
+        /// sotw, delta, or both (each schedule once per protocol).
+        #[arg(long, default_value = "both")]
+        protocol: String,
+        /// Where findings go: each schedule's YAML and its timeline.
+        #[arg(long, default_value = "reports-out/chaos")]
+        report_dir: PathBuf,
+    },
     /// Print the JSON Schema of scenario files.
     Schema,
     /// Serve a scenario's fake servers (with their initial resources) on
@@ -297,6 +324,23 @@ fn main() -> ExitCode {
         ),
         Command::Merge { shards, report_dir } => merge(shards, report_dir),
         Command::Validate { paths } => validate(paths),
+        Command::Chaos {
+            client,
+            seed,
+            schedules,
+            first,
+            steps,
+            protocol,
+            report_dir,
+        } => chaos(
+            &client,
+            seed,
+            first,
+            schedules,
+            steps,
+            &protocol,
+            &report_dir,
+        ),
         Command::Schema => {
             print!("{}", xds_conformance::scenario::scenario_schema());
             ExitCode::SUCCESS
@@ -311,6 +355,93 @@ fn main() -> ExitCode {
             scenario,
             bootstrap_out,
         } => serve(scenario, bootstrap_out),
+    }
+}
+
+/// `chaos`: plays the campaign, writes its findings, exits 1 if any.
+fn chaos(
+    client: &str,
+    seed: u64,
+    first: u64,
+    count: u64,
+    steps: usize,
+    protocol: &str,
+    report_dir: &Path,
+) -> ExitCode {
+    use xds_conformance::chaos::{Shape, campaign, write_findings};
+    use xds_vocabulary::AdsProtocol;
+    let protocols = match protocol {
+        "sotw" => vec![AdsProtocol::Sotw],
+        "delta" => vec![AdsProtocol::Delta],
+        "both" => vec![AdsProtocol::Sotw, AdsProtocol::Delta],
+        other => {
+            eprintln!("--protocol: {other:?} is not sotw, delta or both");
+            return ExitCode::from(2);
+        }
+    };
+    let factory = match xds_conformance::suite::client_factory(client) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("{}", printable(&e));
+            return ExitCode::from(2);
+        }
+    };
+    let started = std::time::Instant::now();
+    let mut findings = 0;
+    for protocol in protocols {
+        let shape = Shape { steps, protocol };
+        let done = campaign(&factory, seed, first, count, shape, &mut |index, c| {
+            if (index + 1 - first).is_multiple_of(100) {
+                eprintln!(
+                    "{protocol}: {} schedules, {} findings",
+                    c.schedules,
+                    c.findings.len()
+                );
+            }
+        });
+        eprintln!(
+            "{protocol}: {} schedules of seed {seed} on {client} ({} played, {} n/a, {} stopped \
+             at a step with nothing to act on, {} steps, {:?} covered): {} finding{}",
+            done.schedules,
+            done.played,
+            done.not_applicable,
+            done.unplayable,
+            done.steps,
+            done.covered,
+            done.findings.len(),
+            if done.findings.len() == 1 { "" } else { "s" }
+        );
+        match write_findings(report_dir, &done) {
+            Ok(written) => {
+                for path in written {
+                    eprintln!("  {}", path.display());
+                }
+            }
+            Err(e) => {
+                eprintln!("cannot write findings to {}: {e}", report_dir.display());
+                return ExitCode::from(2);
+            }
+        }
+        let mut stops: Vec<_> = done.stopped_at.iter().collect();
+        stops.sort_by(|a, b| b.1.cmp(a.1));
+        for (why, n) in stops.iter().take(5) {
+            eprintln!("  stopped {n}× at {}", printable(why));
+        }
+        for f in &done.findings {
+            eprintln!(
+                "  schedule {} ({}): {}",
+                f.index,
+                protocol,
+                printable(f.verdict.detail().lines().next().unwrap_or_default())
+            );
+        }
+        findings += done.findings.len();
+    }
+    eprintln!("in {:?}", started.elapsed());
+    if findings == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
 

@@ -11,93 +11,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use envoy_types::pb::envoy::service::status::v3::{ClientStatusRequest, ClientStatusResponse};
-use xds_client_under_test::{
-    Capabilities, ClientEnvironment, ClientError, ClientUnderTest, PendingRpc, ReferenceClient,
-    RpcOutcome, RpcRequest,
-};
+use xds_client_under_test::broken::{Broken, Command};
+use xds_client_under_test::{ClientUnderTest, ReferenceClient};
 use xds_conformance::expectations::Expectations;
 use xds_conformance::runner::RunMode;
 use xds_conformance::scenario::{Scenario, load_str};
 use xds_conformance::schedule::{no_progress, run_all};
 use xds_conformance_reports::Verdict;
-use xds_vocabulary::{ResourceType, XdsError};
-
-/// The reference client on real time; `drop_watches` breaks it.
-struct Tried {
-    inner: ReferenceClient,
-    drop_watches: bool,
-    real_time: bool,
-}
-
-#[async_trait::async_trait]
-impl ClientUnderTest for Tried {
-    fn name(&self) -> &str {
-        "tried"
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            virtual_time: !self.real_time,
-            ..self.inner.capabilities()
-        }
-    }
-    async fn start(&mut self, env: ClientEnvironment) -> Result<(), ClientError> {
-        self.inner.start(env).await
-    }
-    async fn watch(&mut self, resource_type: ResourceType, name: &str) -> Result<(), ClientError> {
-        if self.drop_watches {
-            return Ok(());
-        }
-        self.inner.watch(resource_type, name).await
-    }
-    async fn watch_in_callback(
-        &mut self,
-        resource_type: ResourceType,
-        name: &str,
-        of: (ResourceType, &str),
-    ) -> Result<(), ClientError> {
-        self.inner.watch_in_callback(resource_type, name, of).await
-    }
-    async fn hold_reads(
-        &mut self,
-        resource_type: ResourceType,
-        name: &str,
-        hold: bool,
-    ) -> Result<(), ClientError> {
-        self.inner.hold_reads(resource_type, name, hold).await
-    }
-    async fn cancel_watch(
-        &mut self,
-        resource_type: ResourceType,
-        name: &str,
-    ) -> Result<(), ClientError> {
-        self.inner.cancel_watch(resource_type, name).await
-    }
-    async fn dial(&mut self, target: &str) -> Result<(), ClientError> {
-        self.inner.dial(target).await
-    }
-    async fn serve(&mut self, address: &str) -> Result<(), ClientError> {
-        self.inner.serve(address).await
-    }
-    async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError> {
-        self.inner.rpc(request).await
-    }
-    async fn start_rpc(&mut self, request: &RpcRequest) -> Result<PendingRpc, ClientError> {
-        self.inner.start_rpc(request).await
-    }
-    async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {
-        self.inner.csds().await
-    }
-    async fn csds_request(
-        &mut self,
-        request: ClientStatusRequest,
-    ) -> Result<Result<ClientStatusResponse, XdsError>, ClientError> {
-        self.inner.csds_request(request).await
-    }
-    async fn shutdown(&mut self) {
-        self.inner.shutdown().await
-    }
-}
 
 fn scenario() -> Scenario {
     load_str(
@@ -119,11 +39,15 @@ fn play(
     let made = Arc::new(AtomicUsize::new(0));
     let counter = made.clone();
     let factory = move || {
-        let n = counter.fetch_add(1, Ordering::SeqCst);
-        Box::new(Tried {
-            inner: ReferenceClient::new(),
-            drop_watches: n < broken,
-            real_time,
+        let drop_watches = counter.fetch_add(1, Ordering::SeqCst) < broken;
+        let rule = Arc::new(move |command: &Command<'_>| {
+            matches!(command, Command::Watch(..) if drop_watches).then_some(Ok(()))
+        });
+        let client = Broken::new(ReferenceClient::new(), "tried", rule);
+        Box::new(if real_time {
+            client.on_real_time()
+        } else {
+            client
         }) as Box<dyn ClientUnderTest>
     };
     let scenario = scenario();

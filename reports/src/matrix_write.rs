@@ -9,7 +9,7 @@ use crate::matrix_md::matrix_markdown;
 
 /// Writes `matrix.md` and `matrix.html` into `dir` (created if missing),
 /// and the pictures of the runs that are not failing beside their text
-/// timelines (see [`matrix_page_in`]); returns the paths written, the
+/// timelines (loaded when their run opens); returns the paths written, the
 /// pages last, as they are written: a page never links a picture not yet
 /// there. The text timelines the cells link to are the caller's to write;
 /// the scenario files rows link to are linked relative to `dir`.

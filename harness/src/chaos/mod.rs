@@ -1,0 +1,145 @@
+//! Chaos runs: schedules generated from a seed ([`generate`]), each played
+//! on the client like any scenario, and each run held to what every run
+//! must show whatever the schedule: the harness plays it through (no
+//! ERROR: the client neither crashes nor hangs, its timeline stays in
+//! bounds). A run that breaks one is a finding, kept as the schedule's
+//! YAML, which replays it with `run`.
+//!
+//! This module must not know which clients exist: it is given a factory.
+
+pub mod generate;
+
+use std::time::Duration;
+
+use xds_conformance_reports::Verdict;
+
+use crate::runner::{RunOutcome, run_scenario};
+use crate::suite::BoxedFactory;
+pub use generate::{Schedule, Shape, schedule};
+
+/// One schedule that broke a rule.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    /// The schedule's index in its campaign.
+    pub index: u64,
+    pub schedule: Schedule,
+    /// What broke, as the verdict says it.
+    pub verdict: Verdict,
+    /// The run's timeline.
+    pub timeline: String,
+}
+
+/// What a campaign did.
+#[derive(Debug, Default)]
+pub struct Campaign {
+    pub schedules: u64,
+    /// Runs played (n/a ones are not).
+    pub played: u64,
+    /// Schedules the client could not play (it lacks what they need).
+    pub not_applicable: u64,
+    /// Schedules that stopped at a step with nothing to act on (a FAIL:
+    /// a schedule has no expectations, so only such a step fails it): the
+    /// rest of their script did not play.
+    pub unplayable: u64,
+    /// Why they stopped (the message without its file:line:column), with
+    /// how many did: what a better generator would avoid.
+    pub stopped_at: std::collections::BTreeMap<String, u64>,
+    /// Steps played in all.
+    pub steps: u64,
+    /// Virtual (or real) time the runs covered.
+    pub covered: Duration,
+    pub findings: Vec<Finding>,
+}
+
+/// Whether a run broke a rule every run must keep: it could not be
+/// played through (ERROR: the client crashed, hung past the run's
+/// limits, or its timeline outgrew its bounds).
+fn broken(outcome: &RunOutcome) -> bool {
+    matches!(
+        outcome.verdict,
+        Verdict::Error { .. } | Verdict::Interrupted { .. }
+    )
+}
+
+/// Whether the schedule itself could not be played as written: it has no
+/// expectations, so a FAIL is a step that found nothing to act on (a
+/// scripted response with no stream open at that moment). Counted, not a
+/// finding: it says nothing of the client.
+fn unplayable(outcome: &RunOutcome) -> bool {
+    matches!(outcome.verdict, Verdict::Fail { .. })
+}
+
+/// Plays schedules `first..first + count` of `seed` on the client made
+/// by `factory`, calling `progress` after each.
+pub fn campaign(
+    factory: &BoxedFactory,
+    seed: u64,
+    first: u64,
+    count: u64,
+    shape: Shape,
+    progress: &mut dyn FnMut(u64, &Campaign),
+) -> Campaign {
+    let mut campaign = Campaign::default();
+    for index in first..first + count {
+        let schedule = schedule(seed, index, shape);
+        let outcome = run_scenario(&schedule.scenario, factory.as_ref());
+        campaign.schedules += 1;
+        if matches!(outcome.verdict, Verdict::NotApplicable { .. }) {
+            campaign.not_applicable += 1;
+        } else {
+            campaign.played += 1;
+            campaign.steps += schedule.scenario.steps.len() as u64;
+            campaign.covered += outcome.virtual_duration;
+        }
+        if unplayable(&outcome) {
+            campaign.unplayable += 1;
+            let why = outcome.verdict.detail().lines().next().unwrap_or_default();
+            // `file.yaml:12:3: send_response: ...`: the step, not where.
+            let why = why.split_once(": ").map_or(why, |(_, rest)| rest);
+            let why = why.split(';').next().unwrap_or(why).to_string();
+            *campaign.stopped_at.entry(why).or_default() += 1;
+        }
+        if broken(&outcome) {
+            campaign.findings.push(Finding {
+                index,
+                verdict: outcome.verdict.clone(),
+                timeline: outcome.timeline.clone(),
+                schedule,
+            });
+        }
+        progress(index, &campaign);
+    }
+    campaign
+}
+
+/// Writes each finding into `dir` as `seed-S-I.yaml` (the schedule, which
+/// `run` replays) beside `seed-S-I.txt` (its timeline, with the verdict
+/// first); returns the paths written.
+pub fn write_findings(
+    dir: &std::path::Path,
+    campaign: &Campaign,
+) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut written = Vec::new();
+    if campaign.findings.is_empty() {
+        return Ok(written);
+    }
+    std::fs::create_dir_all(dir)?;
+    for finding in &campaign.findings {
+        let stem = finding
+            .schedule
+            .scenario
+            .name
+            .rsplit('/')
+            .next()
+            .unwrap_or("schedule")
+            .to_string();
+        let protocol = finding.schedule.scenario.protocol;
+        let yaml = dir.join(format!("{stem}-{protocol}.yaml"));
+        xds_conformance_reports::write_whole(&yaml, finding.schedule.yaml.as_bytes())?;
+        let text = format!("{}\n\n{}", finding.verdict.detail(), finding.timeline);
+        let timeline = dir.join(format!("{stem}-{protocol}.txt"));
+        xds_conformance_reports::write_whole(&timeline, text.as_bytes())?;
+        written.extend([yaml, timeline]);
+    }
+    Ok(written)
+}
