@@ -59,53 +59,53 @@ fn defect(name: &str) -> Defects {
 #[case::timer_while_held(
     "timer_while_connecting",
     "a57/requests-held-before-the-handshake-start-no-timer",
-    ":22:5:"
+    ":20:5:"
 )]
 #[case::timer_while_refused(
     "timer_from_watch",
     "a57/does-not-exist-timer-needs-a-connected-stream",
-    ":19:5:"
+    ":17:5:"
 )]
 #[case::timer_in_backoff(
     "timer_from_watch",
     "a57/watch-during-backoff-waits-for-the-stream",
-    ":24:5:"
+    ":21:5:"
 )]
 #[case::timer_across_streams(
     "timer_from_watch",
     "a57/timer-cancelled-when-the-stream-fails",
-    ":27:5:"
+    ":24:5:"
 )]
 #[case::silent_uncached(
     "silent_stream_failures",
     "a57/stream-closed-before-response-uncached",
-    ":21:5:"
+    ":19:5:"
 )]
 #[case::silent_cached(
     "silent_stream_failures",
     "a57/stream-closed-before-response-cached",
-    ":38:5:"
+    ":35:5:"
 )]
 #[case::error_after_response(
     "error_after_good_stream",
     "a57/stream-closed-after-response-is-not-an-error",
-    ":25:5:"
+    ":23:5:"
 )]
 #[case::backoff("backoff_never_resets", "a57/backoff-growth-and-reset", ":34:5:")]
 #[case::blackhole(
     "no_connect_timeout",
     "a57/blackhole-times-out-the-connection-attempt",
-    ":25:5:"
+    ":22:5:"
 )]
 #[case::channel_backoff(
     "backoff_never_resets",
     "a57/channel-backoff-growth-and-reset",
-    ":63:5:"
+    ":60:5:"
 )]
 #[case::channel_blackhole(
     "no_connect_timeout",
     "a57/channel-blackhole-times-out-the-connection-attempt",
-    ":32:5:"
+    ":30:5:"
 )]
 #[case::a53_ignored_deletion(
     "deletions_always_drop",
@@ -120,7 +120,7 @@ fn defect(name: &str) -> Defects {
 #[case::a71_no_fallback_while_cached(
     "fallback_while_cached",
     "a71/no-fallback-while-everything-is-cached",
-    ":25:5:"
+    ":23:5:"
 )]
 #[case::a71_channel_no_fallback_while_cached(
     "fallback_while_cached",
@@ -130,7 +130,7 @@ fn defect(name: &str) -> Defects {
 #[case::a71_does_not_exist_is_cached(
     "fallback_while_cached",
     "a71/does-not-exist-counts-as-cached",
-    ":28:5:"
+    ":26:5:"
 )]
 #[case::a71_fall_forward("no_fall_forward", "a71/primary-down-at-start-uses-fallback", ":47:5:")]
 #[case::a71_three_tier("no_fall_forward", "a71/three-tier-promotion", ":36:5:")]
@@ -168,7 +168,7 @@ fn defect(name: &str) -> Defects {
 #[case::a47_authority_servers(
     "authorities_ignored",
     "a47/xdstp-names-go-to-their-authority-servers",
-    ":26:5:"
+    ":24:5:"
 )]
 #[case::a47_channel_authority(
     "authorities_ignored",
@@ -215,22 +215,22 @@ fn defect(name: &str) -> Defects {
 #[case::a65_untrusted_server(
     "tls_accepts_any_server",
     "a65/untrusted-server-certificate-is-a-connectivity-failure",
-    ":21:5:"
+    ":19:5:"
 )]
 #[case::a65_fallback_from_an_untrusted_server(
     "tls_accepts_any_server",
     "a65/channel-fallback-from-an-untrusted-server",
-    ":30:5:"
+    ":28:5:"
 )]
 #[case::a65_server_name(
     "tls_accepts_any_server",
     "a65/channel-server-certificate-for-another-host-fails-rpcs",
-    ":25:5:"
+    ":23:5:"
 )]
 #[case::a65_stalled_handshake(
     "no_connect_timeout",
     "a65/stalled-handshake-times-out-the-connection-attempt",
-    ":22:5:"
+    ":20:5:"
 )]
 #[case::a88_new_watcher_after_a_nack(
     "new_watcher_misses_pending_error",
@@ -250,32 +250,32 @@ fn defect(name: &str) -> Defects {
 #[case::csds_timer_details(
     "csds_old_error_state",
     "a57/csds-says-does-not-exist-after-the-timer",
-    ":20:5:"
+    ":18:5:"
 )]
 #[case::csds_nack_details(
     "csds_old_error_state",
     "a46/csds-nack-details-say-invalid-resource",
-    ":32:5:"
+    ":29:5:"
 )]
 #[case::channel_csds_timer_details(
     "csds_old_error_state",
     "a57/channel-csds-says-does-not-exist-after-the-timer",
-    ":23:5:"
+    ":21:5:"
 )]
 #[case::channel_csds_nack_details(
     "csds_old_error_state",
     "a46/channel-csds-nack-details-say-invalid-resource",
-    ":21:5:"
+    ":19:5:"
 )]
 #[case::node_client_features(
     "claims_no_client_features",
     "a27/channel-first-request-node-in-detail",
-    ":27:5:"
+    ":23:5:"
 )]
 #[case::ambient_error_cleared(
     "ambient_error_never_cleared",
     "a57/ambient-error-cleared-by-a-response-that-changes-nothing",
-    ":34:5:"
+    ":31:5:"
 )]
 #[case::a47_one_channel_per_server(
     "channel_per_authority",
@@ -285,14 +285,14 @@ fn defect(name: &str) -> Defects {
 #[case::a47_canonical_context_parameters(
     "context_params_as_written",
     "a47/context-parameters-in-canonical-order",
-    ":21:5:"
+    ":19:5:"
 )]
 #[case::identical_update_after_nack(
     "unchanged_update_keeps_failure",
     "a46/identical-update-after-nack-clears-the-error",
-    ":48:5:"
+    ":46:5:"
 )]
-#[case::csds_error_state_in_full("csds_old_error_state", "a46/csds-error-state-in-full", ":38:5:")]
+#[case::csds_error_state_in_full("csds_old_error_state", "a46/csds-error-state-in-full", ":35:5:")]
 #[case::csds_before_any_channel(
     "csds_fails_without_channels",
     "a71/channel-csds-before-any-xds-channel-is-empty",
@@ -301,7 +301,7 @@ fn defect(name: &str) -> Defects {
 #[case::wait_for_ready_released(
     "wait_for_ready_stuck_after_error",
     "a57/channel-wait-for-ready-rpc-goes-through-once-the-server-answers",
-    ":34:5:"
+    ":32:5:"
 )]
 #[case::server_failure_figure(
     "failures_counted_per_error",
@@ -339,12 +339,12 @@ fn defect(name: &str) -> Defects {
 #[case::a65_handshake_failure_is_a_connectivity_failure(
     "silent_stream_failures",
     "a65/untrusted-server-certificate-is-a-connectivity-failure",
-    ":26:5:"
+    ":24:5:"
 )]
 #[case::a65_refused_client_certificate_is_a_connectivity_failure(
     "silent_stream_failures",
     "a65/client-certificate-rejected-is-a-connectivity-failure",
-    ":24:5:"
+    ":22:5:"
 )]
 fn a_broken_rule_fails_its_scenario(
     #[case] defect_name: &str,
@@ -363,32 +363,32 @@ fn a_broken_rule_fails_its_scenario(
 #[case::xff_num_trusted_hops(
     ValidationRule::XffNumTrustedHops,
     "validation/hcm-xff-num-trusted-hops-is-rejected",
-    ":33:5:"
+    ":31:5:"
 )]
 #[case::original_ip_detection_extensions(
     ValidationRule::OriginalIpDetectionExtensions,
     "validation/hcm-original-ip-detection-extensions-are-rejected",
-    ":46:5:"
+    ":44:5:"
 )]
 #[case::path_regex(
     ValidationRule::PathRegex,
     "validation/route-invalid-path-regex-is-rejected",
-    ":35:5:"
+    ":33:5:"
 )]
 #[case::header_regex(
     ValidationRule::HeaderRegex,
     "validation/route-invalid-header-regex-is-rejected",
-    ":43:5:"
+    ":41:5:"
 )]
 #[case::header_match_specifier(
     ValidationRule::HeaderMatchSpecifier,
     "validation/route-header-matcher-without-a-match-is-rejected",
-    ":36:5:"
+    ":34:5:"
 )]
 #[case::header_range(
     ValidationRule::HeaderRange,
     "validation/route-header-range-end-before-start-is-rejected",
-    ":43:5:"
+    ":41:5:"
 )]
 #[case::unsupported_cluster_specifier_ignored(
     ValidationRule::UnsupportedClusterSpecifierIgnored,
@@ -398,12 +398,12 @@ fn a_broken_rule_fails_its_scenario(
 #[case::optional_plugin_routes_ignored(
     ValidationRule::OptionalPluginRoutesIgnored,
     "validation/route-optional-unsupported-plugin-is-ignored",
-    ":42:5:"
+    ":40:5:"
 )]
 #[case::plugin_type(
     ValidationRule::PluginType,
     "validation/route-unsupported-plugin-is-rejected",
-    ":35:5:"
+    ":33:5:"
 )]
 #[case::retry_num_retries(
     ValidationRule::RetryNumRetries,
@@ -413,27 +413,27 @@ fn a_broken_rule_fails_its_scenario(
 #[case::retry_base_interval(
     ValidationRule::RetryBaseInterval,
     "validation/route-retry-backoff-without-base-interval-is-rejected",
-    ":34:5:"
+    ":32:5:"
 )]
 #[case::weighted_cluster_weight(
     ValidationRule::WeightedClusterWeight,
     "validation/route-weighted-cluster-without-weight-is-rejected",
-    ":44:5:"
+    ":42:5:"
 )]
 #[case::weighted_clusters_non_empty(
     ValidationRule::WeightedClustersNonEmpty,
     "validation/route-weighted-clusters-all-zero-is-rejected",
-    ":24:5:"
+    ":22:5:"
 )]
 #[case::weighted_clusters_total(
     ValidationRule::WeightedClustersTotal,
     "validation/route-weighted-cluster-weights-overflow-is-rejected",
-    ":25:5:"
+    ":23:5:"
 )]
 #[case::zero_weight_clusters_dropped(
     ValidationRule::ZeroWeightClustersDropped,
     "validation/route-weighted-cluster-zero-weight-is-dropped",
-    ":29:5:"
+    ":27:5:"
 )]
 #[case::discovery_type(
     ValidationRule::DiscoveryType,
@@ -498,7 +498,7 @@ fn a_broken_rule_fails_its_scenario(
 #[case::locality_present(
     ValidationRule::LocalityPresent,
     "validation/eds-locality-without-name-is-rejected",
-    ":29:5:"
+    ":27:5:"
 )]
 #[case::priorities_contiguous(
     ValidationRule::PrioritiesContiguous,
@@ -508,12 +508,12 @@ fn a_broken_rule_fails_its_scenario(
 #[case::priority_bound(
     ValidationRule::PriorityBound,
     "validation/eds-priority-beyond-the-locality-count-is-rejected",
-    ":29:5:"
+    ":27:5:"
 )]
 #[case::localities_unique(
     ValidationRule::LocalitiesUnique,
     "validation/eds-duplicate-locality-is-rejected",
-    ":26:5:"
+    ":24:5:"
 )]
 #[case::addresses_unique(
     ValidationRule::AddressesUnique,
@@ -523,62 +523,62 @@ fn a_broken_rule_fails_its_scenario(
 #[case::port_range(
     ValidationRule::PortRange,
     "validation/eds-port-out-of-range-is-rejected",
-    ":28:5:"
+    ":26:5:"
 )]
 #[case::address_is_ip(
     ValidationRule::AddressIsIp,
     "validation/eds-non-ip-address-is-rejected",
-    ":30:5:"
+    ":28:5:"
 )]
 #[case::endpoint_weight(
     ValidationRule::EndpointWeight,
     "validation/eds-endpoint-weight-zero-is-rejected",
-    ":38:5:"
+    ":36:5:"
 )]
 #[case::watch_xff(
     ValidationRule::XffNumTrustedHops,
     "validation/watch-listener-errors-reach-only-their-watchers",
-    ":55:5:"
+    ":52:5:"
 )]
 #[case::watch_original_ip(
     ValidationRule::OriginalIpDetectionExtensions,
     "validation/watch-listener-errors-reach-only-their-watchers",
-    ":57:5:"
+    ":54:5:"
 )]
 #[case::watch_path_regex(
     ValidationRule::PathRegex,
     "validation/watch-route-errors-reach-only-their-watchers",
-    ":50:5:"
+    ":47:5:"
 )]
 #[case::watch_num_retries(
     ValidationRule::RetryNumRetries,
     "validation/watch-route-errors-reach-only-their-watchers",
-    ":52:5:"
+    ":49:5:"
 )]
 #[case::watch_discovery_type(
     ValidationRule::DiscoveryType,
     "validation/watch-cluster-errors-reach-only-their-watchers",
-    ":40:5:"
+    ":38:5:"
 )]
 #[case::watch_lrs_server(
     ValidationRule::LrsServerSelf,
     "validation/watch-cluster-errors-reach-only-their-watchers",
-    ":45:5:"
+    ":43:5:"
 )]
 #[case::watch_duplicate_locality(
     ValidationRule::LocalitiesUnique,
     "validation/watch-endpoints-errors-reach-only-their-watchers",
-    ":43:5:"
+    ":40:5:"
 )]
 #[case::watch_port(
     ValidationRule::PortRange,
     "validation/watch-endpoints-errors-reach-only-their-watchers",
-    ":45:5:"
+    ":42:5:"
 )]
 #[case::wrapper_names_its_resource(
     ValidationRule::WrapperNamesItsResource,
     "a46/wrapped-undecodable-body-is-charged-to-its-name",
-    ":26:5:"
+    ":23:5:"
 )]
 fn a_broken_validation_rule_fails_its_scenario(
     #[case] rule: ValidationRule,
