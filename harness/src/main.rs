@@ -199,6 +199,10 @@ enum Command {
         /// Where findings go: each schedule's YAML and its timeline.
         #[arg(long, default_value = "reports-out/chaos")]
         report_dir: PathBuf,
+        /// Stop starting schedules after this many minutes (per protocol),
+        /// whatever --schedules says.
+        #[arg(long)]
+        minutes: Option<f64>,
     },
     /// Print the JSON Schema of scenario files.
     Schema,
@@ -332,14 +336,15 @@ fn main() -> ExitCode {
             steps,
             protocol,
             report_dir,
+            minutes,
         } => chaos(
             &client,
             seed,
-            first,
-            schedules,
+            (first, schedules),
             steps,
             &protocol,
             &report_dir,
+            minutes,
         ),
         Command::Schema => {
             print!("{}", xds_conformance::scenario::scenario_schema());
@@ -362,12 +367,20 @@ fn main() -> ExitCode {
 fn chaos(
     client: &str,
     seed: u64,
-    first: u64,
-    count: u64,
+    (first, count): (u64, u64),
     steps: usize,
     protocol: &str,
     report_dir: &Path,
+    minutes: Option<f64>,
 ) -> ExitCode {
+    let budget = match minutes.map(|m| Duration::try_from_secs_f64(m * 60.0)) {
+        None => None,
+        Some(Ok(d)) => Some(d),
+        Some(Err(_)) => {
+            eprintln!("--minutes: {minutes:?} is not a number of minutes");
+            return ExitCode::from(2);
+        }
+    };
     use xds_conformance::chaos::{Shape, campaign, write_findings};
     use xds_vocabulary::AdsProtocol;
     let protocols = match protocol {
@@ -390,15 +403,24 @@ fn chaos(
     let mut findings = 0;
     for protocol in protocols {
         let shape = Shape { steps, protocol };
-        let done = campaign(&factory, seed, first, count, shape, &mut |index, c| {
-            if (index + 1 - first).is_multiple_of(100) {
-                eprintln!(
-                    "{protocol}: {} schedules, {} findings",
-                    c.schedules,
-                    c.findings.len()
-                );
-            }
-        });
+        let deadline = budget.map(|b| Instant::now() + b);
+        let done = campaign(
+            &factory,
+            seed,
+            first,
+            count,
+            shape,
+            deadline,
+            &mut |index, c| {
+                if (index + 1 - first).is_multiple_of(100_u64) {
+                    eprintln!(
+                        "{protocol}: {} schedules, {} findings",
+                        c.schedules,
+                        c.findings.len()
+                    );
+                }
+            },
+        );
         eprintln!(
             "{protocol}: {} schedules of seed {seed} on {client} ({} played, {} n/a, {} stopped \
              at a step with nothing to act on, {} steps, {:?} covered): {} finding{}",

@@ -38,12 +38,24 @@ fn crashes_on_dial() -> BoxedFactory {
 
 #[test]
 fn a_correct_client_gives_no_finding_and_a_seed_the_same_timelines() {
+    // A deadline already past plays nothing.
+    let past = Some(std::time::Instant::now());
+    let none = campaign(
+        &reference(),
+        11,
+        0,
+        60,
+        Shape::default(),
+        past,
+        &mut |_, _| {},
+    );
+    assert_eq!(none.schedules, 0);
     for protocol in [AdsProtocol::Sotw, AdsProtocol::Delta] {
         let shape = Shape {
             steps: 20,
             protocol,
         };
-        let done = campaign(&reference(), 11, 0, 60, shape, &mut |_, _| {});
+        let done = campaign(&reference(), 11, 0, 60, shape, None, &mut |_, _| {});
         assert_eq!(done.schedules, 60);
         assert!(
             done.findings.is_empty(),
@@ -68,7 +80,7 @@ fn a_correct_client_gives_no_finding_and_a_seed_the_same_timelines() {
 #[test]
 fn a_client_that_fails_a_dial_is_caught_with_a_file_that_replays_it() {
     let shape = Shape::default();
-    let done = campaign(&crashes_on_dial(), 11, 0, 60, shape, &mut |_, _| {});
+    let done = campaign(&crashes_on_dial(), 11, 0, 60, shape, None, &mut |_, _| {});
     assert!(!done.findings.is_empty(), "{done:?}");
     for finding in &done.findings {
         let Verdict::Error { message } = &finding.verdict else {

@@ -70,17 +70,22 @@ fn unplayable(outcome: &RunOutcome) -> bool {
 }
 
 /// Plays schedules `first..first + count` of `seed` on the client made
-/// by `factory`, calling `progress` after each.
+/// by `factory`, calling `progress` after each; with a `deadline`, stops
+/// at the first schedule that would start after it.
 pub fn campaign(
     factory: &BoxedFactory,
     seed: u64,
     first: u64,
     count: u64,
     shape: Shape,
+    deadline: Option<std::time::Instant>,
     progress: &mut dyn FnMut(u64, &Campaign),
 ) -> Campaign {
     let mut campaign = Campaign::default();
-    for index in first..first + count {
+    for index in first..first.saturating_add(count) {
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            break;
+        }
         let schedule = schedule(seed, index, shape);
         let outcome = run_scenario(&schedule.scenario, factory.as_ref());
         campaign.schedules += 1;
