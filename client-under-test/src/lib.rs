@@ -80,8 +80,6 @@ pub struct Capabilities {
     pub csds_service: bool,
     /// Reports [`ClientEvent`]s (call lifecycle, backoff, timers, logs).
     pub client_events: bool,
-    /// gRFC A71 fallback across servers.
-    pub fallback: bool,
     /// xDS-enabled servers (gRFC A36): `serve` and serving-status events.
     pub serve: bool,
     /// Incremental (delta) xDS.
@@ -113,9 +111,6 @@ pub struct Capabilities {
     /// Reports what its admin API shows (Envoy's `/config_dump`, `/stats`)
     /// as [`ObservedEvent::Admin`].
     pub admin: bool,
-    /// TLS and mTLS on the xDS channel from the bootstrap's
-    /// `channel_creds` (gRFC A65's `tls` type, certificate files).
-    pub xds_tls: bool,
     /// Named behaviour profiles it accepts.
     pub profiles: Vec<String>,
 }

@@ -110,7 +110,6 @@ pub struct AdapterCapabilities {
     /// ADAPTER_PROTOCOL.md, "Projected watches").
     pub projected_watch: bool,
     pub csds: bool,
-    pub fallback: bool,
     pub delta: bool,
     pub client_events: bool,
     /// gRFC A36 xDS-enabled servers: the `serve` op and `serving_status`
@@ -119,9 +118,6 @@ pub struct AdapterCapabilities {
     /// A proxy: it serves targets on listeners, so RPCs go to a listener's
     /// address with the target as authority (ADAPTER_PROTOCOL.md, `rpc`).
     pub proxy: bool,
-    /// gRFC A65: `tls` channel credentials in the bootstrap (TLS and mTLS
-    /// to the xDS servers).
-    pub tls: bool,
     pub profiles: Vec<String>,
 }
 
@@ -148,7 +144,6 @@ impl AdapterCapabilities {
             // adapters run each RPC on its own (thread, promise).
             background_rpc: self.rpc,
             client_events: self.client_events,
-            fallback: self.fallback,
             serve: self.serve,
             delta: self.delta,
             // A separate process cannot run on the harness's virtual clock.
@@ -162,7 +157,6 @@ impl AdapterCapabilities {
             named_lds_cds: true,
             proxy: self.proxy,
             admin: false,
-            xds_tls: self.tls,
             profiles,
         }
     }
@@ -1788,7 +1782,6 @@ fn capability_differences(declared: &Capabilities, said: &Capabilities) -> Strin
             said.projected_watch,
         ),
         ("csds", declared.csds, said.csds),
-        ("fallback", declared.fallback, said.fallback),
         ("delta", declared.delta, said.delta),
         ("client_events", declared.client_events, said.client_events),
         ("serve", declared.serve, said.serve),

@@ -156,7 +156,6 @@ impl ClientUnderTest for ReferenceClient {
             read_flow_control: true,
             background_rpc: true,
             client_events: true,
-            fallback: true,
             serve: true,
             delta: true,
             virtual_time: true,
@@ -167,7 +166,6 @@ impl ClientUnderTest for ReferenceClient {
             named_lds_cds: true,
             proxy: false,
             admin: false,
-            xds_tls: true,
             profiles: PROFILES.iter().map(|p| p.to_string()).collect(),
         }
     }

@@ -324,7 +324,7 @@ async fn unsupported_operations_and_capabilities() {
     // Channels are tonic-xds's, which reaches its xDS server over TCP only.
     assert!(caps.dial && caps.rpc && caps.channels_need_real_time);
     assert!(!caps.channel_states && !caps.csds && !caps.client_events);
-    assert!(!caps.fallback && !caps.delta && caps.profiles.is_empty());
+    assert!(!caps.delta && caps.profiles.is_empty());
     assert!(matches!(
         s.client.dial("xds:///x").await,
         Err(ClientError::Unsupported(_))

@@ -203,6 +203,10 @@ enum Command {
         /// whatever --schedules says.
         #[arg(long)]
         minutes: Option<f64>,
+        /// Shrink each finding, trying at most this many smaller schedules
+        /// (0: keep findings as drawn).
+        #[arg(long, default_value_t = 300)]
+        shrink: usize,
     },
     /// Print the JSON Schema of scenario files.
     Schema,
@@ -337,11 +341,12 @@ fn main() -> ExitCode {
             protocol,
             report_dir,
             minutes,
+            shrink,
         } => chaos(
             &client,
             seed,
             (first, schedules),
-            steps,
+            (steps, shrink),
             &protocol,
             &report_dir,
             minutes,
@@ -368,7 +373,7 @@ fn chaos(
     client: &str,
     seed: u64,
     (first, count): (u64, u64),
-    steps: usize,
+    (steps, shrink): (usize, usize),
     protocol: &str,
     report_dir: &Path,
     minutes: Option<f64>,
@@ -381,7 +386,7 @@ fn chaos(
             return ExitCode::from(2);
         }
     };
-    use xds_conformance::chaos::{Shape, campaign, write_findings};
+    use xds_conformance::chaos::{Shape, campaign, shrink_finding, write_findings};
     use xds_vocabulary::AdsProtocol;
     let protocols = match protocol {
         "sotw" => vec![AdsProtocol::Sotw],
@@ -404,7 +409,7 @@ fn chaos(
     for protocol in protocols {
         let shape = Shape { steps, protocol };
         let deadline = budget.map(|b| Instant::now() + b);
-        let done = campaign(
+        let mut done = campaign(
             &factory,
             seed,
             first,
@@ -433,6 +438,17 @@ fn chaos(
             done.findings.len(),
             if done.findings.len() == 1 { "" } else { "s" }
         );
+        if shrink > 0 {
+            for finding in &mut done.findings {
+                let drafted = finding.schedule.scenario.steps.len();
+                *finding = shrink_finding(&factory, seed, shape, finding, shrink);
+                eprintln!(
+                    "  schedule {} ({protocol}): shrunk from {drafted} steps to {}",
+                    finding.index,
+                    finding.schedule.scenario.steps.len()
+                );
+            }
+        }
         match write_findings(report_dir, &done) {
             Ok(written) => {
                 for path in written {
@@ -451,9 +467,10 @@ fn chaos(
         }
         for f in &done.findings {
             eprintln!(
-                "  schedule {} ({}): {}",
+                "  schedule {} ({}) broke {}: {}",
                 f.index,
                 protocol,
+                f.broke,
                 printable(f.verdict.detail().lines().next().unwrap_or_default())
             );
         }

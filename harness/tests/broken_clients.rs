@@ -29,6 +29,7 @@ fn defect(name: &str) -> Defects {
         "one_client_for_all_targets" => d.one_client_for_all_targets = true,
         "delta_removals_ignored" => d.delta_removals_ignored = true,
         "delta_claims_nothing" => d.delta_claims_nothing = true,
+        "delta_wildcard_claims_nothing" => d.delta_wildcard_claims_nothing = true,
         "delta_restates_subscriptions" => d.delta_restates_subscriptions = true,
         "delta_nack_advances_versions" => d.delta_nack_advances_versions = true,
         "delta_nonce_on_every_request" => d.delta_nonce_on_every_request = true,
@@ -39,6 +40,7 @@ fn defect(name: &str) -> Defects {
         "cache_dropped_on_cancel" => d.cache_dropped_on_cancel = true,
         "csds_old_error_state" => d.csds_old_error_state = true,
         "claims_no_client_features" => d.claims_no_client_features = true,
+        "node_in_every_request" => d.node_in_every_request = true,
         "ambient_error_never_cleared" => d.ambient_error_never_cleared = true,
         "unchanged_update_keeps_failure" => d.unchanged_update_keeps_failure = true,
         "channel_per_authority" => d.channel_per_authority = true,
@@ -168,7 +170,7 @@ fn defect(name: &str) -> Defects {
 #[case::a47_authority_servers(
     "authorities_ignored",
     "a47/xdstp-names-go-to-their-authority-servers",
-    ":24:5:"
+    ":30:5:"
 )]
 #[case::a47_channel_authority(
     "authorities_ignored",
@@ -196,6 +198,11 @@ fn defect(name: &str) -> Defects {
     "delta/reconnect-with-initial-versions-gets-only-differences",
     ":29:5:"
 )]
+#[case::delta_wildcard_claims(
+    "delta_wildcard_claims_nothing",
+    "delta/wildcard-reconnect-claims-what-it-holds",
+    ":30:5:"
+)]
 #[case::delta_diffs(
     "delta_restates_subscriptions",
     "delta/subscription-changes-travel-as-diffs",
@@ -206,6 +213,7 @@ fn defect(name: &str) -> Defects {
     "delta/nack-keeps-valid-resources-and-versions",
     ":36:5:"
 )]
+#[case::node_in_every_request("node_in_every_request", "a27/node-only-in-first-request", ":18:5:")]
 #[case::delta_nonce(
     "delta_nonce_on_every_request",
     "delta/nonce-only-on-ack-and-nack",

@@ -10,11 +10,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use xds_client_under_test::broken::{Broken, Command};
 use xds_client_under_test::{ClientError, ClientUnderTest, ReferenceClient};
-use xds_conformance::chaos::{Shape, campaign, schedule};
+use xds_conformance::chaos::{Shape, campaign, judge, schedule, shrink_finding};
 use xds_conformance::runner::run_scenario;
 use xds_conformance::scenario::load_str;
 use xds_conformance::suite::BoxedFactory;
 use xds_conformance_reports::Verdict;
+use xds_reference_client::Defects;
 use xds_vocabulary::AdsProtocol;
 
 fn reference() -> BoxedFactory {
@@ -102,5 +103,147 @@ fn a_client_that_fails_a_dial_is_caught_with_a_file_that_replays_it() {
             "{:?}",
             correct.verdict
         );
+    }
+}
+
+/// The reference client with the defects `set` sets.
+fn defective(set: fn(&mut Defects)) -> BoxedFactory {
+    Box::new(move || {
+        let mut defects = Defects::default();
+        set(&mut defects);
+        Box::new(ReferenceClient::with_defects(defects)) as Box<dyn ClientUnderTest>
+    })
+}
+
+/// A client broken against each invariant, and how many schedules (from
+/// seed 11) it may take at most to be caught: each is caught, by that
+/// invariant, well within the 1,000.
+fn broken_against(invariant: &str) -> (BoxedFactory, AdsProtocol) {
+    match invariant {
+        // Delta subscription changes that echo the last nonce: a second
+        // answer to the response.
+        "answered-once" => (
+            defective(|d| d.delta_nonce_on_every_request = true),
+            AdsProtocol::Delta,
+        ),
+        "node-on-first-request" => (
+            defective(|d| d.node_in_every_request = true),
+            AdsProtocol::Sotw,
+        ),
+        // Cancels that do nothing: the watcher goes on hearing.
+        "silent-after-cancel" => (
+            Box::new(|| {
+                let rule = Arc::new(|command: &Command<'_>| match command {
+                    Command::CancelWatch(..) => Some(Ok(())),
+                    _ => None,
+                });
+                Box::new(Broken::new(
+                    ReferenceClient::new(),
+                    "cancel-does-nothing",
+                    rule,
+                )) as Box<dyn ClientUnderTest>
+            }),
+            AdsProtocol::Sotw,
+        ),
+        // Falls back on any failure, with everything cached.
+        "fallback-only-when-uncached" => (
+            defective(|d| d.fallback_while_cached = true),
+            AdsProtocol::Sotw,
+        ),
+        // Claims nothing on a new stream.
+        "delta-claims-what-it-holds" => (
+            defective(|d| d.delta_claims_nothing = true),
+            AdsProtocol::Delta,
+        ),
+        other => panic!("no client broken against {other}"),
+    }
+}
+
+#[test]
+fn each_invariant_catches_its_broken_client() {
+    for invariant in xds_conformance::chaos::invariant::ALL {
+        let (factory, protocol) = broken_against(invariant.name);
+        let shape = Shape {
+            steps: 20,
+            protocol,
+        };
+        let mut caught = None;
+        let done = campaign(&factory, 11, 0, 200, shape, None, &mut |index, c| {
+            if caught.is_none() && !c.findings.is_empty() {
+                caught = Some(index);
+            }
+        });
+        let finding = done
+            .findings
+            .first()
+            .unwrap_or_else(|| panic!("{}: not caught in 200 schedules", invariant.name));
+        assert_eq!(finding.broke, invariant.name, "{:?}", finding.verdict);
+        let Verdict::Fail { message } = &finding.verdict else {
+            panic!("{:?}", finding.verdict);
+        };
+        assert!(message.contains(invariant.name), "{message}");
+        eprintln!(
+            "{}: first caught at schedule {}, {} of 200 schedules",
+            invariant.name,
+            caught.unwrap_or_default(),
+            done.findings.len()
+        );
+        // The schedule's file replays it on the broken client, and the
+        // reference client keeps the invariant on it.
+        let scenario =
+            load_str("finding.yaml", &finding.schedule.yaml).unwrap_or_else(|e| panic!("{e}"));
+        let again = run_scenario(&scenario, factory.as_ref());
+        assert_eq!(
+            judge(&scenario, &again).map(|(broke, _)| broke),
+            Some(invariant.name)
+        );
+        let correct = run_scenario(&scenario, reference().as_ref());
+        assert_eq!(judge(&scenario, &correct).map(|(broke, _)| broke), None);
+    }
+}
+
+#[test]
+fn a_finding_shrinks_to_a_smaller_file_that_still_breaks_the_rule() {
+    for name in ["node-on-first-request", "silent-after-cancel"] {
+        let (factory, protocol) = broken_against(name);
+        let shape = Shape {
+            steps: 20,
+            protocol,
+        };
+        let done = campaign(&factory, 11, 0, 40, shape, None, &mut |_, _| {});
+        let finding = done.findings.first().expect("caught within 40 schedules");
+        let shrunk = shrink_finding(&factory, 11, shape, finding, 300);
+        assert_eq!(shrunk.broke, name);
+        assert_eq!(
+            shrunk.drawn.as_deref(),
+            Some(finding.schedule.yaml.as_str())
+        );
+        let (before, after) = (
+            finding.schedule.scenario.steps.len(),
+            shrunk.schedule.scenario.steps.len(),
+        );
+        eprintln!(
+            "{name}: schedule {} shrunk from {before} to {after} steps",
+            finding.index
+        );
+        assert!(
+            after < before,
+            "{name}: {before} -> {after}\n{}",
+            shrunk.schedule.yaml
+        );
+        assert!(
+            shrunk
+                .schedule
+                .yaml
+                .contains(&format!("it breaks `{name}`"))
+        );
+        // The shrunk file replays the violation, and the reference client
+        // keeps every rule on it.
+        let scenario =
+            load_str("shrunk.yaml", &shrunk.schedule.yaml).unwrap_or_else(|e| panic!("{e}"));
+        let again = run_scenario(&scenario, factory.as_ref());
+        assert_eq!(judge(&scenario, &again).map(|(broke, _)| broke), Some(name));
+        let correct = run_scenario(&scenario, reference().as_ref());
+        assert_eq!(judge(&scenario, &correct).map(|(broke, _)| broke), None);
     }
 }

@@ -91,7 +91,6 @@ const CAPABILITIES = {
   // XdsClient.watchResource: the channels' own XdsClient (the singleton).
   watch: true,
   csds: true,
-  fallback: false, // grpc-js-xds uses only xds_servers[0]
   delta: false,
   serve: true, // gRFC A36: grpc-js-xds's XdsServer
   profiles: [],

@@ -227,10 +227,8 @@ CAPABILITIES = {
     "watch": False,  # grpcio has no public resource-watch API
     "projected_watch": True,  # watches observed through channels (Projector)
     "csds": True,
-    "fallback": True,  # gRFC A71: on by default in 1.85
     "delta": False,
     "serve": True,  # gRFC A36, through grpc.server(xds=True)
-    "tls": True,  # gRFC A65: C-core reads the bootstrap's `tls` channel_creds
     "profiles": PROFILES,
 }
 

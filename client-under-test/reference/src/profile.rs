@@ -85,6 +85,11 @@ pub struct Defects {
     /// Delta: claim nothing in `initial_resource_versions` on a new stream
     /// (it lists what the client holds, so only differences travel).
     pub delta_claims_nothing: bool,
+    /// Delta: under a wildcard subscription, claim nothing the wildcard
+    /// brought in a new stream's `initial_resource_versions` (the client
+    /// claims every resource it holds; found by the chaos invariant
+    /// `delta-claims-what-it-holds`).
+    pub delta_wildcard_claims_nothing: bool,
     /// Delta: subscribe every name again in each request that changes the
     /// subscription (a request says only what changed).
     pub delta_restates_subscriptions: bool,
@@ -111,6 +116,9 @@ pub struct Defects {
     /// CSDS as C-core before A88 filled it: an error state for NACKs only,
     /// the details without "invalid resource: ".
     pub csds_old_error_state: bool,
+    /// The node in every request of a stream (A27: in its first only;
+    /// grpc-rust's xds-client 0.1.0-alpha.4 sends it every time).
+    pub node_in_every_request: bool,
     /// The node claims no client features (gRPC clients claim
     /// `envoy.lb.does_not_support_overprovisioning` and
     /// `xds.config.resource-in-sotw`).

@@ -7,12 +7,16 @@
 //! gRPC validation and no CSDS, so this adapter supplies:
 //!
 //! - the bootstrap: parsed with the reference client's parser; the crate
-//!   gets the first `xds_servers` entry (it has no A71 fallback) and the
-//!   node (id, cluster, locality, metadata). It has no place for server
-//!   features. Channel credentials: `insecure`, or gRFC A65's `tls`, which
-//!   becomes what the crate's own `TonicTransportBuilder` takes for TLS
-//!   (`with_tls_config_factory`: a tonic `ClientTlsConfig` made on every
-//!   connection attempt, here from the bootstrap's certificate files).
+//!   gets every `xds_servers` entry in order (`ClientConfig::with_servers`,
+//!   which the crate documents as gRFC A71 fallback; its worker connects
+//!   only to the first, `src/client/worker.rs:668`, so the fallback
+//!   scenarios are its known failures, not n/a) and the node (id,
+//!   cluster, locality, metadata). It has no place for server features.
+//!   Channel credentials, per server: `insecure`, or gRFC A65's `tls`,
+//!   which becomes what the crate's own `TonicTransportBuilder` takes for
+//!   TLS (`with_tls_config_factory`: a tonic `ClientTlsConfig` made on
+//!   every connection attempt, here from the bootstrap's certificate
+//!   files).
 //! - resource types ([`Resource`] impls) for the four types. They only
 //!   protobuf-decode the entry and take its name; `validate` accepts
 //!   everything, because the crate does no validation and anything more
@@ -46,7 +50,7 @@
 //! `rand::rng()`, so reconnect times vary by ±20 % from run to run) and
 //! `clock_epoch` (no CSDS).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::io;
 use std::marker::PhantomData;
@@ -155,8 +159,8 @@ impl GrpcRustClient {
 /// What the crate's [`ClientConfig`] is made of, from a bootstrap.
 #[derive(Clone, Debug)]
 pub struct CrateConfig {
-    /// The first `xds_servers` entry: the only server the crate uses.
-    pub server: XdsServerConfig,
+    /// The `xds_servers` entries, in priority order (never empty).
+    pub servers: Vec<XdsServerConfig>,
     pub node: Node,
 }
 
@@ -166,13 +170,11 @@ impl CrateConfig {
     pub fn from_bootstrap_json(json: &str) -> Result<Self, ClientError> {
         let bootstrap =
             Bootstrap::from_json(json).map_err(|e| ClientError::Failed(e.to_string()))?;
-        let server = bootstrap
-            .xds_servers
-            .first()
-            .cloned()
-            .ok_or_else(|| ClientError::Failed("bootstrap has no xds_servers".into()))?;
+        if bootstrap.xds_servers.is_empty() {
+            return Err(ClientError::Failed("bootstrap has no xds_servers".into()));
+        }
         Ok(Self {
-            server,
+            servers: bootstrap.xds_servers,
             node: node(bootstrap.node.as_ref()),
         })
     }
@@ -180,7 +182,12 @@ impl CrateConfig {
     /// The crate's configuration, with its defaults (retry policy, 30 s
     /// resource timeout) untouched.
     pub fn client_config(&self) -> ClientConfig {
-        ClientConfig::new(self.node.clone(), self.server.server_uri.clone())
+        let servers = self
+            .servers
+            .iter()
+            .map(|server| ServerConfig::new(server.server_uri.clone()))
+            .collect();
+        ClientConfig::with_servers(self.node.clone(), servers)
     }
 }
 
@@ -423,9 +430,9 @@ impl Cutoff {
 pub struct HarnessTransportBuilder {
     factory: Arc<dyn XdsTransportFactory>,
     cut: watch::Receiver<bool>,
-    /// TLS to the server (gRFC A65 `tls` channel credentials); `None`:
-    /// plaintext.
-    tls: Option<TlsCreds>,
+    /// TLS to each server that has gRFC A65 `tls` channel credentials, by
+    /// `server_uri`; a server not here is plaintext.
+    tls: BTreeMap<String, TlsCreds>,
 }
 
 impl HarnessTransportBuilder {
@@ -435,7 +442,7 @@ impl HarnessTransportBuilder {
             Self {
                 factory,
                 cut: rx,
-                tls: None,
+                tls: BTreeMap::new(),
             },
             Cutoff(tx),
         )
@@ -450,12 +457,15 @@ impl HarnessTransportBuilder {
         Self::new(factory)
     }
 
-    /// Secures the channel as `creds` say.
-    pub fn with_channel_creds(mut self, creds: &ChannelCreds) -> Self {
-        self.tls = match creds {
-            ChannelCreds::Insecure => None,
-            ChannelCreds::Tls(tls) => Some(tls.clone()),
-        };
+    /// Secures the channel to each server as its `channel_creds` say.
+    pub fn with_channel_creds(mut self, servers: &[XdsServerConfig]) -> Self {
+        self.tls = servers
+            .iter()
+            .filter_map(|server| match &server.channel_creds {
+                ChannelCreds::Insecure => None,
+                ChannelCreds::Tls(tls) => Some((server.server_uri.clone(), tls.clone())),
+            })
+            .collect();
         self
     }
 
@@ -482,7 +492,8 @@ impl TransportBuilder for HarnessTransportBuilder {
         // The URI only sets :authority (and, over TLS, the name the
         // server's certificate must match); the connector decides where
         // bytes go. tonic handshakes for an `https` URI.
-        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let tls = self.tls.get(server.uri());
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let endpoint = Endpoint::from_shared(format!("{scheme}://{}", authority_of(server.uri())))
             .map_err(|e| xds_client::Error::Connection(e.to_string()))?
             .connect_timeout(CONNECT_TIMEOUT)
@@ -491,7 +502,7 @@ impl TransportBuilder for HarnessTransportBuilder {
             .keep_alive_while_idle(true);
         // As the crate's own builder does with a TLS config factory: made
         // on every attempt, so the files are read afresh each time.
-        let endpoint = match &self.tls {
+        let endpoint = match tls {
             Some(tls) => endpoint
                 .tls_config(tonic_tls_config(tls)?)
                 .map_err(|e| xds_client::Error::TlsConfig(Box::new(e)))?,
@@ -653,7 +664,7 @@ impl AsyncWrite for CuttableIo {
 /// Builds the crate's client as the adapter does, for `transport`.
 pub fn build_client(config: &CrateConfig, transport: &Transport) -> (XdsClient, Cutoff) {
     let (builder, cutoff) = HarnessTransportBuilder::for_transport(transport);
-    let builder = builder.with_channel_creds(&config.server.channel_creds);
+    let builder = builder.with_channel_creds(&config.servers);
     let client =
         XdsClient::builder(config.client_config(), builder, ProstCodec, TokioRuntime).build();
     (client, cutoff)
@@ -681,7 +692,6 @@ impl ClientUnderTest for GrpcRustClient {
             read_flow_control: false,
             background_rpc: false,
             client_events: false,
-            fallback: false,
             serve: false,
             delta: false,
             virtual_time: true,
@@ -692,7 +702,6 @@ impl ClientUnderTest for GrpcRustClient {
             named_lds_cds: true,
             proxy: false,
             admin: false,
-            xds_tls: true,
             profiles: Vec::new(),
         }
     }

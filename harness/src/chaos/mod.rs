@@ -2,20 +2,23 @@
 //! on the client like any scenario, and each run held to what every run
 //! must show whatever the schedule: the harness plays it through (no
 //! ERROR: the client neither crashes nor hangs, its timeline stays in
-//! bounds). A run that breaks one is a finding, kept as the schedule's
-//! YAML, which replays it with `run`.
+//! bounds), and its timeline keeps every [`invariant`]. A run that breaks
+//! one is a finding, kept as the schedule's YAML, which replays it with
+//! `run`.
 //!
 //! This module must not know which clients exist: it is given a factory.
 
 pub mod generate;
+pub mod invariant;
 
 use std::time::Duration;
 
 use xds_conformance_reports::Verdict;
 
 use crate::runner::{RunOutcome, run_scenario};
+use crate::scenario::Scenario;
 use crate::suite::BoxedFactory;
-pub use generate::{Schedule, Shape, schedule};
+pub use generate::{Schedule, Shape, schedule, shrink};
 
 /// One schedule that broke a rule.
 #[derive(Clone, Debug)]
@@ -23,10 +26,15 @@ pub struct Finding {
     /// The schedule's index in its campaign.
     pub index: u64,
     pub schedule: Schedule,
-    /// What broke, as the verdict says it.
+    /// What broke: [`PLAYS_THROUGH`] or an invariant's name.
+    pub broke: &'static str,
+    /// What broke, as the verdict says it (an invariant's violation is a
+    /// FAIL whose message names it).
     pub verdict: Verdict,
     /// The run's timeline.
     pub timeline: String,
+    /// The schedule as drawn, when `schedule` is its shrunk form.
+    pub drawn: Option<String>,
 }
 
 /// What a campaign did.
@@ -51,6 +59,9 @@ pub struct Campaign {
     pub findings: Vec<Finding>,
 }
 
+/// The rule every run keeps before any invariant: it plays through.
+pub const PLAYS_THROUGH: &str = "plays-through";
+
 /// Whether a run broke a rule every run must keep: it could not be
 /// played through (ERROR: the client crashed, hung past the run's
 /// limits, or its timeline outgrew its bounds).
@@ -67,6 +78,31 @@ fn broken(outcome: &RunOutcome) -> bool {
 /// finding: it says nothing of the client.
 fn unplayable(outcome: &RunOutcome) -> bool {
     matches!(outcome.verdict, Verdict::Fail { .. })
+}
+
+/// What rule a run broke, if it broke one, with the verdict that says
+/// how: not playing through first, then the invariants in their order
+/// (over the whole timeline, also of a run that stopped early).
+pub fn judge(scenario: &Scenario, outcome: &RunOutcome) -> Option<(&'static str, Verdict)> {
+    if broken(outcome) {
+        return Some((PLAYS_THROUGH, outcome.verdict.clone()));
+    }
+    if matches!(outcome.verdict, Verdict::NotApplicable { .. }) {
+        return None;
+    }
+    let (invariant, violation) = invariant::check(scenario, &outcome.events)?;
+    Some((
+        invariant.name,
+        Verdict::Fail {
+            message: format!(
+                "invariant {} ({}) broken at #{}: {}",
+                invariant.name,
+                invariant.rule,
+                violation.event + 1,
+                violation.message
+            ),
+        },
+    ))
 }
 
 /// Plays schedules `first..first + count` of `seed` on the client made
@@ -104,12 +140,14 @@ pub fn campaign(
             let why = why.split(';').next().unwrap_or(why).to_string();
             *campaign.stopped_at.entry(why).or_default() += 1;
         }
-        if broken(&outcome) {
+        if let Some((broke, verdict)) = judge(&schedule.scenario, &outcome) {
             campaign.findings.push(Finding {
                 index,
-                verdict: outcome.verdict.clone(),
+                broke,
+                verdict,
                 timeline: outcome.timeline.clone(),
                 schedule,
+                drawn: None,
             });
         }
         progress(index, &campaign);
@@ -117,9 +155,50 @@ pub fn campaign(
     campaign
 }
 
-/// Writes each finding into `dir` as `seed-S-I.yaml` (the schedule, which
-/// `run` replays) beside `seed-S-I.txt` (its timeline, with the verdict
-/// first); returns the paths written.
+/// `finding` with its schedule shrunk ([`generate::shrink`], at most
+/// `budget` smaller drafts tried): the smallest schedule on which the
+/// client made by `factory` still breaks the same rule, with that run's
+/// verdict and timeline. Deterministic on virtual time; on real time a
+/// draft that only sometimes breaks the rule may be kept or not.
+pub fn shrink_finding(
+    factory: &BoxedFactory,
+    seed: u64,
+    shape: Shape,
+    finding: &Finding,
+    budget: usize,
+) -> Finding {
+    let breaks = |schedule: &Schedule| {
+        let outcome = run_scenario(&schedule.scenario, factory.as_ref());
+        let judged = judge(&schedule.scenario, &outcome);
+        judged
+            .filter(|(broke, _)| *broke == finding.broke)
+            .map(|(broke, verdict)| (broke, verdict, outcome.timeline))
+    };
+    let shrunk = shrink(
+        seed,
+        finding.index,
+        shape,
+        finding.broke,
+        budget,
+        &mut |s| breaks(s).is_some(),
+    );
+    match breaks(&shrunk) {
+        Some((broke, verdict, timeline)) => Finding {
+            index: finding.index,
+            broke,
+            verdict,
+            timeline,
+            drawn: Some(finding.schedule.yaml.clone()),
+            schedule: shrunk,
+        },
+        None => finding.clone(),
+    }
+}
+
+/// Writes each finding into `dir` as `seed-S-I-P.yaml` (the schedule, which
+/// `run` replays, shrunk if it was) beside `seed-S-I-P.txt` (its timeline,
+/// with the verdict first) and, for a shrunk one, `seed-S-I-P-drawn.yaml`
+/// (the schedule as drawn); returns the paths written.
 pub fn write_findings(
     dir: &std::path::Path,
     campaign: &Campaign,
@@ -141,6 +220,11 @@ pub fn write_findings(
         let protocol = finding.schedule.scenario.protocol;
         let yaml = dir.join(format!("{stem}-{protocol}.yaml"));
         xds_conformance_reports::write_whole(&yaml, finding.schedule.yaml.as_bytes())?;
+        if let Some(drawn) = &finding.drawn {
+            let full = dir.join(format!("{stem}-{protocol}-drawn.yaml"));
+            xds_conformance_reports::write_whole(&full, drawn.as_bytes())?;
+            written.push(full);
+        }
         let text = format!("{}\n\n{}", finding.verdict.detail(), finding.timeline);
         let timeline = dir.join(format!("{stem}-{protocol}.txt"));
         xds_conformance_reports::write_whole(&timeline, text.as_bytes())?;

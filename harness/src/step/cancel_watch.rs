@@ -39,6 +39,15 @@ impl Compile for CancelWatchSpec {
     }
 }
 
+impl CancelWatch {
+    /// The watch a timeline's step line cancels: the inverse of
+    /// `describe`, for checkers that read timelines (chaos invariants).
+    pub fn described(text: &str) -> Option<(ResourceType, &str)> {
+        let (resource_type, name) = text.strip_prefix("cancel watch ")?.split_once(' ')?;
+        Some((ResourceType::parse(resource_type)?, name))
+    }
+}
+
 impl Kind for CancelWatch {
     fn describe(&self) -> String {
         format!("cancel watch {} {}", self.resource_type, self.name)

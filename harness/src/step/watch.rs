@@ -59,6 +59,20 @@ impl Compile for WatchSpec {
     }
 }
 
+impl Watch {
+    /// The watch a timeline's step line starts: the inverse of
+    /// `describe`, for checkers that read timelines (chaos invariants).
+    /// A `watch_in_callback` line is not one
+    /// ([`super::watch_in_callback::WatchInCallback::described`]).
+    pub fn described(text: &str) -> Option<(ResourceType, &str)> {
+        if text.contains(" from the next callback of ") {
+            return None;
+        }
+        let (resource_type, name) = text.strip_prefix("watch ")?.split_once(' ')?;
+        Some((ResourceType::parse(resource_type)?, name))
+    }
+}
+
 impl Kind for Watch {
     fn describe(&self) -> String {
         format!("watch {} {}", self.resource_type, self.name)

@@ -46,6 +46,16 @@ impl Compile for WatchInCallbackSpec {
     }
 }
 
+impl WatchInCallback {
+    /// The watch a timeline's step line starts (in a callback to come):
+    /// the inverse of `describe`, for checkers that read timelines.
+    pub fn described(text: &str) -> Option<(ResourceType, &str)> {
+        let (watch, _of) = text.split_once(" from the next callback of ")?;
+        let (resource_type, name) = watch.strip_prefix("watch ")?.split_once(' ')?;
+        Some((ResourceType::parse(resource_type)?, name))
+    }
+}
+
 impl Kind for WatchInCallback {
     fn describe(&self) -> String {
         format!(

@@ -59,6 +59,14 @@ impl DeltaMemory {
         self.versions.remove(&(resource_type, name.clone()));
     }
 
+    /// Every resource of `resource_type` held, with its version.
+    pub fn held(&self, resource_type: ResourceType) -> impl Iterator<Item = (&ResourceName, &str)> {
+        self.versions
+            .iter()
+            .filter(move |((t, _), _)| *t == resource_type)
+            .map(|((_, name), version)| (name, version.as_str()))
+    }
+
     pub fn version(&self, resource_type: ResourceType, name: &ResourceName) -> Option<&str> {
         self.versions
             .get(&(resource_type, name.clone()))
@@ -112,7 +120,11 @@ impl DeltaSent {
 
 /// The request for `resource_type`: on the stream's first request of the
 /// type, every subscribed name and the versions held (`held` says which
-/// version of a subscribed name the client holds, if any); after that, the
+/// version of a subscribed name the client holds, if any; under the
+/// wildcard subscription, `held_of_type` lists every resource of the type
+/// held, which the wildcard brought and no name subscribes: the protocol's
+/// first request on a new stream claims every resource the client has);
+/// after that, the
 /// subscription's changes since the last request (a name unsubscribed and
 /// subscribed again is subscribed again: the client dropped its copy).
 /// Also the nonce of a response not yet answered with its ACK or NACK, and
@@ -122,6 +134,7 @@ pub(crate) fn request(
     type_state: &mut TypeState,
     sent: &mut DeltaSent,
     held: impl Fn(&ResourceName) -> Option<String>,
+    held_of_type: impl Fn() -> Vec<(ResourceName, String)>,
     node: Option<Node>,
     defects: &Defects,
 ) -> DeltaDiscoveryRequest {
@@ -134,11 +147,20 @@ pub(crate) fn request(
     let restate = defects.delta_restates_subscriptions && !sent.changed.is_empty();
     if !sent.any || restate {
         let names: Vec<ResourceName> = type_state.subscribed.keys().cloned().collect();
+        let claims = !sent.any && !defects.delta_claims_nothing;
+        if claims
+            && !defects.delta_wildcard_claims_nothing
+            && names.iter().any(|name| name.key == super::WILDCARD)
+        {
+            for (name, version) in held_of_type() {
+                if !type_state.subscribed.contains_key(&name) {
+                    sent.claimed.insert(name.clone(), version.clone());
+                    initial_resource_versions.insert(name.full_name(resource_type), version);
+                }
+            }
+        }
         for name in names {
-            if !sent.any
-                && !defects.delta_claims_nothing
-                && let Some(version) = held(&name)
-            {
+            if claims && let Some(version) = held(&name) {
                 sent.claimed.insert(name.clone(), version.clone());
                 initial_resource_versions.insert(name.full_name(resource_type), version);
             }
@@ -251,6 +273,42 @@ mod tests {
     }
 
     #[test]
+    fn under_the_wildcard_the_first_request_claims_every_resource_held() {
+        let held = |n: &ResourceName| (n.key == "a").then(|| "3".to_string());
+        let of_type = || vec![(name("a"), "3".to_string()), (name("x"), "7".to_string())];
+        let claims = |defects: &Defects| {
+            let mut sent = DeltaSent::default();
+            let mut state = subscribed(&["*", "a"]);
+            let mut claimed: Vec<(String, String)> = request(
+                ResourceType::Cluster,
+                &mut state,
+                &mut sent,
+                held,
+                of_type,
+                None,
+                defects,
+            )
+            .initial_resource_versions
+            .into_iter()
+            .collect();
+            claimed.sort();
+            claimed
+        };
+        assert_eq!(
+            claims(&Defects::default()),
+            [
+                ("a".to_string(), "3".to_string()),
+                ("x".to_string(), "7".to_string())
+            ]
+        );
+        let broken = Defects {
+            delta_wildcard_claims_nothing: true,
+            ..Defects::default()
+        };
+        assert_eq!(claims(&broken), [("a".to_string(), "3".to_string())]);
+    }
+
+    #[test]
     fn requests_carry_the_changes_and_the_first_one_what_is_held() {
         let mut sent = DeltaSent::default();
         let mut state = subscribed(&["a", "b"]);
@@ -260,6 +318,7 @@ mod tests {
             &mut state,
             &mut sent,
             held,
+            Vec::new,
             None,
             &Defects::default(),
         );
@@ -281,6 +340,7 @@ mod tests {
             &mut state,
             &mut sent,
             held,
+            Vec::new,
             None,
             &Defects::default(),
         );
@@ -297,6 +357,7 @@ mod tests {
             &mut state,
             &mut sent,
             held,
+            Vec::new,
             None,
             &Defects::default(),
         );

@@ -240,7 +240,7 @@ impl AdsStream {
             self.buffered.insert(resource_type);
             return false;
         }
-        let node = (!self.sent_initial).then(|| node.clone());
+        let node = (!self.sent_initial || self.defects.node_in_every_request).then(|| node.clone());
         let type_state = self.types.entry(resource_type).or_default();
         let request = match memory {
             Memory::Sotw(memory) => {
@@ -254,11 +254,19 @@ impl AdsStream {
                         .flatten()
                         .map(str::to_string)
                 };
+                let held_of_type = || {
+                    memory
+                        .held(resource_type)
+                        .filter(|(name, _)| cached(resource_type, name))
+                        .map(|(name, version)| (name.clone(), version.to_string()))
+                        .collect()
+                };
                 Request::Delta(delta::request(
                     resource_type,
                     type_state,
                     sent,
                     held,
+                    held_of_type,
                     node,
                     &self.defects,
                 ))
