@@ -131,6 +131,9 @@ impl<C: ClientUnderTest> ClientUnderTest for Broken<C> {
         }
         self.inner.start_rpc(request).await
     }
+    async fn resource_counts(&mut self) -> Result<crate::ResourceCounts, ClientError> {
+        self.inner.resource_counts().await
+    }
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {
         self.inner.csds().await
     }

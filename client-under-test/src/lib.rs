@@ -74,6 +74,12 @@ pub struct Capabilities {
     pub dial_config: bool,
     /// Its CSDS view can be read (polled at every checkpoint).
     pub csds: bool,
+    /// No CSDS, but gRFC A78's `grpc.xds_client.resources` gauge: how many
+    /// resources each XdsClient caches, per type and cache state, without
+    /// names. A scenario's `csds` checks are observed through it where it
+    /// tells the checked resource apart exactly (the harness's
+    /// `projection::csds_counts` says where).
+    pub resource_counts: bool,
     /// A real ClientStatusDiscoveryService answers requests the harness
     /// writes (`csds_request` steps: `node_matchers`); Envoy's admin API
     /// only stands in for one.
@@ -114,6 +120,24 @@ pub struct Capabilities {
     /// Named behaviour profiles it accepts.
     pub profiles: Vec<String>,
 }
+
+/// One bucket of gRFC A78's `grpc.xds_client.resources` gauge.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResourceCountKey {
+    /// The XdsClient's `grpc.target` (one XdsClient per channel target in
+    /// gRPC; CSDS calls it the client scope).
+    pub target: String,
+    /// `grpc.xds.authority` (gRFC A47; empty for the default one).
+    pub authority: String,
+    /// `grpc.xds.resource_type`: a type URL.
+    pub type_url: String,
+    /// `grpc.xds.cache_state`: `requested`, `does_not_exist`, `acked`,
+    /// `nacked` or `nacked_but_cached`.
+    pub cache_state: String,
+}
+
+/// The gauge's last value per bucket (see [`Capabilities::resource_counts`]).
+pub type ResourceCounts = BTreeMap<ResourceCountKey, i64>;
 
 /// How the client reaches the fake servers and the backends.
 #[derive(Clone)]
@@ -447,6 +471,8 @@ pub trait ClientUnderTest: Send {
     async fn start_rpc(&mut self, request: &RpcRequest) -> Result<PendingRpc, ClientError>;
     /// The client's CSDS view: one ClientConfig per client scope.
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError>;
+    /// gRFC A78's resource counts (see [`Capabilities::resource_counts`]).
+    async fn resource_counts(&mut self) -> Result<ResourceCounts, ClientError>;
     /// Sends `request` to the client's CSDS service: its response, or the
     /// gRPC status it answered with (see [`Capabilities::csds_service`]).
     async fn csds_request(

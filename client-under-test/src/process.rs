@@ -137,6 +137,7 @@ impl AdapterCapabilities {
             dial_config: false,
             csds: self.csds,
             csds_service: self.csds,
+            resource_counts: false,
             // The adapter protocol has no way to say these.
             watch_in_callback: false,
             read_flow_control: false,
@@ -1576,6 +1577,12 @@ impl ClientUnderTest for ProcessClient {
                 backend: result.backend.filter(|_| code == tonic::Code::Ok),
             })
         }))
+    }
+
+    async fn resource_counts(&mut self) -> Result<crate::ResourceCounts, ClientError> {
+        Err(ClientError::Unsupported(
+            "resource counts (the adapter protocol has no command for them)".into(),
+        ))
     }
 
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {

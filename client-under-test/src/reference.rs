@@ -151,6 +151,7 @@ impl ClientUnderTest for ReferenceClient {
             rpc: true,
             dial_config: true,
             csds: true,
+            resource_counts: false,
             csds_service: true,
             watch_in_callback: true,
             read_flow_control: true,
@@ -433,6 +434,12 @@ impl ClientUnderTest for ReferenceClient {
                 backend: result.response,
             })
         }))
+    }
+
+    async fn resource_counts(&mut self) -> Result<crate::ResourceCounts, ClientError> {
+        Err(ClientError::Unsupported(
+            "resource counts (the reference client has CSDS, which names them)".into(),
+        ))
     }
 
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {

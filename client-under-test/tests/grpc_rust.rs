@@ -20,7 +20,7 @@ use prost::{Message, Name};
 use tokio::time::Instant;
 use xds_client::resource::TypeUrl;
 use xds_client::{Resource, ResourceEvent};
-use xds_client_under_test::grpc_rust::{CrateConfig, build_client};
+use xds_client_under_test::grpc_rust::{CrateConfig, ResourceGauge, build_client};
 use xds_client_under_test::{
     ClientEnvironment, ClientError, ClientUnderTest, GrpcRustClient, ObservedEvent, RpcRequest,
     Transport, WatcherNotification,
@@ -573,7 +573,7 @@ async fn invalid_update_of_a_cached_resource_drops_it() {
     });
     server.serve_in_memory(&network, ADDRESS).unwrap();
     let config = CrateConfig::from_bootstrap_json(&bootstrap(&[])).unwrap();
-    let (client, _cutoff) = build_client(&config, &transport(&network));
+    let (client, _cutoff) = build_client(&config, &transport(&network), ResourceGauge::new());
     let mut watcher = client.watch::<StrictCluster>("c1").await;
     settle().await;
     let send = |version: &str, service: &str| {
@@ -958,7 +958,7 @@ async fn dropping_every_handle_leaves_the_crate_connected() {
     server.serve_in_memory(&network, ADDRESS).unwrap();
     server.set_resources(vec![cluster("c1", "e1")], None);
     let config = CrateConfig::from_bootstrap_json(&bootstrap(&[])).unwrap();
-    let (client, cutoff) = build_client(&config, &transport(&network));
+    let (client, cutoff) = build_client(&config, &transport(&network), ResourceGauge::new());
     let mut watcher = client.watch::<StrictCluster>("c1").await;
     drop(watcher.next().await);
     // The crate documents that its worker stops when every XdsClient handle

@@ -447,6 +447,12 @@ impl ClientUnderTest for TappedClient {
         self.inner.rpc(request).await
     }
 
+    async fn resource_counts(
+        &mut self,
+    ) -> Result<xds_client_under_test::ResourceCounts, ClientError> {
+        self.inner.resource_counts().await
+    }
+
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {
         self.inner.csds().await
     }

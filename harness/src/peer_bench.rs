@@ -920,6 +920,7 @@ impl ClientUnderTest for WithoutCsds {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             csds: false,
+            resource_counts: false,
             ..self.0.capabilities()
         }
     }
@@ -946,6 +947,14 @@ impl ClientUnderTest for WithoutCsds {
 
     async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError> {
         self.0.rpc(request).await
+    }
+
+    async fn resource_counts(
+        &mut self,
+    ) -> Result<xds_client_under_test::ResourceCounts, ClientError> {
+        Err(ClientError::Unsupported(
+            "resource counts are off during benchmarks".into(),
+        ))
     }
 
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {

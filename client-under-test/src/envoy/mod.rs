@@ -359,6 +359,12 @@ impl ClientUnderTest for EnvoyClient {
         Ok(outcome)
     }
 
+    async fn resource_counts(&mut self) -> Result<crate::ResourceCounts, ClientError> {
+        Err(ClientError::Unsupported(
+            "resource counts (Envoy is observed through its admin API)".into(),
+        ))
+    }
+
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {
         Err(ClientError::Unsupported(
             "csds (Envoy has none: it is observed through its admin API)".into(),

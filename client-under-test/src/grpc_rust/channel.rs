@@ -12,17 +12,19 @@
 //! this client (`Capabilities::channels_need_real_time`).
 //!
 //! Not observable: the channel has no connectivity-state API and no view of
-//! its resolved config, so scenarios see it through the wire and RPC
-//! outcomes only. tonic-xds makes every RPC wait for the channel's first
+//! its resolved config, so scenarios see it through the wire, RPC outcomes
+//! and its XdsClient's A78 resource gauge (`counts.rs`) only. tonic-xds makes every RPC wait for the channel's first
 //! config (its own `wait_for_ready`, bounded by the RPC's deadline here).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::uri::PathAndQuery;
 use tonic_xds::{BootstrapConfig, XdsChannelBuilder, XdsChannelConfig, XdsChannelGrpc, XdsUri};
 use xds_vocabulary::data_plane::RawCodec;
 
+use super::ResourceGauge;
 use crate::{ClientError, RpcOutcome, RpcRequest};
 
 /// The dialled channels, by target.
@@ -30,13 +32,15 @@ pub struct Channels {
     /// The scenario's gRPC bootstrap, as tonic-xds parses it itself.
     bootstrap_json: String,
     channels: BTreeMap<String, XdsChannelGrpc>,
+    gauge: Arc<ResourceGauge>,
 }
 
 impl Channels {
-    pub fn new(bootstrap_json: &str) -> Self {
+    pub fn new(bootstrap_json: &str, gauge: Arc<ResourceGauge>) -> Self {
         Self {
             bootstrap_json: with_plaintext_schemes(bootstrap_json),
             channels: BTreeMap::new(),
+            gauge,
         }
     }
 
@@ -51,6 +55,7 @@ impl Channels {
         let bootstrap = BootstrapConfig::from_json(&self.bootstrap_json)
             .map_err(|e| ClientError::Failed(format!("tonic-xds rejects the bootstrap: {e}")))?;
         let channel = XdsChannelBuilder::new(XdsChannelConfig::new(uri).with_bootstrap(bootstrap))
+            .with_metrics_recorder(self.gauge.clone())
             .build_grpc_channel()
             .map_err(|e| ClientError::Failed(format!("tonic-xds cannot build a channel: {e}")))?;
         self.channels.insert(target.to_string(), channel);

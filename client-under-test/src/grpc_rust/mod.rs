@@ -46,6 +46,11 @@
 //! crate `tonic-xds` (`grpc_rust/channel.rs`), which has an XdsClient of its own and
 //! runs on real time only.
 //!
+//! CSDS: the crate has none. Every XdsClient of a run (the watch client and
+//! each tonic-xds channel's) reports gRFC A78's resource gauge to one
+//! [`ResourceGauge`] (`counts.rs`), which the harness reads as
+//! [`crate::Capabilities::resource_counts`].
+//!
 //! Not tunable from the harness: `rng_seed` (the crate's backoff jitter uses
 //! `rand::rng()`, so reconnect times vary by ±20 % from run to run) and
 //! `clock_epoch` (no CSDS).
@@ -86,9 +91,11 @@ use xds_vocabulary::transport::{BoxIo, TcpTransport, XdsTransportFactory};
 use xds_vocabulary::{ResourceType, XdsError};
 
 mod channel;
+mod counts;
 
 use channel::Channels;
 pub use channel::with_plaintext_schemes;
+pub use counts::ResourceGauge;
 
 /// What grpc-rust is expected to fail in this project's scenarios, and
 /// why (the harness's expectations format): in-process, it has no adapter
@@ -129,6 +136,8 @@ struct Started {
     events: EventSink,
     /// Cuts the transport the crate was given (see [`Cutoff`]).
     cutoff: Cutoff,
+    /// gRFC A78's resource gauge of every XdsClient of the run.
+    gauge: Arc<ResourceGauge>,
 }
 
 impl GrpcRustClient {
@@ -661,12 +670,18 @@ impl AsyncWrite for CuttableIo {
     }
 }
 
-/// Builds the crate's client as the adapter does, for `transport`.
-pub fn build_client(config: &CrateConfig, transport: &Transport) -> (XdsClient, Cutoff) {
+/// Builds the crate's client as the adapter does, for `transport`,
+/// reporting its A78 resource gauge to `gauge`.
+pub fn build_client(
+    config: &CrateConfig,
+    transport: &Transport,
+    gauge: Arc<ResourceGauge>,
+) -> (XdsClient, Cutoff) {
     let (builder, cutoff) = HarnessTransportBuilder::for_transport(transport);
     let builder = builder.with_channel_creds(&config.servers);
-    let client =
-        XdsClient::builder(config.client_config(), builder, ProstCodec, TokioRuntime).build();
+    let client = XdsClient::builder(config.client_config(), builder, ProstCodec, TokioRuntime)
+        .with_metrics_recorder(gauge)
+        .build();
     (client, cutoff)
 }
 
@@ -687,6 +702,7 @@ impl ClientUnderTest for GrpcRustClient {
             rpc: true,
             dial_config: false,
             csds: false,
+            resource_counts: true,
             csds_service: false,
             watch_in_callback: false,
             read_flow_control: false,
@@ -713,14 +729,16 @@ impl ClientUnderTest for GrpcRustClient {
             )));
         }
         let config = CrateConfig::from_bootstrap_json(&env.bootstrap.grpc_json())?;
-        let (client, cutoff) = build_client(&config, &env.transport);
+        let gauge = ResourceGauge::new();
+        let (client, cutoff) = build_client(&config, &env.transport, gauge.clone());
         let channels = matches!(env.transport, Transport::Tcp)
-            .then(|| Channels::new(&env.bootstrap.grpc_json()));
+            .then(|| Channels::new(&env.bootstrap.grpc_json(), gauge.clone()));
         self.started = Some(Started {
             client,
             channels,
             events: env.events,
             cutoff,
+            gauge,
         });
         Ok(())
     }
@@ -763,8 +781,12 @@ impl ClientUnderTest for GrpcRustClient {
 
     async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {
         Err(ClientError::Unsupported(
-            "csds (grpc-rust's xds-client exposes no client state)".into(),
+            "csds (grpc-rust's xds-client has none; its A78 resource gauge stands in)".into(),
         ))
+    }
+
+    async fn resource_counts(&mut self) -> Result<crate::ResourceCounts, ClientError> {
+        Ok(self.started()?.gauge.snapshot())
     }
 
     async fn shutdown(&mut self) {

@@ -169,6 +169,54 @@ impl CsdsMatcher {
     }
 }
 
+impl CsdsMatcher {
+    /// How this check projects onto gRFC A78's resource gauge, which counts
+    /// a client's resources per type and cache state without names
+    /// (`projection::csds_counts`): a type, a name and a status a cache
+    /// state stands for. Anything else it says (a version, an error, a
+    /// node, a scope) the gauge cannot show, and it does not project.
+    pub fn counts_projection(&self) -> Result<CountsCheck, &'static str> {
+        const WHY: &str =
+            "a check of more than a type, a name and a status (they show nothing more)";
+        let CsdsMatcher {
+            resource_type: Some(resource_type),
+            name: Some(name),
+            status: Some(status),
+            version: None,
+            error: None,
+            error_contains: None,
+            error_version: None,
+            error_time: None,
+            last_updated: None,
+            config: None,
+            client_scope: None,
+            node_has: None,
+        } = self
+        else {
+            return Err(WHY);
+        };
+        // A78's cache states: gRFC A88's received-error and timeout have
+        // none of their own.
+        if matches!(status, CsdsStatus::ReceivedError | CsdsStatus::Timeout) {
+            return Err("a check of RECEIVED_ERROR or TIMEOUT (they have no such state)");
+        }
+        Ok(CountsCheck {
+            resource_type: *resource_type,
+            name: name.clone(),
+            status: *status,
+        })
+    }
+}
+
+/// A `csds` check as gRFC A78's resource gauge can answer it: resource
+/// `name` of `resource_type` is in `status` (ABSENT: not held).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CountsCheck {
+    pub resource_type: ResourceType,
+    pub name: String,
+    pub status: CsdsStatus,
+}
+
 /// A channel target with an empty URI authority has two spellings:
 /// `xds:///svc` as written, `xds:/svc` as C-core prints a parsed URI.
 fn canonical_scope(scope: &str) -> Cow<'_, str> {
@@ -208,7 +256,10 @@ impl Check for CsdsMatcher {
     }
 
     fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
-        (!caps.csds).then_some("CSDS")
+        // With A78's resource counts or an admin API instead, whether this
+        // check projects is the scenario's to say (`projection::csds_counts`,
+        // `projection::csds_admin`).
+        (!caps.csds && !caps.resource_counts && !caps.admin).then_some("CSDS")
     }
 }
 

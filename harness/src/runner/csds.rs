@@ -9,7 +9,10 @@ use envoy_types::pb::envoy::config::core::v3::Node;
 
 use super::Player;
 use crate::matcher::csds::CsdsMatcher;
+use crate::projection::csds_admin::{self, AdminView};
+use crate::projection::csds_counts::CountsView;
 use crate::timeline::{CsdsChange, CsdsDetail, CsdsEntry, CsdsStatus, EventKind, Source, Timeline};
+use xds_fake_server::event::ServerEvent;
 
 /// `(client_scope, type_url, name)`, the name as the scenario writes it.
 type CsdsKey = (String, String, String);
@@ -23,14 +26,57 @@ pub(super) struct CsdsState {
     /// Why the last poll failed, if it did: the view is then unknown, and
     /// shows nothing (an `ABSENT` must not pass because CSDS is down).
     poll_error: Option<String>,
+    /// On a client without CSDS: what stands in for it where it is exact.
+    stand_in: Option<StandIn>,
+    /// How far the timeline was read into `stand_in`.
+    scanned: usize,
+}
+
+/// What a client without CSDS shows instead (`crate::projection`).
+pub(super) enum StandIn {
+    /// gRFC A78's resource gauge, polled from the client.
+    Counts(CountsView),
+    /// A proxy's admin API, read off the timeline.
+    Admin(AdminView),
+}
+
+impl StandIn {
+    /// Whether it shows what `matcher` describes; `Err` with why it cannot
+    /// tell.
+    fn read(&self, matcher: &CsdsMatcher) -> Result<bool, String> {
+        match self {
+            StandIn::Counts(view) => view.read(&matcher.counts_projection()?),
+            StandIn::Admin(view) => view.read(&csds_admin::project(matcher)?),
+        }
+    }
 }
 
 impl CsdsState {
+    /// The state of a client read through `stand_in` (`None`: its CSDS).
+    pub(super) fn with_stand_in(stand_in: Option<StandIn>) -> Self {
+        CsdsState {
+            stand_in,
+            ..CsdsState::default()
+        }
+    }
+
     /// Whether the view shows what `matcher` describes.
     pub(super) fn shows(&self, matcher: &CsdsMatcher) -> bool {
-        self.poll_error.is_none()
-            && matcher.state_matches(&self.entries)
-            && matcher.nodes_match(&self.nodes)
+        if self.poll_error.is_some() {
+            return false;
+        }
+        if let Some(stand_in) = &self.stand_in {
+            return stand_in.read(matcher) == Ok(true);
+        }
+        matcher.state_matches(&self.entries) && matcher.nodes_match(&self.nodes)
+    }
+
+    /// Why the view cannot tell right now whether it shows `matcher`: what
+    /// stands in for CSDS is not exact here. An expectation that met such
+    /// a moment cannot fail (the client may have been right then): its
+    /// run is not applicable.
+    pub(super) fn cannot_tell(&self, matcher: &CsdsMatcher) -> Option<String> {
+        self.stand_in.as_ref()?.read(matcher).err()
     }
 
     /// A poll failed: on the timeline when the reason is new, not at
@@ -49,6 +95,11 @@ impl CsdsState {
     pub(super) fn describe(&self) -> String {
         if let Some(error) = &self.poll_error {
             return format!("  (unknown: the last CSDS poll failed: {error})\n");
+        }
+        match &self.stand_in {
+            Some(StandIn::Counts(view)) => return view.describe(),
+            Some(StandIn::Admin(view)) => return view.describe(),
+            None => {}
         }
         if self.entries.is_empty() && self.nodes.is_empty() {
             return "  (nothing)\n".to_string();
@@ -143,6 +194,11 @@ impl CsdsState {
 impl Player {
     /// Records every change of the client's CSDS view since the last poll.
     pub(super) async fn poll_csds(&mut self) {
+        match &self.csds_state.stand_in {
+            Some(StandIn::Counts(_)) => return self.poll_counts().await,
+            Some(StandIn::Admin(_)) => return self.read_admin(),
+            None => {}
+        }
         if !self.csds_capable {
             return;
         }
@@ -215,6 +271,78 @@ impl Player {
         // A key listed twice (a client bug) keeps one of its entries.
         self.csds_state
             .replace(now.into_iter().collect(), &self.timeline);
+    }
+}
+
+impl Player {
+    /// Reads the client's A78 resource gauge, and every name its requests
+    /// asked for since the last reading (what it may hold).
+    async fn poll_counts(&mut self) {
+        let from = self.csds_state.scanned;
+        let mut requested = Vec::new();
+        let mut scanned = from;
+        self.timeline.find_from(from, |index, event| {
+            scanned = index + 1;
+            if let EventKind::Server(server) = &event.kind
+                && let ServerEvent::RequestReceived { request, .. } = server.as_ref()
+            {
+                let delta = request.delta.as_ref().map(|d| &d.subscribe);
+                for name in request
+                    .resource_names
+                    .iter()
+                    .chain(delta.into_iter().flatten())
+                {
+                    requested.push((request.type_url.clone(), name.clone()));
+                }
+            }
+            false
+        });
+        self.csds_state.scanned = scanned;
+        let counts = self.client.resource_counts().await;
+        let Some(StandIn::Counts(view)) = self.csds_state.stand_in.as_mut() else {
+            return;
+        };
+        for (type_url, name) in requested {
+            view.requested(&type_url, &self.normalizer.translate(&name));
+        }
+        let counts = match counts {
+            Ok(counts) => counts,
+            Err(e) => {
+                let error = e.to_string();
+                let first = error.lines().next().unwrap_or_default().to_string();
+                return self.csds_state.poll_failed(first, &self.timeline);
+            }
+        };
+        if self.csds_state.poll_error.take().is_some() {
+            self.timeline.record(
+                Source::Csds,
+                EventKind::Note("resource counts can be read again".into()),
+            );
+        }
+        let Some(StandIn::Counts(view)) = self.csds_state.stand_in.as_mut() else {
+            return;
+        };
+        for change in view.replace(counts) {
+            self.timeline.record(Source::Csds, EventKind::Note(change));
+        }
+    }
+
+    /// Reads what the timeline recorded since the last checkpoint (the
+    /// admin API's observations, the servers' responses) into the admin
+    /// stand-in.
+    fn read_admin(&mut self) {
+        let from = self.csds_state.scanned;
+        let mut scanned = from;
+        let Some(StandIn::Admin(view)) = self.csds_state.stand_in.as_mut() else {
+            return;
+        };
+        let normalizer = &self.normalizer;
+        self.timeline.find_from(from, |index, event| {
+            scanned = index + 1;
+            view.observe(event, normalizer);
+            false
+        });
+        self.csds_state.scanned = scanned;
     }
 }
 

@@ -299,12 +299,22 @@ impl Player {
         let began = Instant::now() - start;
         let lateness = self.lateness_in(window);
         let (deadline, _) = window_bounds(window, began, lateness);
+        let mut cannot_tell = None;
         let met = self
             .wait_until(start + deadline, |player| {
                 let in_window = match window {
                     Window::Within(_) => true,
                     Window::At(t) => on_time(Instant::now() - start, t, lateness),
                 };
+                let csds = || {
+                    alternatives.iter().filter_map(|a| match &a.matcher {
+                        Matcher::Csds(m) => Some(m),
+                        _ => None,
+                    })
+                };
+                if cannot_tell.is_none() {
+                    cannot_tell = csds().find_map(|m| player.csds_state.cannot_tell(m));
+                }
                 let met = alternatives.iter().find(|a| match &a.matcher {
                     Matcher::Csds(m) => player.csds_state.shows(m),
                     _ => false,
@@ -312,6 +322,13 @@ impl Player {
                 met.filter(|_| in_window)
             })
             .await;
+        if met.is_none()
+            && let Some(why) = cannot_tell
+        {
+            return Err(StepError::NotApplicable(format!(
+                "the client lacks CSDS, and what stands in for it could not tell: {why}"
+            )));
+        }
         let Some(alternative) = met else {
             let described = match alternatives {
                 [one] => one.matcher.describe(),
@@ -389,9 +406,21 @@ impl Player {
         duration: Duration,
     ) -> Result<(), StepError> {
         let deadline = Instant::now() + duration;
+        let mut cannot_tell = None;
         let shown = self
-            .wait_until(deadline, |player| player.csds_state.shows(m).then_some(()))
+            .wait_until(deadline, |player| {
+                if cannot_tell.is_none() {
+                    cannot_tell = player.csds_state.cannot_tell(m);
+                }
+                player.csds_state.shows(m).then_some(())
+            })
             .await;
+        // What counts could not tell may have been shown then.
+        if let Some(why) = cannot_tell {
+            return Err(StepError::NotApplicable(format!(
+                "the client lacks CSDS, and what stands in for it could not tell: {why}"
+            )));
+        }
         if shown.is_some() {
             let message = format!(
                 "{}: expected the client's CSDS never to show {} for {:.3}s, but at {:.3}s it shows:\n{}",

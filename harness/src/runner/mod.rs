@@ -362,6 +362,24 @@ pub fn missing_capabilities(scenario: &Scenario, caps: &Capabilities) -> Vec<Str
             need(false, what);
         }
     }
+    if caps.resource_counts
+        && !caps.csds
+        && let Err(why) = crate::projection::csds_counts::plan(scenario)
+    {
+        need(
+            false,
+            &format!("CSDS, and A78's resource counts cannot stand in for it here: {why}"),
+        );
+    } else if caps.admin
+        && !caps.csds
+        && !caps.resource_counts
+        && let Err(why) = crate::projection::csds_admin::plan(scenario)
+    {
+        need(
+            false,
+            &format!("CSDS, and its admin API cannot stand in for it here: {why}"),
+        );
+    }
     if caps.projected_watch
         && !caps.watch
         && let Err(why) = crate::projection::plan(scenario)
@@ -483,7 +501,20 @@ async fn play(
             };
         }
     };
-    let csds_capable = client.capabilities().csds;
+    let caps = client.capabilities();
+    let csds_capable = caps.csds;
+    // No CSDS: `csds` checks read off what stands in for it.
+    let stand_in = if caps.csds {
+        None
+    } else if caps.resource_counts {
+        Some(csds::StandIn::Counts(
+            crate::projection::csds_counts::CountsView::new(&scenario),
+        ))
+    } else if caps.admin {
+        Some(csds::StandIn::Admin(Default::default()))
+    } else {
+        None
+    };
     let mut player = Player {
         scenario,
         scheduled: Duration::ZERO,
@@ -494,7 +525,7 @@ async fn play(
         timeline,
         servers,
         csds_capable,
-        csds_state: CsdsState::default(),
+        csds_state: CsdsState::with_stand_in(stand_in),
         action_mark: 0,
         consumed: BTreeSet::new(),
         normalizer: addresses.normalizer(),
@@ -594,6 +625,11 @@ impl Player {
                 Err(StepError::Client(e)) => {
                     let message = format!("{}: the client failed a command: {e}", step.location);
                     return Verdict::Error { message };
+                }
+                Err(StepError::NotApplicable(why)) => {
+                    return Verdict::NotApplicable {
+                        reason: format!("{why} ({})", step.location),
+                    };
                 }
             }
         }

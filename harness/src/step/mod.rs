@@ -441,6 +441,9 @@ pub(crate) enum StepError {
     Failed(Failure),
     /// The client failed a command.
     Client(ClientError),
+    /// The run met what this client cannot show (a projection that is not
+    /// exact here): not applicable, for this reason.
+    NotApplicable(String),
 }
 
 impl StepError {
