@@ -202,6 +202,38 @@ fn each_invariant_catches_its_broken_client() {
     }
 }
 
+/// The reference client's defect `silent-after-cancel` found (release
+/// campaign, seed 42, schedule 1892, shrunk from 37 steps): a watcher told
+/// what was queued for it before its cancel was handled, after the cancel
+/// returned (a wildcard watch started while the server fails, told the
+/// failure the client already knows, and cancelled in the same instant). Kept as a chaos regression, not a conformance scenario: no
+/// xDS text promises it of every client's watch API (grpc-js 1.14.1
+/// schedules a new watcher's cached value with `process.nextTick` and
+/// does not check the watcher is still registered, `xds-client.js`
+/// `watchResource`), but the harness's own invariant holds clients to it.
+#[test]
+fn a_watcher_cancelled_at_once_hears_nothing_after_its_cancel() {
+    let scenario = xds_conformance::scenario::load_str(
+        "cancel-at-once.yaml",
+        "description: d\nservers: {primary: {}}\nsteps:\n  - refuse_connections: {}\n  \
+         - watch: {type: LDS, name: a}\n  \
+         - expect: {watcher: {type: LDS, name: a, event: resource_error}, within: 30s}\n  \
+         - watch: {type: LDS, name: \"*\"}\n  - cancel_watch: {type: LDS, name: \"*\"}\n  \
+         - wait: 2s\n",
+    )
+    .expect("loads");
+    let broken = defective(|d| d.callbacks_after_cancel = true);
+    let outcome = run_scenario(&scenario, broken.as_ref());
+    assert_eq!(
+        judge(&scenario, &outcome).map(|(broke, _)| broke),
+        Some("silent-after-cancel"),
+        "{}",
+        outcome.timeline
+    );
+    let fixed = run_scenario(&scenario, reference().as_ref());
+    assert_eq!(judge(&scenario, &fixed).map(|(broke, _)| broke), None);
+}
+
 #[test]
 fn a_finding_shrinks_to_a_smaller_file_that_still_breaks_the_rule() {
     for name in ["node-on-first-request", "silent-after-cancel"] {

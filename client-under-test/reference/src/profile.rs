@@ -110,6 +110,10 @@ pub struct Defects {
     /// A new watcher of a cached resource with a pending data error hears
     /// the cached value only (A88: the value, then the error).
     pub new_watcher_misses_pending_error: bool,
+    /// Call a watcher with what was queued for it before its cancel was
+    /// handled, after the cancel returned (a cancelled watcher is never
+    /// called again; found by the chaos invariant `silent-after-cancel`).
+    pub callbacks_after_cancel: bool,
     /// Drop a cache entry as soon as its last watch is cancelled (C-core:
     /// only once the request that unsubscribes it goes out).
     pub cache_dropped_on_cancel: bool,

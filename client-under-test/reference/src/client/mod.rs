@@ -63,6 +63,7 @@ impl XdsClientConfig {
 #[derive(Clone)]
 pub struct XdsClient {
     commands: mpsc::UnboundedSender<Command>,
+    shared: Arc<Shared>,
     next_watch: Arc<AtomicU64>,
     scope: Arc<str>,
 }
@@ -115,13 +116,15 @@ impl XdsClient {
             node,
             epoch: config.clock_epoch,
             start: tokio::time::Instant::now(),
+            cancelled: Default::default(),
         });
         let (commands_tx, commands_rx) = mpsc::unbounded_channel();
         let (calls_tx, calls_rx) = mpsc::unbounded_channel();
-        let worker = Worker::new(shared, config.rng_seed, calls_tx);
+        let worker = Worker::new(shared.clone(), config.rng_seed, calls_tx);
         tokio::spawn(worker.run(commands_rx, calls_rx));
         XdsClient {
             commands: commands_tx,
+            shared,
             next_watch: Arc::new(AtomicU64::new(1)),
             scope,
         }
@@ -151,7 +154,13 @@ impl XdsClient {
 
     /// Stops a watch. The last watch of a resource unsubscribes it; the last
     /// one on a server closes the ADS stream.
+    /// Its watcher is not called after this returns.
     pub fn cancel_watch(&self, id: WatchId) {
+        self.shared
+            .cancelled
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(id);
         let _ = self.commands.send(Command::Cancel { id });
     }
 

@@ -83,6 +83,11 @@ pub(crate) struct Shared {
     /// they must be deterministic too.
     pub epoch: SystemTime,
     pub start: Instant,
+    /// Watches the user cancelled whose cancel the worker has not handled
+    /// yet: their watchers hear nothing more (a watcher is never called
+    /// after its cancel returned, though the worker may still be handling
+    /// the watch itself, e.g. telling it a cached value or error).
+    pub cancelled: std::sync::Mutex<HashSet<WatchId>>,
 }
 
 #[derive(Default)]
@@ -217,6 +222,7 @@ pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 enum Outgoing {
     /// An event about the named resource.
     Watcher(
+        WatchId,
         Arc<dyn ResourceWatcher>,
         String,
         WatcherEvent,
@@ -294,10 +300,22 @@ impl Worker {
     }
 
     fn flush(&mut self) {
-        for out in std::mem::take(&mut self.outbox) {
+        let outbox = std::mem::take(&mut self.outbox);
+        let cancelled = |id: &WatchId| {
+            !self.shared.profile.defects.callbacks_after_cancel
+                && self
+                    .shared
+                    .cancelled
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .contains(id)
+        };
+        for out in outbox {
             match out {
-                Outgoing::Watcher(w, name, event, read) => {
-                    w.on_resource_event_with_read(&name, event, read)
+                Outgoing::Watcher(id, w, name, event, read) => {
+                    if !cancelled(&id) {
+                        w.on_resource_event_with_read(&name, event, read)
+                    }
                 }
                 Outgoing::Client(event) => {
                     if let Some(observer) = &self.shared.observer {
@@ -324,6 +342,7 @@ impl Worker {
         for id in watchers {
             if let Some(entry) = self.watchers.get(id) {
                 self.outbox.push(Outgoing::Watcher(
+                    *id,
                     entry.watcher.clone(),
                     entry.watched.clone(),
                     event.clone(),
@@ -345,6 +364,7 @@ impl Worker {
         for id in watchers {
             if let Some(entry) = self.watchers.get(id) {
                 self.outbox.push(Outgoing::Watcher(
+                    *id,
                     entry.watcher.clone(),
                     name.to_string(),
                     event.clone(),
@@ -389,7 +409,14 @@ impl Worker {
                 name,
                 watcher,
             } => self.watch(id, resource_type, &name, watcher),
-            Command::Cancel { id } => self.cancel_watch(id),
+            Command::Cancel { id } => {
+                self.cancel_watch(id);
+                self.shared
+                    .cancelled
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .remove(&id);
+            }
             Command::Dump { reply } => {
                 let _ = reply.send(self.dump());
             }
