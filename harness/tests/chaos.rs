@@ -155,6 +155,11 @@ fn broken_against(invariant: &str) -> (BoxedFactory, AdsProtocol) {
             defective(|d| d.delta_claims_nothing = true),
             AdsProtocol::Delta,
         ),
+        // Wildcard watchers are told only of resources a watch named.
+        "wildcard-hears-every-resource" => (
+            defective(|d| d.wildcard_misses_new = true),
+            AdsProtocol::Sotw,
+        ),
         other => panic!("no client broken against {other}"),
     }
 }
@@ -232,6 +237,37 @@ fn a_watcher_cancelled_at_once_hears_nothing_after_its_cancel() {
     );
     let fixed = run_scenario(&scenario, reference().as_ref());
     assert_eq!(judge(&scenario, &fixed).map(|(broke, _)| broke), None);
+}
+
+/// A new wildcard watcher of a type the client already holds resources of
+/// is told of them from the cache (gRFC A27: a watcher of a cached
+/// resource is told at once); the server's answer to the wildcard
+/// subscription changes nothing, so it tells nobody.
+#[test]
+fn a_new_wildcard_watcher_hears_what_is_cached() {
+    let scenario = xds_conformance::scenario::load_str(
+        "wildcard-after-named.yaml",
+        "description: d\nservers: {primary: {resources: [{cluster: {name: c1}}]}}\nsteps:\n  \
+         - watch: {type: CDS, name: c1}\n  \
+         - expect: {watcher: {type: CDS, name: c1, event: changed}}\n  \
+         - watch: {type: CDS, name: \"*\"}\n  - wait: 31s\n",
+    )
+    .expect("loads");
+    let broken = defective(|d| d.wildcard_misses_cached = true);
+    let outcome = run_scenario(&scenario, broken.as_ref());
+    assert_eq!(
+        judge(&scenario, &outcome).map(|(broke, _)| broke),
+        Some("wildcard-hears-every-resource"),
+        "{}",
+        outcome.timeline
+    );
+    let fixed = run_scenario(&scenario, reference().as_ref());
+    assert_eq!(
+        judge(&scenario, &fixed).map(|(broke, _)| broke),
+        None,
+        "{}",
+        fixed.timeline
+    );
 }
 
 #[test]

@@ -101,6 +101,13 @@ pub struct Defects {
     pub delta_nonce_on_every_request: bool,
     /// Take a wildcard watch (`*`) for a watch of a resource named `*`.
     pub wildcard_as_a_name: bool,
+    /// A new wildcard watcher is not told of the resources of its type the
+    /// client already holds (only of those that change after it started).
+    pub wildcard_misses_cached: bool,
+    /// A resource new to the client, arriving for a wildcard watch, is not
+    /// told to the wildcard watchers (only resources some watch already
+    /// named are).
+    pub wildcard_misses_new: bool,
     /// TLS: accept any server certificate (A65: it must chain to
     /// `ca_certificate_file` and be valid for the server's host).
     pub tls_accepts_any_server: bool,

@@ -10,6 +10,7 @@ pub mod delta_claims_what_it_holds;
 pub mod fallback_only_when_uncached;
 pub mod node_on_first_request;
 pub mod silent_after_cancel;
+pub mod wildcard_hears_every_resource;
 
 use crate::scenario::Scenario;
 use crate::timeline::TimelineEvent;
@@ -41,6 +42,7 @@ pub const ALL: &[Invariant] = &[
     silent_after_cancel::INVARIANT,
     fallback_only_when_uncached::INVARIANT,
     delta_claims_what_it_holds::INVARIANT,
+    wildcard_hears_every_resource::INVARIANT,
 ];
 
 /// The first invariant the run broke, with how: `(invariant, violation)`.

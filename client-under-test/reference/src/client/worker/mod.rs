@@ -104,11 +104,14 @@ impl AuthorityState {
     /// The cache entry an update of `key` from `server` goes to: the
     /// watched one, or a new one for the authority's wildcard watches of
     /// the type, if any and if the authority uses `server`.
+    /// `Defects::wildcard_misses_new` leaves the new one without them
+    /// (`tell_wildcards` false).
     fn entry_for_update(
         &mut self,
         server: &XdsServerConfig,
         resource_type: ResourceType,
         key: &str,
+        tell_wildcards: bool,
     ) -> Option<&mut ResourceState> {
         let watched = self
             .resources
@@ -120,7 +123,9 @@ impl AuthorityState {
                 .get(&resource_type)
                 .filter(|_| self.channels.contains(server))?;
             let mut entry = ResourceState::new();
-            entry.watchers.extend(ids.iter().copied());
+            if tell_wildcards {
+                entry.watchers.extend(ids.iter().copied());
+            }
             self.resources
                 .entry(resource_type)
                 .or_default()

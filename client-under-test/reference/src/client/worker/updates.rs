@@ -200,11 +200,14 @@ impl Worker {
         // (one cache lookup per resource: responses can carry 10,000).
         let mut events: Vec<(String, Vec<WatchId>, WatcherEvent)> = Vec::new();
         let mut logs = Vec::new();
+        let tell_wildcards = !self.shared.profile.defects.wildcard_misses_new;
         for entry in parsed.entries {
             let Some(state) = self
                 .authorities
                 .get_mut(&entry.name.authority)
-                .and_then(|a| a.entry_for_update(server, resource_type, &entry.name.key))
+                .and_then(|a| {
+                    a.entry_for_update(server, resource_type, &entry.name.key, tell_wildcards)
+                })
             else {
                 continue; // Not subscribed: ignore it.
             };

@@ -131,6 +131,9 @@ impl Worker {
                 known.push((entry.full_name(resource_type), events));
             }
         }
+        if self.shared.profile.defects.wildcard_misses_cached {
+            known.clear();
+        }
         let notified = !known.is_empty();
         for (entry, events) in known {
             for event in self.without_pending_errors_if_broken(events) {
