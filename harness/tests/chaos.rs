@@ -160,6 +160,12 @@ fn broken_against(invariant: &str) -> (BoxedFactory, AdsProtocol) {
             defective(|d| d.wildcard_misses_new = true),
             AdsProtocol::Sotw,
         ),
+        // Timers start when a request is handed to a transport that is
+        // not connected yet (gRFC A57: only on a connected stream).
+        "does-not-exist-timer" => (
+            defective(|d| d.timer_while_connecting = true),
+            AdsProtocol::Sotw,
+        ),
         other => panic!("no client broken against {other}"),
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod answered_once;
 pub mod delta_claims_what_it_holds;
+pub mod does_not_exist_timer;
 pub mod fallback_only_when_uncached;
 pub mod node_on_first_request;
 pub mod silent_after_cancel;
@@ -43,6 +44,7 @@ pub const ALL: &[Invariant] = &[
     fallback_only_when_uncached::INVARIANT,
     delta_claims_what_it_holds::INVARIANT,
     wildcard_hears_every_resource::INVARIANT,
+    does_not_exist_timer::INVARIANT,
 ];
 
 /// The first invariant the run broke, with how: `(invariant, violation)`.

@@ -1,0 +1,296 @@
+//! `does-not-exist-timer`: a watcher hears that a resource does not exist
+//! either when a response says so (a SotW Listener or Cluster response
+//! without it, a delta removal, a server's NOT_FOUND: a response of the
+//! type at that instant), or exactly 15 s (30 s with A88's
+//! `resource_timer_is_transient_failure` profile, accepted too) after a
+//! request naming it reached a server: gRFC A57 starts the timer only once
+//! the request is on a connected stream.
+//!
+//! Two more ways a watcher is told at another time, both right: a new
+//! watcher of a resource already known not to exist is told so at once,
+//! from the cache (at the instant of its watch step, or whenever the
+//! callback that starts it runs); and while a server
+//! holds its connections (`hold_connections`: no bytes move), a request
+//! the client sent on its connected stream reaches the server only later,
+//! so the timer's start cannot be read off the server: a does-not-exist
+//! within 30 s of a hold of a server with a connection up (one that has
+//! carried a stream) is not checked; with none up, no request can be on a
+//! connected stream, and the rule holds.
+//!
+//! Not read with a read held (`hold_reads`): the stream's end waits for
+//! the read, and the timers of requests the server never read run on.
+//!
+//! Exact on virtual time only, where a request and its arrival are one
+//! instant; a real-time run would need a window (issue 22, part 4).
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use xds_client_under_test::{ObservedEvent, WatcherNotification};
+use xds_fake_server::event::ServerEvent;
+use xds_fake_server::fault::Fault;
+use xds_vocabulary::ResourceType;
+
+use super::{Invariant, Violation};
+use crate::scenario::Scenario;
+use crate::step::watch::Watch;
+use crate::step::watch_in_callback::WatchInCallback;
+use crate::timeline::{EventKind, TimelineEvent};
+
+pub const INVARIANT: Invariant = Invariant {
+    name: "does-not-exist-timer",
+    rule: "does-not-exist comes with a response that says so, or exactly 15 s (30 s) after a \
+           request naming the resource reached a server",
+    check,
+};
+
+/// The does-not-exist timer, and A88's longer one.
+const TIMERS: [Duration; 2] = [Duration::from_secs(15), Duration::from_secs(30)];
+
+fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
+    // A watcher holding a read keeps the stream from reading on: its end
+    // too, so a client keeps timers it started on a stream the server
+    // closed (its last requests lost), as it should, knowing no better.
+    if scenario.steps.iter().any(|s| s.step.key() == "hold_reads") {
+        return None;
+    }
+    // (type, name) -> when requests naming it arrived.
+    let mut asked: HashMap<(ResourceType, &str), Vec<Duration>> = HashMap::new();
+    // type -> when its last response went out.
+    let mut answered: HashMap<ResourceType, Duration> = HashMap::new();
+    // Resources whose watchers were last told they do not exist.
+    let mut missing: HashSet<(ResourceType, &str)> = HashSet::new();
+    // (type, name or `*`) -> when a watch of it started.
+    let mut watched: HashMap<(ResourceType, &str), Duration> = HashMap::new();
+    // Watches to start from a callback, not known to have started yet.
+    let mut from_callback: HashSet<(ResourceType, &str)> = HashSet::new();
+    // (server, connection) that are up.
+    let mut up: HashSet<(&str, u64)> = HashSet::new();
+    // Servers holding their connections with a stream up, and when the
+    // last such hold ended.
+    let mut holding: HashSet<&str> = HashSet::new();
+    let mut last_held: Option<Duration> = None;
+    for (index, event) in events.iter().enumerate() {
+        if !holding.is_empty() {
+            last_held = Some(event.at);
+        }
+        match &event.kind {
+            EventKind::Step(text) => {
+                if let Some(key) = Watch::described(text) {
+                    watched.insert(key, event.at);
+                } else if let Some(key) = WatchInCallback::described(text) {
+                    // It starts when the callback runs, which the
+                    // timeline does not show: any time from here.
+                    from_callback.insert(key);
+                }
+            }
+            EventKind::Server(server_event) => match &**server_event {
+                // A connection that has carried a stream is up (HTTP/2
+                // settled): a stream started on it during a hold is on a
+                // connected channel, though the server never sees it.
+                ServerEvent::StreamOpened {
+                    connection: Some(connection),
+                    ..
+                } => {
+                    if let crate::timeline::Source::Server(server) = &event.source {
+                        up.insert((server.as_str(), *connection));
+                    }
+                }
+                ServerEvent::ConnectionClosed { connection } => {
+                    if let crate::timeline::Source::Server(server) = &event.source {
+                        up.remove(&(server.as_str(), *connection));
+                    }
+                }
+                ServerEvent::FaultApplied { fault } => {
+                    let server = match &event.source {
+                        crate::timeline::Source::Server(s) => s.as_str(),
+                        _ => "",
+                    };
+                    match fault {
+                        // Only a stream already up makes a request sent
+                        // during the hold one sent on a connected stream.
+                        Fault::HoldConnections(_) if up.iter().any(|(s, _)| *s == server) => {
+                            holding.insert(server);
+                            last_held = Some(event.at);
+                        }
+                        Fault::ReleaseConnections(_) | Fault::Restart(_) => {
+                            holding.remove(server);
+                        }
+                        _ => {}
+                    }
+                }
+                ServerEvent::RequestReceived { request, .. } => {
+                    let Some(resource_type) = ResourceType::from_type_url(&request.type_url) else {
+                        continue;
+                    };
+                    let names = match &request.delta {
+                        Some(delta) => &delta.subscribe,
+                        None => &request.resource_names,
+                    };
+                    for name in names {
+                        asked
+                            .entry((resource_type, name.as_str()))
+                            .or_default()
+                            .push(event.at);
+                    }
+                }
+                ServerEvent::ResponseSent { response, .. } => {
+                    if let Some(resource_type) = ResourceType::from_type_url(&response.type_url) {
+                        answered.insert(resource_type, event.at);
+                    }
+                }
+                _ => {}
+            },
+            EventKind::Client(ObservedEvent::Watcher {
+                resource_type,
+                name,
+                notification,
+            }) if !matches!(notification, WatcherNotification::DoesNotExist) => {
+                if matches!(notification, WatcherNotification::Changed { .. }) {
+                    missing.remove(&(*resource_type, name.as_str()));
+                }
+            }
+            EventKind::Client(ObservedEvent::Watcher {
+                resource_type,
+                name,
+                notification: WatcherNotification::DoesNotExist,
+            }) => {
+                let key = (*resource_type, name.as_str());
+                let known = !missing.insert(key);
+                // Only a told-before resource is told from the cache: a
+                // watch from a callback is taken as started only then.
+                let new_watcher = known
+                    && [name.as_str(), "*"].iter().any(|n| {
+                        watched.get(&(*resource_type, *n)) == Some(&event.at)
+                            || from_callback.remove(&(*resource_type, *n))
+                    });
+                let held = last_held.is_some_and(|h| event.at <= h + TIMERS[1]);
+                if answered.get(resource_type) == Some(&event.at) || new_watcher || held {
+                    continue;
+                }
+                let requests = asked
+                    .get(&(*resource_type, name.as_str()))
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                let timed_out = requests
+                    .iter()
+                    .any(|at| TIMERS.iter().any(|timer| *at + *timer == event.at));
+                if !timed_out {
+                    let last = requests.iter().rfind(|at| **at <= event.at).map_or(
+                        "no request named it".to_string(),
+                        |at| {
+                            format!(
+                                "the last request naming it arrived {:?} before",
+                                event.at - *at
+                            )
+                        },
+                    );
+                    return Some(Violation {
+                        event: index,
+                        message: format!(
+                            "the watcher of {resource_type} {name} hears does-not-exist with no \
+                             response of the type then, and {last}"
+                        ),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use xds_client_under_test::WatcherNotification;
+
+    use super::*;
+    use crate::chaos::invariant::test_events::{heard, request, response, step, test_scenario};
+
+    const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+
+    fn at(ms: u64, mut event: TimelineEvent) -> TimelineEvent {
+        event.at = Duration::from_millis(ms);
+        event
+    }
+
+    #[test]
+    fn fifteen_seconds_after_the_request_or_with_a_response_passes() {
+        let dne = || heard("c1", WatcherNotification::DoesNotExist);
+        let timer = vec![
+            at(1_000, request(1, CDS, &["c1"], "", "", true)),
+            at(16_000, dne()),
+        ];
+        assert_eq!(check(&test_scenario(), &timer), None);
+        let deleted = vec![
+            at(1_000, request(1, CDS, &["c1"], "", "", true)),
+            at(2_000, response(1, CDS, "2", "n2")),
+            at(2_000, dne()),
+        ];
+        assert_eq!(check(&test_scenario(), &deleted), None);
+        // The timer ran from before the request reached the server.
+        let early = vec![
+            at(3_000, request(1, CDS, &["c1"], "", "", true)),
+            at(16_000, dne()),
+        ];
+        let v = check(&test_scenario(), &early).expect("a timer not from the request");
+        assert!(v.message.contains("arrived 13s before"), "{v:?}");
+    }
+
+    #[test]
+    fn a_new_watcher_is_told_from_the_cache_and_a_hold_with_a_connection_up_is_not_read() {
+        let dne = || heard("c1", WatcherNotification::DoesNotExist);
+        // Told at the timer, then again to a new watcher from the cache.
+        let cached = vec![
+            at(1_000, request(1, CDS, &["c1"], "", "", true)),
+            at(16_000, dne()),
+            at(20_000, step("watch CDS c1")),
+            at(20_000, dne()),
+        ];
+        assert_eq!(check(&test_scenario(), &cached), None);
+        // Not at a watch: a violation.
+        let mut late = cached.clone();
+        late[2] = at(20_000, step("wait 1s"));
+        assert!(check(&test_scenario(), &late).is_some());
+        // A hold while a connection is up: the request sent then reached
+        // the server only later (or never).
+        let opened = at(
+            0,
+            TimelineEvent {
+                at: Duration::ZERO,
+                source: crate::timeline::Source::Server("main".into()),
+                kind: crate::chaos::invariant::test_events::server(ServerEvent::StreamOpened {
+                    stream: 1,
+                    connection: Some(1),
+                    protocol: xds_vocabulary::AdsProtocol::Sotw,
+                }),
+            },
+        );
+        let hold = |ms| {
+            at(
+                ms,
+                TimelineEvent {
+                    at: Duration::ZERO,
+                    source: crate::timeline::Source::Server("main".into()),
+                    kind: crate::chaos::invariant::test_events::server(ServerEvent::FaultApplied {
+                        fault: Fault::HoldConnections(xds_fake_server::fault::HoldConnections),
+                    }),
+                },
+            )
+        };
+        let held = vec![
+            opened.clone(),
+            hold(500),
+            at(3_000, request(1, CDS, &["c1"], "", "", false)),
+            at(16_000, dne()),
+        ];
+        assert_eq!(check(&test_scenario(), &held), None);
+        // With no connection up, no request was on a connected stream.
+        let connecting = vec![
+            hold(500),
+            at(3_000, request(1, CDS, &["c1"], "", "", true)),
+            at(16_000, dne()),
+        ];
+        assert!(check(&test_scenario(), &connecting).is_some());
+    }
+}
