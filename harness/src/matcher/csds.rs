@@ -178,11 +178,30 @@ impl CsdsMatcher {
     pub fn counts_projection(&self) -> Result<CountsCheck, &'static str> {
         const WHY: &str =
             "a check of more than a type, a name and a status (they show nothing more)";
+        let Some((resource_type, name, status, None)) = self.identity_only() else {
+            return Err(WHY);
+        };
+        // A78's cache states: gRFC A88's received-error and timeout have
+        // none of their own.
+        if matches!(status, CsdsStatus::ReceivedError | CsdsStatus::Timeout) {
+            return Err("a check of RECEIVED_ERROR or TIMEOUT (they have no such state)");
+        }
+        Ok(CountsCheck {
+            resource_type,
+            name: name.to_string(),
+            status,
+        })
+    }
+
+    /// Its type, name, status and version, when it says nothing else (no
+    /// error, timestamp, config, scope or node): what a stand-in for CSDS
+    /// can show at most.
+    pub fn identity_only(&self) -> Option<(ResourceType, &str, CsdsStatus, Option<&str>)> {
         let CsdsMatcher {
             resource_type: Some(resource_type),
             name: Some(name),
             status: Some(status),
-            version: None,
+            version,
             error: None,
             error_contains: None,
             error_version: None,
@@ -193,18 +212,9 @@ impl CsdsMatcher {
             node_has: None,
         } = self
         else {
-            return Err(WHY);
+            return None;
         };
-        // A78's cache states: gRFC A88's received-error and timeout have
-        // none of their own.
-        if matches!(status, CsdsStatus::ReceivedError | CsdsStatus::Timeout) {
-            return Err("a check of RECEIVED_ERROR or TIMEOUT (they have no such state)");
-        }
-        Ok(CountsCheck {
-            resource_type: *resource_type,
-            name: name.clone(),
-            status: *status,
-        })
+        Some((*resource_type, name, *status, version.as_deref()))
     }
 }
 

@@ -47,21 +47,7 @@ pub struct AdminCheck {
 pub fn project(matcher: &CsdsMatcher) -> Result<AdminCheck, &'static str> {
     const WHY: &str = "a check of more than a type, a name, ACKED or NACKED and an \
                        accepted version (its config dump shows nothing more)";
-    let CsdsMatcher {
-        resource_type: Some(resource_type),
-        name: Some(name),
-        status: Some(status),
-        version,
-        error: None,
-        error_contains: None,
-        error_version: None,
-        error_time: None,
-        last_updated: None,
-        config: None,
-        client_scope: None,
-        node_has: None,
-    } = matcher
-    else {
+    let Some((resource_type, name, status, version)) = matcher.identity_only() else {
         return Err(WHY);
     };
     match status {
@@ -80,15 +66,15 @@ pub fn project(matcher: &CsdsMatcher) -> Result<AdminCheck, &'static str> {
         }
     }
     if version.is_some()
-        && (*status != CsdsStatus::Acked || *resource_type == ResourceType::ClusterLoadAssignment)
+        && (status != CsdsStatus::Acked || resource_type == ResourceType::ClusterLoadAssignment)
     {
         return Err(WHY);
     }
     Ok(AdminCheck {
-        resource_type: *resource_type,
-        name: name.clone(),
-        status: *status,
-        version: version.clone(),
+        resource_type,
+        name: name.to_string(),
+        status,
+        version: version.map(str::to_string),
     })
 }
 

@@ -12,6 +12,7 @@ use crate::matcher::csds::CsdsMatcher;
 use crate::projection::csds_admin::{self, AdminView};
 use crate::projection::csds_counts::CountsView;
 use crate::timeline::{CsdsChange, CsdsDetail, CsdsEntry, CsdsStatus, EventKind, Source, Timeline};
+use xds_client_under_test::ClientError;
 use xds_fake_server::event::ServerEvent;
 
 /// `(client_scope, type_url, name)`, the name as the scenario writes it.
@@ -202,21 +203,10 @@ impl Player {
         if !self.csds_capable {
             return;
         }
-        let response = match self.client.csds().await {
-            Ok(response) => response,
-            // Its first line: a crashed client's error carries its stderr.
-            Err(e) => {
-                let error = e.to_string();
-                let first = error.lines().next().unwrap_or_default().to_string();
-                return self.csds_state.poll_failed(first, &self.timeline);
-            }
+        let polled = self.client.csds().await;
+        let Some(response) = self.polled(polled, "CSDS poll works again") else {
+            return;
         };
-        if self.csds_state.poll_error.take().is_some() {
-            self.timeline.record(
-                Source::Csds,
-                EventKind::Note("CSDS poll works again".into()),
-            );
-        }
         // Collected, then built at once: a dump lists thousands of
         // resources in (nearly) key order, which sorts in one pass.
         let mut now = Vec::new();
@@ -275,6 +265,27 @@ impl Player {
 }
 
 impl Player {
+    /// What a poll of the client gave, or `None` with its failure noted
+    /// (once per reason); a poll that works again after failing says so.
+    fn polled<T>(&mut self, result: Result<T, ClientError>, again: &str) -> Option<T> {
+        match result {
+            Ok(value) => {
+                if self.csds_state.poll_error.take().is_some() {
+                    self.timeline
+                        .record(Source::Csds, EventKind::Note(again.to_string()));
+                }
+                Some(value)
+            }
+            // Its first line: a crashed client's error carries its stderr.
+            Err(e) => {
+                let error = e.to_string();
+                let first = error.lines().next().unwrap_or_default().to_string();
+                self.csds_state.poll_failed(first, &self.timeline);
+                None
+            }
+        }
+    }
+
     /// Reads the client's A78 resource gauge, and every name its requests
     /// asked for since the last reading (what it may hold).
     async fn poll_counts(&mut self) {
@@ -305,20 +316,9 @@ impl Player {
         for (type_url, name) in requested {
             view.requested(&type_url, &self.normalizer.translate(&name));
         }
-        let counts = match counts {
-            Ok(counts) => counts,
-            Err(e) => {
-                let error = e.to_string();
-                let first = error.lines().next().unwrap_or_default().to_string();
-                return self.csds_state.poll_failed(first, &self.timeline);
-            }
+        let Some(counts) = self.polled(counts, "resource counts can be read again") else {
+            return;
         };
-        if self.csds_state.poll_error.take().is_some() {
-            self.timeline.record(
-                Source::Csds,
-                EventKind::Note("resource counts can be read again".into()),
-            );
-        }
         let Some(StandIn::Counts(view)) = self.csds_state.stand_in.as_mut() else {
             return;
         };
