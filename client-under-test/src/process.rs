@@ -270,6 +270,18 @@ impl AdapterManifest {
     }
 }
 
+/// Why the install lock was not taken.
+enum InstallLockError {
+    Io(io::Error),
+    TimedOut,
+}
+
+impl From<io::Error> for InstallLockError {
+    fn from(e: io::Error) -> Self {
+        InstallLockError::Io(e)
+    }
+}
+
 /// Errors of loading and installing adapters. (Running clients report
 /// [`ClientError`]s.)
 #[derive(Debug, thiserror::Error)]
@@ -397,6 +409,25 @@ impl ProcessClient {
             adapter: adapter.clone(),
             source,
         };
+        // Two runs of the harness (or two test processes) may find the
+        // marker missing at once; installs are not safe to run side by
+        // side (pip's venv, npm's folder), so the second waits for the
+        // first and then finds its marker. The lock is the kernel's
+        // (flock): it goes with the process, however that ends.
+        let _lock = self.install_lock(&marker).map_err(|e| match e {
+            InstallLockError::Io(source) => io_error(source),
+            InstallLockError::TimedOut => ProcessError::InstallFailed {
+                adapter: adapter.clone(),
+                outcome: format!(
+                    "waited {} for another install of this adapter to finish",
+                    human_duration(self.timeouts.install)
+                ),
+                output_tail: String::new(),
+            },
+        })?;
+        if marker.exists() {
+            return Ok(());
+        }
         // One file for both streams keeps their lines interleaved as they
         // were written, and needs no reader threads to keep pipes drained.
         let log = TempFile::create(&format!("install-{adapter}"), ".log", b"").map_err(io_error)?;
@@ -458,6 +489,35 @@ impl ProcessClient {
                 marker.display()
             ))),
             Ok(_) => Ok(()),
+        }
+    }
+
+    /// Takes the lock beside `marker` (`<marker>.lock`), waiting at most
+    /// the install timeout for another holder to let go.
+    fn install_lock(&self, marker: &Path) -> Result<std::fs::File, InstallLockError> {
+        let mut name = marker.file_name().unwrap_or_default().to_os_string();
+        name.push(".lock");
+        let path = marker.with_file_name(name);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)?;
+        let started = Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(file),
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    if started.elapsed() >= self.timeouts.install {
+                        return Err(InstallLockError::TimedOut);
+                    }
+                    std::thread::sleep(INSTALL_POLL);
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
+            }
         }
     }
 

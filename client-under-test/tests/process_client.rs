@@ -884,6 +884,55 @@ fn install_runs_once() {
     assert_eq!(scratch.read("peers/install-counter/runs"), "run\n");
 }
 
+/// Holds the install lock of the `install-counter` fixture in `scratch`, as
+/// another harness process installing the same adapter would.
+fn hold_install_lock(scratch: &Scratch) -> std::fs::File {
+    let dir = scratch.root.join("peers/install-counter");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lock = std::fs::File::create(dir.join(".installed.lock")).unwrap();
+    lock.lock().unwrap();
+    lock
+}
+
+#[test]
+fn an_install_waits_while_another_holds_the_lock() {
+    let scratch = Scratch::new("install-locked");
+    let client = scratch
+        .client("install-counter")
+        .with_timeouts(ProcessTimeouts {
+            install: Duration::from_millis(300),
+            ..timeouts()
+        });
+    let _other = hold_install_lock(&scratch);
+    match client.ensure_installed() {
+        Err(ProcessError::InstallFailed { outcome, .. }) => assert_eq!(
+            outcome,
+            "waited 300ms for another install of this adapter to finish"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        !scratch.root.join("peers/install-counter/runs").exists(),
+        "the install ran beside the other one"
+    );
+}
+
+#[test]
+fn an_install_that_waited_finds_the_other_ones_marker() {
+    let scratch = Scratch::new("install-after-other");
+    let client = scratch.client("install-counter");
+    let other = hold_install_lock(&scratch);
+    let waiting = std::thread::spawn(move || client.ensure_installed());
+    // The other install finishes: marker first, then the lock goes.
+    std::fs::write(scratch.root.join("peers/install-counter/.installed"), "").unwrap();
+    drop(other);
+    waiting.join().unwrap().unwrap();
+    assert!(
+        !scratch.root.join("peers/install-counter/runs").exists(),
+        "installed again after the other install had finished"
+    );
+}
+
 #[test]
 fn failed_install_reports_the_output_tail() {
     let scratch = Scratch::new("install-fails");
