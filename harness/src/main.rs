@@ -159,12 +159,14 @@ enum Command {
     },
     /// Merge the report directories of a matrix's shards (`matrix
     /// --partition K/N`, each with its matrix.json) into one matrix,
-    /// JUnit and results per client, as one run would have written them.
+    /// JUnit and results per client, as one run would have written them;
+    /// or a chaos campaign's shards (`chaos --partition K/N`, each with its
+    /// campaign.json) into one campaign record, every shard there once.
     Merge {
         /// The shards' report directories.
         #[arg(required = true)]
         shards: Vec<PathBuf>,
-        /// Where the merged matrix goes.
+        /// Where the merged matrix (or campaign record) goes.
         #[arg(long, default_value = "reports-out/matrix")]
         report_dir: PathBuf,
     },
@@ -207,6 +209,11 @@ enum Command {
         /// (0: keep findings as drawn).
         #[arg(long, default_value_t = 300)]
         shrink: usize,
+        /// Only shard K of N of the schedules (`--partition 2/3`: those
+        /// whose index is 1 modulo 3); the shards' report folders merge
+        /// with `merge`.
+        #[arg(long, value_parser = xds_conformance::suite::Partition::parse)]
+        partition: Option<xds_conformance::suite::Partition>,
     },
     /// Print the JSON Schema of scenario files.
     Schema,
@@ -342,10 +349,11 @@ fn main() -> ExitCode {
             report_dir,
             minutes,
             shrink,
+            partition,
         } => chaos(
             &client,
             seed,
-            (first, schedules),
+            ((first, schedules), partition),
             (steps, shrink),
             &protocol,
             &report_dir,
@@ -372,7 +380,7 @@ fn main() -> ExitCode {
 fn chaos(
     client: &str,
     seed: u64,
-    (first, count): (u64, u64),
+    ((first, count), partition): ((u64, u64), Option<xds_conformance::suite::Partition>),
     (steps, shrink): (usize, usize),
     protocol: &str,
     report_dir: &Path,
@@ -386,6 +394,7 @@ fn chaos(
             return ExitCode::from(2);
         }
     };
+    use xds_conformance::chaos::record::{CampaignRecord, ProtocolRecord, shard_size};
     use xds_conformance::chaos::{Shape, campaign, shrink_finding, write_findings};
     use xds_vocabulary::AdsProtocol;
     let protocols = match protocol {
@@ -406,14 +415,23 @@ fn chaos(
     };
     let started = std::time::Instant::now();
     let mut findings = 0;
+    let mut record = CampaignRecord {
+        client: client.to_string(),
+        seed,
+        first,
+        schedules: count,
+        steps,
+        partitions: partition.iter().map(ToString::to_string).collect(),
+        protocols: Vec::new(),
+    };
     for protocol in protocols {
         let shape = Shape { steps, protocol };
         let deadline = budget.map(|b| Instant::now() + b);
         let mut done = campaign(
             &factory,
             seed,
-            first,
-            count,
+            (first, count),
+            partition,
             shape,
             deadline,
             &mut |index, c| {
@@ -451,9 +469,24 @@ fn chaos(
         }
         match write_findings(report_dir, &done) {
             Ok(written) => {
-                for path in written {
+                for path in &written {
                     eprintln!("  {}", path.display());
                 }
+                let files: Vec<String> = written
+                    .iter()
+                    .filter(|p| {
+                        p.extension().is_some_and(|e| e == "yaml")
+                            && !p.to_string_lossy().ends_with("-drawn.yaml")
+                    })
+                    .map(|p| p.display().to_string())
+                    .collect();
+                let complete = done.schedules == shard_size(first, count, partition);
+                record.protocols.push(ProtocolRecord::new(
+                    &protocol.to_string(),
+                    &done,
+                    &files,
+                    complete,
+                ));
             }
             Err(e) => {
                 eprintln!("cannot write findings to {}: {e}", report_dir.display());
@@ -477,6 +510,14 @@ fn chaos(
         findings += done.findings.len();
     }
     eprintln!("in {:?}", started.elapsed());
+    let json = serde_json::to_vec_pretty(&record).expect("a campaign record is JSON");
+    let path = report_dir.join("campaign.json");
+    if let Err(e) = std::fs::create_dir_all(report_dir)
+        .and_then(|()| xds_conformance_reports::write_whole(&path, &json))
+    {
+        eprintln!("cannot write {}: {e}", path.display());
+        return ExitCode::from(2);
+    }
     if findings == 0 {
         ExitCode::SUCCESS
     } else {
@@ -776,6 +817,14 @@ fn warn_unknown_expectations(client: &TestedClient, report: &xds_conformance_rep
 use xds_conformance_reports::write_whole;
 
 fn merge(shards: Vec<PathBuf>, report_dir: PathBuf) -> ExitCode {
+    // Shards of a chaos campaign (`chaos --partition`) have a campaign
+    // record where a matrix shard has its matrix.
+    if shards
+        .iter()
+        .all(|s| s.join("campaign.json").is_file() && !s.join("matrix.json").exists())
+    {
+        return merge_campaigns(&shards, &report_dir);
+    }
     let mut records = Vec::new();
     for shard in &shards {
         let path = shard.join("matrix.json");
@@ -994,4 +1043,77 @@ fn serve(path: PathBuf, bootstrap_out: PathBuf) -> ExitCode {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// `merge` of chaos shards: one campaign record, checked whole; exits 1
+/// if any shard found something.
+fn merge_campaigns(shards: &[PathBuf], report_dir: &Path) -> ExitCode {
+    use xds_conformance::chaos::record::{CampaignRecord, merge};
+    let mut records = Vec::new();
+    for shard in shards {
+        let path = shard.join("campaign.json");
+        let record = std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                serde_json::from_slice::<CampaignRecord>(&bytes).map_err(|e| e.to_string())
+            });
+        match record {
+            Ok(record) => records.push(record),
+            Err(e) => {
+                eprintln!("{}: {e}", path.display());
+                return ExitCode::from(EXIT_BROKEN_INPUT);
+            }
+        }
+    }
+    let merged = match merge(records) {
+        Ok(merged) => merged,
+        Err(e) => {
+            eprintln!("cannot merge: {e}");
+            return ExitCode::from(EXIT_BROKEN_INPUT);
+        }
+    };
+    let json = serde_json::to_vec_pretty(&merged).expect("a campaign record is JSON");
+    let path = report_dir.join("campaign.json");
+    if let Err(e) = std::fs::create_dir_all(report_dir)
+        .and_then(|()| xds_conformance_reports::write_whole(&path, &json))
+    {
+        eprintln!("cannot write {}: {e}", path.display());
+        return ExitCode::from(EXIT_BROKEN_INPUT);
+    }
+    let mut findings = 0;
+    for p in &merged.protocols {
+        println!(
+            "{}: {} schedules of seed {} on {} ({} played, {} n/a, {} stopped at a step){}: {} \
+             finding{}",
+            p.protocol,
+            p.schedules,
+            merged.seed,
+            merged.client,
+            p.played,
+            p.not_applicable,
+            p.unplayable,
+            if p.complete {
+                ""
+            } else {
+                ", stopped early by --minutes"
+            },
+            p.findings.len(),
+            if p.findings.len() == 1 { "" } else { "s" }
+        );
+        for f in &p.findings {
+            println!("  schedule {} broke {}: {}", f.index, f.broke, f.file);
+        }
+        findings += p.findings.len();
+    }
+    println!(
+        "{} shards ({}) merged into {}",
+        shards.len(),
+        merged.partitions.join(", "),
+        path.display()
+    );
+    if findings == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

@@ -44,8 +44,8 @@ fn a_correct_client_gives_no_finding_and_a_seed_the_same_timelines() {
     let none = campaign(
         &reference(),
         11,
-        0,
-        60,
+        (0, 60),
+        None,
         Shape::default(),
         past,
         &mut |_, _| {},
@@ -56,7 +56,7 @@ fn a_correct_client_gives_no_finding_and_a_seed_the_same_timelines() {
             steps: 20,
             protocol,
         };
-        let done = campaign(&reference(), 11, 0, 60, shape, None, &mut |_, _| {});
+        let done = campaign(&reference(), 11, (0, 60), None, shape, None, &mut |_, _| {});
         assert_eq!(done.schedules, 60);
         assert!(
             done.findings.is_empty(),
@@ -81,7 +81,15 @@ fn a_correct_client_gives_no_finding_and_a_seed_the_same_timelines() {
 #[test]
 fn a_client_that_fails_a_dial_is_caught_with_a_file_that_replays_it() {
     let shape = Shape::default();
-    let done = campaign(&crashes_on_dial(), 11, 0, 60, shape, None, &mut |_, _| {});
+    let done = campaign(
+        &crashes_on_dial(),
+        11,
+        (0, 60),
+        None,
+        shape,
+        None,
+        &mut |_, _| {},
+    );
     assert!(!done.findings.is_empty(), "{done:?}");
     for finding in &done.findings {
         let Verdict::Error { message } = &finding.verdict else {
@@ -179,11 +187,19 @@ fn each_invariant_catches_its_broken_client() {
             protocol,
         };
         let mut caught = None;
-        let done = campaign(&factory, 11, 0, 200, shape, None, &mut |index, c| {
-            if caught.is_none() && !c.findings.is_empty() {
-                caught = Some(index);
-            }
-        });
+        let done = campaign(
+            &factory,
+            11,
+            (0, 200),
+            None,
+            shape,
+            None,
+            &mut |index, c| {
+                if caught.is_none() && !c.findings.is_empty() {
+                    caught = Some(index);
+                }
+            },
+        );
         let finding = done
             .findings
             .first()
@@ -284,7 +300,7 @@ fn a_finding_shrinks_to_a_smaller_file_that_still_breaks_the_rule() {
             steps: 20,
             protocol,
         };
-        let done = campaign(&factory, 11, 0, 40, shape, None, &mut |_, _| {});
+        let done = campaign(&factory, 11, (0, 40), None, shape, None, &mut |_, _| {});
         let finding = done.findings.first().expect("caught within 40 schedules");
         let shrunk = shrink_finding(&factory, 11, shape, finding, 300);
         assert_eq!(shrunk.broke, name);

@@ -555,3 +555,64 @@ fn a_hostile_folder_is_walked_and_read_safely() {
     );
     assert!(out.contains("1 pass"), "{out}");
 }
+
+#[test]
+fn chaos_shards_merge_into_the_whole_campaign_and_a_missing_shard_is_refused() {
+    let dir = std::env::temp_dir().join(format!("xds-cli-chaos-{}", std::process::id()));
+    let shard = |k: &str| dir.join(format!("shard-{}", k.replace('/', "-")));
+    let campaign = |out: &std::path::Path, partition: Option<&str>| {
+        let out = out.to_str().unwrap();
+        let mut args = vec![
+            "chaos",
+            "--seed",
+            "5",
+            "--schedules",
+            "9",
+            "--protocol",
+            "sotw",
+            "--report-dir",
+            out,
+        ];
+        if let Some(p) = partition {
+            args.extend(["--partition", p]);
+        }
+        let (code, out) = harness(&args);
+        assert_eq!(code, Some(0), "{out}");
+    };
+    for k in ["1/3", "2/3", "3/3"] {
+        campaign(&shard(k), Some(k));
+    }
+    let whole = dir.join("whole");
+    campaign(&whole, None);
+    let merged = dir.join("merged");
+    let (code, out) = harness(&[
+        "merge",
+        shard("1/3").to_str().unwrap(),
+        shard("3/3").to_str().unwrap(),
+        shard("2/3").to_str().unwrap(),
+        "--report-dir",
+        merged.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let read = |d: &std::path::Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(d.join("campaign.json")).unwrap()).unwrap()
+    };
+    let (merged, whole) = (read(&merged), read(&whole));
+    // Three shards of three schedules play what the whole campaign plays.
+    assert_eq!(merged["protocols"], whole["protocols"], "{merged:#}");
+    assert_eq!(
+        merged["partitions"],
+        serde_json::json!(["1/3", "2/3", "3/3"])
+    );
+
+    let (code, out) = harness(&[
+        "merge",
+        shard("1/3").to_str().unwrap(),
+        shard("2/3").to_str().unwrap(),
+        "--report-dir",
+        dir.join("partial").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("shards of 3 are missing 3/3"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

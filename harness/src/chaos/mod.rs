@@ -10,6 +10,7 @@
 
 pub mod generate;
 pub mod invariant;
+pub mod record;
 
 use std::time::Duration;
 
@@ -105,20 +106,24 @@ pub fn judge(scenario: &Scenario, outcome: &RunOutcome) -> Option<(&'static str,
     ))
 }
 
-/// Plays schedules `first..first + count` of `seed` on the client made
-/// by `factory`, calling `progress` after each; with a `deadline`, stops
-/// at the first schedule that would start after it.
+/// Plays schedules `first..first + count` of `seed` (those of
+/// `partition`'s shard, with one: [`record::holds_schedule`]) on the
+/// client made by `factory`, calling `progress` after each; with a
+/// `deadline`, stops at the first schedule that would start after it.
 pub fn campaign(
     factory: &BoxedFactory,
     seed: u64,
-    first: u64,
-    count: u64,
+    (first, count): (u64, u64),
+    partition: Option<crate::suite::Partition>,
     shape: Shape,
     deadline: Option<std::time::Instant>,
     progress: &mut dyn FnMut(u64, &Campaign),
 ) -> Campaign {
     let mut campaign = Campaign::default();
     for index in first..first.saturating_add(count) {
+        if partition.is_some_and(|p| !record::holds_schedule(p, index)) {
+            continue;
+        }
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             break;
         }
