@@ -114,6 +114,11 @@ pub struct Capabilities {
     /// speak HTTP/2 upstream) and sends `xds:///svc` RPCs to the port of the
     /// Listener named `svc`, with authority `svc`.
     pub proxy: bool,
+    /// Connects to its xDS servers as soon as it starts, before any watch
+    /// or dial (Envoy): the runner starts it after the scenario's leading
+    /// server steps (faults, resources), at its first step that is not
+    /// one, and what it sends from its start on counts as that step's.
+    pub connects_at_start: bool,
     /// Reports what its admin API shows (Envoy's `/config_dump`, `/stats`)
     /// as [`ObservedEvent::Admin`].
     pub admin: bool,

@@ -157,6 +157,7 @@ impl AdapterCapabilities {
             authorities: true,
             named_lds_cds: true,
             proxy: self.proxy,
+            connects_at_start: false,
             admin: false,
             profiles,
         }

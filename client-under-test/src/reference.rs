@@ -166,6 +166,7 @@ impl ClientUnderTest for ReferenceClient {
             authorities: true,
             named_lds_cds: true,
             proxy: false,
+            connects_at_start: false,
             admin: false,
             profiles: PROFILES.iter().map(|p| p.to_string()).collect(),
         }

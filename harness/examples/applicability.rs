@@ -6,6 +6,9 @@
 //! cargo run -p xds-conformance --example applicability -- scenarios
 //! ```
 //!
+//! With `XDS_APPLICABILITY_LIST=<client>`, each reason of that client also
+//! lists its runs (every protocol), to pick what to open next.
+//!
 //! A client's start can still refuse a set-up (Envoy and a third xDS
 //! server): `matrix` counts those as n/a too, so its counts can be a few
 //! lower.
@@ -53,14 +56,26 @@ fn main() {
         .filter_map(|f| load(f).ok())
         .flat_map(|s| s.variants())
         .collect();
+    let list = std::env::var("XDS_APPLICABILITY_LIST").ok();
     for client in default_matrix_clients() {
         let caps = capabilities(&client);
+        let mut listed: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let (mut sotw, mut sotw_applicable, mut general, mut general_applicable) = (0, 0, 0, 0);
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
         for run in &runs {
             // Envoy's own scenarios (scenarios/envoy/) are not general.
             let envoy_only = run.source.contains("scenarios/envoy/");
             let missing = not_applicable(run, &caps);
+            if let (Some(reason), false, true) = (
+                &missing,
+                envoy_only,
+                list.as_deref() == Some(client.as_str()),
+            ) {
+                listed
+                    .entry(reason.clone())
+                    .or_default()
+                    .push(format!("{} ({:?})", run.name, run.protocol));
+            }
             if !envoy_only {
                 general += 1;
                 general_applicable += usize::from(missing.is_none());
@@ -86,6 +101,12 @@ fn main() {
         reasons.sort_by_key(|(_, count)| std::cmp::Reverse(*count));
         for (reason, count) in &reasons {
             println!("    {count:>4}  {reason}");
+        }
+        for (reason, runs) in &listed {
+            println!("  {reason}:");
+            for run in runs {
+                println!("      {run}");
+            }
         }
     }
 }

@@ -8,8 +8,10 @@
 //! - NACKED: a rejection counter moved while the responses of the type
 //!   named only that resource (here, a Cluster whose update Envoy
 //!   rejects);
-//! - a rejection the counters cannot attribute (two Clusters served)
-//!   makes the run not applicable, never a pass.
+//! - DOES_NOT_EXIST: a Cluster the dump showed is gone from it (deleted);
+//! - a rejection the counters cannot attribute (two Clusters served), or
+//!   a Cluster the dump never showed, makes the run not applicable, never
+//!   a pass.
 
 use xds_client_under_test::ClientUnderTest;
 use xds_conformance::runner::{RunOutcome, run_scenario};
@@ -111,4 +113,43 @@ fn a_rejection_of_one_of_two_clusters_is_not_applicable() {
         panic!("{:?}\n{}", outcome.verdict, outcome.timeline)
     };
     assert!(reason.contains("2 CDS resources (c1, c2)"), "{reason}");
+}
+
+#[test]
+fn a_deleted_cluster_does_not_exist_and_one_never_dumped_is_not_applicable() {
+    // c1 shown accepted, then deleted: gone from the dump.
+    let deleted = scenario(
+        "deleted.yaml",
+        "  - expect: { csds: { type: CDS, name: c1, status: ACKED }, within: 5s }\n  \
+         - remove_resources: { type: CDS, names: [c1] }\n  \
+         - expect: { csds: { type: CDS, name: c1, status: DOES_NOT_EXIST }, within: 3s }\n",
+    );
+    let outcome = on_envoy(&deleted);
+    assert_eq!(outcome.verdict, Verdict::Pass, "{}", outcome.timeline);
+
+    // Still served, and in the dump: it exists, and the check fails.
+    let still_there = scenario(
+        "still-there.yaml",
+        "  - expect: { csds: { type: CDS, name: c1, status: ACKED }, within: 5s }\n  \
+         - expect: { csds: { type: CDS, name: c1, status: DOES_NOT_EXIST }, within: 1s }\n",
+    );
+    let Verdict::Fail { message } = on_envoy(&still_there).verdict else {
+        panic!("a Cluster in the dump read as DOES_NOT_EXIST")
+    };
+    assert!(message.contains("still-there.yaml:12:5:"), "{message}");
+
+    // A Cluster no server has: Envoy says nothing of it.
+    let never = scenario(
+        "never.yaml",
+        "  - expect: { csds: { type: CDS, name: c1, status: ACKED }, within: 5s }\n  \
+         - expect: { csds: { type: CDS, name: c9, status: DOES_NOT_EXIST }, within: 1s }\n",
+    );
+    let outcome = on_envoy(&never);
+    let Verdict::NotApplicable { reason } = outcome.verdict else {
+        panic!("{:?}\n{}", outcome.verdict, outcome.timeline)
+    };
+    assert!(
+        reason.contains("CDS c9 was never in the config dump"),
+        "{reason}"
+    );
 }

@@ -234,6 +234,7 @@ impl ClientUnderTest for EnvoyClient {
             authorities: false,
             named_lds_cds: false,
             proxy: true,
+            connects_at_start: true,
             admin: self.poll_admin,
             background_rpc: false,
             ..self.manifest.capabilities.to_capabilities()

@@ -717,6 +717,7 @@ impl ClientUnderTest for GrpcRustClient {
             authorities: true,
             named_lds_cds: true,
             proxy: false,
+            connects_at_start: false,
             admin: false,
             profiles: Vec::new(),
         }

@@ -54,6 +54,12 @@ pub struct RequestMatcher {
     pub resource_type: Option<ResourceType>,
     /// Exact set of resource_names (order ignored).
     pub names: Option<Vec<String>>,
+    /// Instead of `names`: the request leaves its stream subscribed to
+    /// every resource of the type (SotW: no names, or `*`; delta: `*` in
+    /// the subscription). Never written in a file: a projection of named
+    /// Listener and Cluster requests sets it
+    /// ([`crate::projection::wildcard`]).
+    pub wildcard: bool,
     pub version: Option<String>,
     pub nonce: Option<String>,
     pub kind: Option<RequestKind>,
@@ -74,6 +80,7 @@ impl Compile for RequestMatcherSpec {
             server: scenario.filter_server(self.server.as_ref())?,
             resource_type: opt(self.resource_type.as_ref(), parse_resource_type)?,
             names: self.names.clone(),
+            wildcard: false,
             version: self.version.clone(),
             nonce: self.nonce.clone(),
             kind: opt(self.kind.as_ref(), |k| {
@@ -114,6 +121,13 @@ impl Check for RequestMatcher {
                 request.type_url.as_str(),
             )
             .set("names", &self.names, request.subscription().iter(), text)
+            .check(
+                "names",
+                self.wildcard,
+                || request.subscription().iter().any(|n| n == "*") || is_legacy_wildcard(request),
+                || "a wildcard subscription".into(),
+                || format!("{:?}", request.subscription().iter().collect::<Vec<_>>()),
+            )
             // A delta request has no version_info: one expectation serves
             // both protocols.
             .eq(
@@ -172,7 +186,10 @@ impl Check for RequestMatcher {
             .given("type", self.resource_type.map(ResourceType::short_name))
             .given(
                 "names",
-                self.names.as_ref().map(|v| format!("[{}]", v.join(","))),
+                self.names
+                    .as_ref()
+                    .map(|v| format!("[{}]", v.join(",")))
+                    .or(self.wildcard.then(|| "* (wildcard)".to_string())),
             )
             .given_debug("version", self.version.as_ref())
             .given_debug("nonce", self.nonce.as_ref())
@@ -193,6 +210,13 @@ impl Check for RequestMatcher {
     fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
         named_lds_cds_needed(self.resource_type, self.names.as_deref(), caps)
     }
+}
+
+/// A SotW request without names: for Listeners and Clusters, the
+/// wildcard of xDS's first form (api/xds_protocol.rst, "How the client
+/// specifies what resources to return").
+fn is_legacy_wildcard(request: &xds_fake_server::event::RecordedRequest) -> bool {
+    request.delta.is_none() && request.resource_names.is_empty()
 }
 
 /// A request naming Listeners or Clusters is one a client that always

@@ -15,9 +15,17 @@
 //! either's, and a check that needs to know is not applicable (the run
 //! says why), never guessed.
 //!
-//! Only ACKED and NACKED project. Envoy lists nothing it has not received
-//! (REQUESTED and ABSENT look alike) and never says a resource does not
-//! exist; endpoints carry no version.
+//! DOES_NOT_EXIST projects for Listeners and Clusters that the dump
+//! showed and then no longer does: the server deleted them (SotW by
+//! omission, delta by `removed_resources`; nothing else takes a Listener
+//! or Cluster out of Envoy's dump), as a gRPC client then says they do not
+//! exist. One Envoy never had is unknown: it says nothing of what it never
+//! received (a gRPC client's does-not-exist timer), so such a check makes
+//! the run not applicable. Endpoints and route configurations leave the
+//! dump when nothing uses them any more, which is not a deletion.
+//!
+//! REQUESTED and ABSENT do not project (the dump lists nothing it has not
+//! received, so the two look alike); endpoints carry no version.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -37,7 +45,7 @@ use super::csds_counts::csds_matchers;
 pub struct AdminCheck {
     pub resource_type: ResourceType,
     pub name: String,
-    /// ACKED or NACKED.
+    /// ACKED, NACKED or (Listeners and Clusters) DOES_NOT_EXIST.
     pub status: CsdsStatus,
     /// ACKED at this version (never for endpoints, which have none).
     pub version: Option<String>,
@@ -58,8 +66,16 @@ pub fn project(matcher: &CsdsMatcher) -> Result<AdminCheck, &'static str> {
                         not received, so the two look alike)",
             );
         }
+        CsdsStatus::DoesNotExist
+            if matches!(
+                resource_type,
+                ResourceType::Listener | ResourceType::Cluster
+            ) => {}
         CsdsStatus::DoesNotExist => {
-            return Err("a check of DOES_NOT_EXIST (Envoy never says a resource does not exist)");
+            return Err(
+                "a check of DOES_NOT_EXIST of endpoints or a route configuration (the dump \
+                 drops them when nothing uses them, deleted or not)",
+            );
         }
         CsdsStatus::ReceivedError | CsdsStatus::Timeout => {
             return Err("a check of RECEIVED_ERROR or TIMEOUT (Envoy has no such state)");
@@ -94,6 +110,8 @@ enum Outcome {
         version: Option<String>,
     },
     Rejected,
+    /// Shown, then gone from the dump: deleted.
+    Deleted,
     /// A rejection that may have been this resource's or another's.
     Unknown(String),
 }
@@ -191,8 +209,11 @@ impl AdminView {
                     );
                 }
             }
+            // A Listener drains when it is deleted (an update keeps its
+            // new version active beside the draining one, and the dump
+            // shows that as active).
             AdminResourceState::Draining | AdminResourceState::Removed => {
-                self.outcomes.remove(&key);
+                self.outcomes.insert(key.clone(), Outcome::Deleted);
             }
         }
         if state == AdminResourceState::Removed {
@@ -240,6 +261,15 @@ impl AdminView {
                 check.version.is_none() || check.version == *version
             }
             (Some(Outcome::Rejected), CsdsStatus::Nacked) => true,
+            (Some(Outcome::Deleted), CsdsStatus::DoesNotExist) => true,
+            (None, CsdsStatus::DoesNotExist) if !self.dumped.contains_key(&key) => {
+                return Err(format!(
+                    "{} {} was never in the config dump: Envoy does not say whether a \
+                     resource it never received exists",
+                    type_name(check.resource_type.type_url()),
+                    check.name
+                ));
+            }
             _ => false,
         })
     }
@@ -255,6 +285,7 @@ impl AdminView {
             let shown = match outcome {
                 Outcome::Accepted { version } => format!("accepted, version={version:?}"),
                 Outcome::Rejected => "rejected".to_string(),
+                Outcome::Deleted => "deleted (gone from the dump)".to_string(),
                 Outcome::Unknown(why) => format!("unknown: {why}"),
             };
             out.push_str(&format!(
@@ -386,7 +417,33 @@ mod tests {
     }
 
     #[test]
-    fn only_acked_and_nacked_project() {
+    fn gone_from_the_dump_is_deleted_and_never_dumped_is_unknown() {
+        let n = Normalizer::default();
+        let mut view = AdminView::default();
+        let cds = ResourceType::Cluster;
+        let gone = check(cds, CsdsStatus::DoesNotExist, None);
+        let why = view.read(&gone).unwrap_err();
+        assert!(why.contains("never in the config dump"), "{why}");
+        view.observe(&dumped(cds, "c1", "1", AdminResourceState::Active), &n);
+        assert_eq!(view.read(&gone), Ok(false));
+        view.observe(&dumped(cds, "c1", "", AdminResourceState::Removed), &n);
+        assert_eq!(view.read(&gone), Ok(true));
+        assert_eq!(view.read(&check(cds, CsdsStatus::Acked, None)), Ok(false));
+        // Back again: accepted, no longer deleted.
+        view.observe(&dumped(cds, "c1", "3", AdminResourceState::Active), &n);
+        assert_eq!(view.read(&gone), Ok(false));
+        // A Listener drains when it is deleted.
+        let lds = ResourceType::Listener;
+        view.observe(&dumped(lds, "c1", "1", AdminResourceState::Active), &n);
+        view.observe(&dumped(lds, "c1", "1", AdminResourceState::Draining), &n);
+        assert_eq!(
+            view.read(&check(lds, CsdsStatus::DoesNotExist, None)),
+            Ok(true)
+        );
+    }
+
+    #[test]
+    fn acked_nacked_and_a_deleted_listener_or_cluster_project() {
         let m = |status| CsdsMatcher {
             resource_type: Some(ResourceType::Cluster),
             name: Some("c1".into()),
@@ -395,14 +452,19 @@ mod tests {
         };
         assert!(project(&m(CsdsStatus::Acked)).is_ok());
         assert!(project(&m(CsdsStatus::Nacked)).is_ok());
+        assert!(project(&m(CsdsStatus::DoesNotExist)).is_ok());
         for status in [
             CsdsStatus::Requested,
             CsdsStatus::Absent,
-            CsdsStatus::DoesNotExist,
             CsdsStatus::Timeout,
         ] {
             assert!(project(&m(status)).is_err(), "{status:?}");
         }
+        let eds_gone = CsdsMatcher {
+            resource_type: Some(ResourceType::ClusterLoadAssignment),
+            ..m(CsdsStatus::DoesNotExist)
+        };
+        assert!(project(&eds_gone).is_err());
         let eds_version = CsdsMatcher {
             resource_type: Some(ResourceType::ClusterLoadAssignment),
             version: Some("1".into()),

@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use tokio::time::Instant;
-use xds_client_under_test::{Capabilities, ClientError, ClientUnderTest};
+use xds_client_under_test::{Capabilities, ClientEnvironment, ClientError, ClientUnderTest};
 use xds_conformance_reports::Verdict;
 use xds_fake_server::FakeAdsServer;
 use xds_vocabulary::AdsProtocol;
@@ -191,6 +191,10 @@ pub fn run_scenario_in(
         normalizer: Default::default(),
         missing: Vec::new(),
     };
+    // What a client shows differently is read as it shows it (see
+    // `crate::projection::wildcard`); the run plays that reading.
+    let projected = crate::projection::wildcard::project(scenario, &caps);
+    let scenario = &*projected;
     let missing = missing_capabilities(scenario, &caps);
     if let Some(reason) = lacks(&missing) {
         return RunOutcome {
@@ -318,6 +322,8 @@ fn lacks(missing: &[String]) -> Option<String> {
 /// Each thing the scenario needs that the client lacks, in the order the
 /// scenario needs them; empty when it can run.
 pub fn missing_capabilities(scenario: &Scenario, caps: &Capabilities) -> Vec<String> {
+    let projected = crate::projection::wildcard::project(scenario, caps);
+    let scenario = &*projected;
     let mut missing = Vec::new();
     let mut need = |ok: bool, what: &str| {
         if !ok && !missing.contains(&what.to_string()) {
@@ -438,6 +444,14 @@ struct Player {
     proxy: Option<ProxyListeners>,
     /// RPCs of `background` steps still under way; they end with the run.
     background: BackgroundRpcs,
+    /// A client that connects as soon as it starts, not started yet: it
+    /// starts at the first step that is not server-only (see
+    /// `Capabilities::connects_at_start`).
+    pending_start: Option<ClientEnvironment>,
+    /// Where the timeline stood when such a client started: that step's
+    /// action mark, so what the client sent from its start on is the
+    /// step's to match.
+    start_mark: Option<usize>,
 }
 
 /// Tasks waiting for background RPCs; aborted when the run is over.
@@ -535,6 +549,8 @@ async fn play(
         mark: None,
         proxy,
         background: BackgroundRpcs::default(),
+        pending_start: None,
+        start_mark: None,
     };
     let stopped = stop::stopped(
         player.scenario.limits,
@@ -543,6 +559,10 @@ async fn play(
         player.timeline.clone(),
     );
     let script = async {
+        if caps.connects_at_start {
+            player.pending_start = Some(env);
+            return player.play_steps().await;
+        }
         match player.client.start(env).await {
             // A set-up the client cannot take (Envoy and a third xDS
             // server): not applicable, for the reason it gives.
@@ -611,12 +631,38 @@ async fn play(
 }
 
 impl Player {
+    /// Starts a client whose start was put off (`pending_start`); the
+    /// verdict if it cannot start.
+    async fn start_pending(&mut self) -> Option<Verdict> {
+        let env = self.pending_start.take()?;
+        let mark = self.timeline.len();
+        match self.client.start(env).await {
+            Ok(()) => {
+                self.start_mark = Some(mark);
+                None
+            }
+            Err(ClientError::Unsupported(reason)) => Some(Verdict::NotApplicable {
+                reason: format!("the client cannot start from it: {reason}"),
+            }),
+            Err(e) => Some(Verdict::Error {
+                message: format!("the client did not start: {e}"),
+            }),
+        }
+    }
+
     async fn play_steps(&mut self) -> Verdict {
         let steps = self.scenario.steps.clone();
         for (index, step) in steps.iter().enumerate() {
             self.scheduled = step.scheduled;
             self.step_index = index;
-            match step.step.play(self, &step.location).await {
+            if !step.step.server_only()
+                && let Some(verdict) = self.start_pending().await
+            {
+                return verdict;
+            }
+            let played = step.step.play(self, &step.location).await;
+            self.start_mark = None;
+            match played {
                 Ok(()) => {}
                 Err(StepError::Failed(Failure { message, mark })) => {
                     self.mark = mark;
@@ -632,6 +678,9 @@ impl Player {
                     };
                 }
             }
+        }
+        if let Some(verdict) = self.start_pending().await {
+            return verdict;
         }
         self.checkpoint().await;
         if self.divergences.is_empty() {

@@ -21,7 +21,9 @@ use crate::timeline::{EventKind, Source, Timeline};
 impl Stage for Player {
     fn act(&mut self, text: String) {
         self.timeline.record(Source::Step, EventKind::Step(text));
-        self.action_mark = self.timeline.len();
+        // The first step after a put-off start owns what the client sent
+        // from its start on (`Player::start_mark`).
+        self.action_mark = self.start_mark.take().unwrap_or(self.timeline.len());
         self.consumed.clear();
     }
 

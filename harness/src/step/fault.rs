@@ -36,6 +36,10 @@ impl Kind for ServerFault {
     fn describe(&self) -> String {
         format!("{}: {}", self.server, self.fault)
     }
+
+    fn server_only(&self) -> bool {
+        true
+    }
 }
 
 impl Play for ServerFault {

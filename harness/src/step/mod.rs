@@ -263,6 +263,12 @@ impl Step {
         self.kind().reach(reach)
     }
 
+    /// Whether it acts on servers only, so it may play before a client
+    /// that connects as soon as it starts is started.
+    pub fn server_only(&self) -> bool {
+        self.kind().server_only()
+    }
+
     /// The matcher of an expectation.
     pub fn matcher(&self) -> Option<&Matcher> {
         match self {
@@ -293,6 +299,14 @@ pub(crate) trait Kind {
     /// then not applicable to the client.
     fn missing_capability(&self, _caps: &Capabilities) -> Option<&'static str> {
         None
+    }
+
+    /// It acts on servers only, so it may play before the client starts:
+    /// a client that connects as soon as it starts (Envoy) is started
+    /// after the scenario's leading server steps, as a client that
+    /// connects at its first watch or dial meets them before it does.
+    fn server_only(&self) -> bool {
+        false
     }
 
     /// The scenario time it may take (see [`ScriptClock`]).

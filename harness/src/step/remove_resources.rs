@@ -46,6 +46,10 @@ impl Compile for RemoveResourcesSpec {
 }
 
 impl Kind for RemoveResources {
+    fn server_only(&self) -> bool {
+        true
+    }
+
     fn describe(&self) -> String {
         format!(
             "{}: remove {} [{}]",

@@ -42,6 +42,10 @@ impl Compile for SetResourcesSpec {
 }
 
 impl Kind for SetResources {
+    fn server_only(&self) -> bool {
+        true
+    }
+
     fn describe(&self) -> String {
         let names: Vec<&str> = self.resources.iter().map(|r| r.name.as_str()).collect();
         format!("{}: set resources [{}]", self.server, names.join(","))

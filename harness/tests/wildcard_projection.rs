@@ -1,0 +1,160 @@
+//! Requests naming Listeners and Clusters, read on a client that always
+//! subscribes to all of them (`projection::wildcard`), end to end through
+//! the runner on the reference client presented as such a client
+//! (`named_lds_cds: false`):
+//!
+//! - a client that does subscribe by wildcard meets the check only as a
+//!   divergence, never a pass;
+//! - a client that names the Cluster after all fails it, as does a
+//!   wildcard request of the wrong kind;
+//! - an `expect_none` of a named request stays not applicable.
+
+use envoy_types::pb::envoy::service::status::v3::{ClientStatusRequest, ClientStatusResponse};
+use xds_client_under_test::{
+    Capabilities, ClientEnvironment, ClientError, ClientUnderTest, PendingRpc, ReferenceClient,
+    ResourceCounts, RpcOutcome, RpcRequest,
+};
+use xds_conformance::projection::wildcard::DIVERGENCE;
+use xds_conformance::runner::run_scenario;
+use xds_conformance::scenario::load_str;
+use xds_conformance_reports::Verdict;
+use xds_vocabulary::{ResourceType, XdsError};
+
+/// The reference client, claiming to subscribe to Listeners and Clusters
+/// only by wildcard (as Envoy does); what it sends is what it is told to
+/// watch.
+struct WildcardOnly(ReferenceClient);
+
+#[async_trait::async_trait]
+impl ClientUnderTest for WildcardOnly {
+    fn name(&self) -> &str {
+        "wildcard-only"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            named_lds_cds: false,
+            ..self.0.capabilities()
+        }
+    }
+    async fn start(&mut self, env: ClientEnvironment) -> Result<(), ClientError> {
+        self.0.start(env).await
+    }
+    async fn watch(&mut self, resource_type: ResourceType, name: &str) -> Result<(), ClientError> {
+        self.0.watch(resource_type, name).await
+    }
+    async fn watch_in_callback(
+        &mut self,
+        resource_type: ResourceType,
+        name: &str,
+        of: (ResourceType, &str),
+    ) -> Result<(), ClientError> {
+        self.0.watch_in_callback(resource_type, name, of).await
+    }
+    async fn hold_reads(
+        &mut self,
+        resource_type: ResourceType,
+        name: &str,
+        hold: bool,
+    ) -> Result<(), ClientError> {
+        self.0.hold_reads(resource_type, name, hold).await
+    }
+    async fn cancel_watch(
+        &mut self,
+        resource_type: ResourceType,
+        name: &str,
+    ) -> Result<(), ClientError> {
+        self.0.cancel_watch(resource_type, name).await
+    }
+    async fn dial(&mut self, target: &str) -> Result<(), ClientError> {
+        self.0.dial(target).await
+    }
+    async fn serve(&mut self, address: &str) -> Result<(), ClientError> {
+        self.0.serve(address).await
+    }
+    async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError> {
+        self.0.rpc(request).await
+    }
+    async fn start_rpc(&mut self, request: &RpcRequest) -> Result<PendingRpc, ClientError> {
+        self.0.start_rpc(request).await
+    }
+    async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {
+        self.0.csds().await
+    }
+    async fn resource_counts(&mut self) -> Result<ResourceCounts, ClientError> {
+        self.0.resource_counts().await
+    }
+    async fn csds_request(
+        &mut self,
+        request: ClientStatusRequest,
+    ) -> Result<Result<ClientStatusResponse, XdsError>, ClientError> {
+        self.0.csds_request(request).await
+    }
+    async fn shutdown(&mut self) {
+        self.0.shutdown().await
+    }
+}
+
+/// A server holding Clusters `c1` and `c2`; the client watches `watched`,
+/// then the scenario expects what a gRPC client naming `c1` sends.
+fn run(watched: &str, expectation: &str) -> Verdict {
+    let text = format!(
+        "description: d\nprotocols: [sotw]\nservers:\n  primary:\n    resources:\n      \
+         - cluster: {{ name: c1 }}\n      - cluster: {{ name: c2 }}\nsteps:\n  \
+         - watch: {{ type: CDS, name: \"{watched}\" }}\n{expectation}"
+    );
+    let scenario = load_str("wildcard.yaml", &text).unwrap_or_else(|e| panic!("{e}"));
+    run_scenario(&scenario, &|| {
+        Box::new(WildcardOnly(ReferenceClient::new())) as Box<dyn ClientUnderTest>
+    })
+    .verdict
+}
+
+const NAMED_INITIAL_AND_ACK: &str = "  \
+    - expect: { request: { type: CDS, names: [c1], kind: initial } }\n  \
+    - expect: { request: { type: CDS, names: [c1], version: \"1\", kind: ack } }\n";
+
+#[test]
+fn a_wildcard_request_meets_a_named_one_only_as_a_divergence() {
+    match run("*", NAMED_INITIAL_AND_ACK) {
+        Verdict::Divergent { note } => assert_eq!(note, DIVERGENCE),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_client_that_names_the_cluster_after_all_fails() {
+    let verdict = run("c1", NAMED_INITIAL_AND_ACK);
+    let Verdict::Fail { message } = &verdict else {
+        panic!("{verdict:?}")
+    };
+    assert!(
+        message.contains("wildcard.yaml:10:5") && message.contains("names=* (wildcard)"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_wildcard_request_of_another_kind_fails() {
+    let verdict = run(
+        "*",
+        "  - expect: { request: { type: CDS, names: [c1], kind: nack } }\n",
+    );
+    assert!(matches!(verdict, Verdict::Fail { .. }), "{verdict:?}");
+}
+
+#[test]
+fn an_expect_none_of_a_named_request_is_not_applicable() {
+    let verdict = run(
+        "*",
+        "  - expect_none: { request: { type: CDS, names: [c2] }, for: 1s }\n",
+    );
+    match verdict {
+        Verdict::NotApplicable { reason } => {
+            assert!(
+                reason.contains("named Listener and Cluster subscriptions"),
+                "{reason}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
