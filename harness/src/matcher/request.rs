@@ -56,9 +56,9 @@ pub struct RequestMatcher {
     pub names: Option<Vec<String>>,
     /// Instead of `names`: the request leaves its stream subscribed to
     /// every resource of the type (SotW: no names, or `*`; delta: `*` in
-    /// the subscription). Never written in a file: a projection of named
-    /// Listener and Cluster requests sets it
-    /// ([`crate::projection::wildcard`]).
+    /// the subscription). Never written in a file: the projection of
+    /// named Listener and Cluster requests onto a client that always
+    /// subscribes to all of them sets it (the runner's `projection`).
     pub wildcard: bool,
     pub version: Option<String>,
     pub nonce: Option<String>,
