@@ -34,6 +34,8 @@ fn defect(name: &str) -> Defects {
         "delta_nack_advances_versions" => d.delta_nack_advances_versions = true,
         "delta_nonce_on_every_request" => d.delta_nonce_on_every_request = true,
         "wildcard_as_a_name" => d.wildcard_as_a_name = true,
+        "wildcard_misses_named_first" => d.wildcard_misses_named_first = true,
+        "delta_claims_replaced_copies" => d.delta_claims_replaced_copies = true,
         "tls_accepts_any_server" => d.tls_accepts_any_server = true,
         "tls_no_identity" => d.tls_no_identity = true,
         "new_watcher_misses_pending_error" => d.new_watcher_misses_pending_error = true,
@@ -220,6 +222,16 @@ fn defect(name: &str) -> Defects {
     ":19:5:"
 )]
 #[case::wildcard("wildcard_as_a_name", "delta/wildcard-sync-of-a-whole-type", ":21:5:")]
+#[case::wildcard_named_first(
+    "wildcard_misses_named_first",
+    "delta/wildcard-hears-a-resource-first-watched-by-name",
+    ":29:5:"
+)]
+#[case::delta_back_on_the_primary(
+    "delta_claims_replaced_copies",
+    "delta/back-on-the-primary-claims-nothing-the-fallback-replaced",
+    ":46:5:"
+)]
 #[case::a65_untrusted_server(
     "tls_accepts_any_server",
     "a65/untrusted-server-certificate-is-a-connectivity-failure",

@@ -337,3 +337,37 @@ fn a_finding_shrinks_to_a_smaller_file_that_still_breaks_the_rule() {
         assert_eq!(judge(&scenario, &correct).map(|(broke, _)| broke), None);
     }
 }
+
+/// A reference defect found while triaging the release campaign's
+/// findings (`delta_claims_replaced_copies`: back on the primary after a
+/// fallback, a delta stream claimed the primary's old version of the
+/// fallback's copy, so the primary never resent it), held by an invariant
+/// on the scenario that now proves its fix: the broken client breaks
+/// `delta-claims-what-it-holds` there, the fixed one keeps it. (Its
+/// sibling, `wildcard_misses_named_first`, is caught by its scenario but
+/// not by `wildcard-hears-every-resource`: the timeline does not say which
+/// watcher heard a notification, and the named watcher of the resource
+/// heard it.)
+#[test]
+fn the_invariants_catch_the_defects_their_regression_scenarios_prove() {
+    let root =
+        xds_conformance::suite::manifest_dir(env!("CARGO_MANIFEST_DIR")).join("../scenarios/delta");
+    let file = "back-on-the-primary-claims-nothing-the-fallback-replaced.yaml";
+    let invariant = "delta-claims-what-it-holds";
+    let set: fn(&mut Defects) = |d| d.delta_claims_replaced_copies = true;
+    {
+        let scenario = xds_conformance::scenario::load_file(&root.join(file))
+            .unwrap_or_else(|e| panic!("{e}"));
+        for run in scenario.variants() {
+            let outcome = run_scenario(&run, defective(set).as_ref());
+            assert_eq!(
+                judge(&run, &outcome).map(|(broke, _)| broke),
+                Some(invariant),
+                "{file}\n{}",
+                outcome.timeline
+            );
+            let fixed = run_scenario(&run, reference().as_ref());
+            assert_eq!(judge(&run, &fixed).map(|(broke, _)| broke), None, "{file}");
+        }
+    }
+}

@@ -99,6 +99,11 @@ pub struct Defects {
     /// Delta: send the last nonce with every request (only an ACK or NACK
     /// carries one).
     pub delta_nonce_on_every_request: bool,
+    /// Delta: keep a server's versions of resources another server's
+    /// response replaced, and claim them on that server's next stream
+    /// (back on the primary after a fallback, its old version of the
+    /// fallback's copy: the primary never resends it).
+    pub delta_claims_replaced_copies: bool,
     /// Take a wildcard watch (`*`) for a watch of a resource named `*`.
     pub wildcard_as_a_name: bool,
     /// A new wildcard watcher is not told of the resources of its type the
@@ -108,6 +113,10 @@ pub struct Defects {
     /// told to the wildcard watchers (only resources some watch already
     /// named are).
     pub wildcard_misses_new: bool,
+    /// A resource first watched by name while a wildcard watch of its type
+    /// is on is not told to the wildcard watchers (only to its named
+    /// watchers).
+    pub wildcard_misses_named_first: bool,
     /// TLS: accept any server certificate (A65: it must chain to
     /// `ca_certificate_file` and be valid for the server's host).
     pub tls_accepts_any_server: bool,

@@ -13,7 +13,10 @@
 //! is left out of the check: a response not answered yet (the client may
 //! have taken it, and its stream may end before the ACK goes out), a
 //! NACKed response (which of its resources the client kept is its own
-//! business), a resource with a TTL or without a body, a resource error.
+//! business), a resource with a TTL or without a body, a resource error,
+//! a name whose last watch was cancelled (or every name of the type, for
+//! the last wildcard watch), until a response settles it: the client may
+//! unsubscribe by closing the stream and forget it, or keep it.
 //! It holds where the script's watches are the client's only ones (no
 //! dial, RPC or serve: their XdsClients hold their own) and no
 //! authorities split the client.
@@ -22,8 +25,13 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use xds_fake_server::event::{RecordedResponse, ServerEvent};
 
+use xds_vocabulary::ResourceType;
+
 use super::{Invariant, Violation};
 use crate::scenario::{BootstrapPlan, Scenario};
+use crate::step::cancel_watch::CancelWatch;
+use crate::step::watch::Watch;
+use crate::step::watch_in_callback::WatchInCallback;
 use crate::timeline::{EventKind, TimelineEvent};
 
 pub const INVARIANT: Invariant = Invariant {
@@ -127,7 +135,37 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     let mut held: HashMap<&str, HashMap<&str, Held<'_>>> = HashMap::new();
     // (server, stream, type) that had its first request.
     let mut started: HashSet<(&str, u64, &str)> = HashSet::new();
+    // (type, name) -> watches active, from the script.
+    let mut watches: HashMap<(ResourceType, &str), usize> = HashMap::new();
     for (index, event) in events.iter().enumerate() {
+        // A cancel that leaves a name (or `*`) with no watch unsubscribes
+        // it even when no request says so: the client may close the
+        // stream instead (it was its last subscription), or be between
+        // streams. It forgets the resource (the xDS protocol: a client
+        // "may have forgotten" resources), or keeps it if a watch comes
+        // back before the unsubscription goes out: unknown until a
+        // response settles it.
+        if let EventKind::Step(text) = &event.kind {
+            if let Some(key) = WatchInCallback::described(text).or_else(|| Watch::described(text)) {
+                *watches.entry(key).or_default() += 1;
+            } else if let Some((t, name)) = CancelWatch::described(text) {
+                let active = watches.entry((t, name)).or_default();
+                *active = active.saturating_sub(1);
+                if *active == 0 {
+                    for of_server in held.entry(t.type_url()).or_default().values_mut() {
+                        let names: Vec<&str> = if name == WILDCARD {
+                            of_server.versions.keys().copied().collect()
+                        } else {
+                            vec![name]
+                        };
+                        for name in names {
+                            of_server.blur(name);
+                        }
+                    }
+                }
+            }
+            continue;
+        }
         let (EventKind::Server(server_event), Some(server)) = (&event.kind, event.source.server())
         else {
             continue;
@@ -360,6 +398,27 @@ mod tests {
         let mut events = first.clone();
         events.push(request(2, &["c1"], "", &[("c1", "v1")]));
         assert_eq!(check(&test_scenario(), &events), None);
+    }
+
+    /// Seed 20261126, schedules 5396 and 5403: the last watch of a name
+    /// cancelled, the client closed the stream (its last subscription)
+    /// instead of sending the unsubscription, and forgot the resource.
+    #[test]
+    fn a_name_whose_last_watch_was_cancelled_may_be_forgotten() {
+        let mut events = vec![
+            crate::chaos::invariant::test_events::step("watch CDS c1"),
+            request(1, &["c1"], "", &[]),
+            response(1, "1", &[("c1", "v1")], false),
+            request(1, &[], "1", &[]),
+            crate::chaos::invariant::test_events::step("cancel watch CDS c1"),
+            crate::chaos::invariant::test_events::step("watch CDS c1"),
+            request(2, &["c1"], "", &[]),
+        ];
+        assert_eq!(check(&test_scenario(), &events), None);
+        // Without the cancel it still holds c1, and must claim it.
+        events.remove(4);
+        let v = check(&test_scenario(), &events).expect("claims nothing it holds");
+        assert!(v.message.contains("does not claim c1"), "{v:?}");
     }
 
     #[test]

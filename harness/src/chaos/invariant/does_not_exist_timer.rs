@@ -157,17 +157,7 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
             }) => {
                 let key = (*resource_type, name.as_str());
                 let known = !missing.insert(key);
-                // Only a told-before resource is told from the cache: a
-                // watch from a callback is taken as started only then.
-                let new_watcher = known
-                    && [name.as_str(), "*"].iter().any(|n| {
-                        watched.get(&(*resource_type, *n)) == Some(&event.at)
-                            || from_callback.remove(&(*resource_type, *n))
-                    });
                 let held = last_held.is_some_and(|h| event.at <= h + TIMERS[1]);
-                if answered.get(resource_type) == Some(&event.at) || new_watcher || held {
-                    continue;
-                }
                 let requests = asked
                     .get(&(*resource_type, name.as_str()))
                     .map(Vec::as_slice)
@@ -175,7 +165,20 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                 let timed_out = requests
                     .iter()
                     .any(|at| TIMERS.iter().any(|timer| *at + *timer == event.at));
-                if !timed_out {
+                if answered.get(resource_type) == Some(&event.at) || held || timed_out {
+                    continue;
+                }
+                // Only a told-before resource is told from the cache: a
+                // watch from a callback is taken as started only then.
+                // Asked last, so that a does-not-exist the other rules
+                // explain (a second stream's timer) does not use up the
+                // callback's watch.
+                let new_watcher = known
+                    && [name.as_str(), "*"].iter().any(|n| {
+                        watched.get(&(*resource_type, *n)) == Some(&event.at)
+                            || from_callback.remove(&(*resource_type, *n))
+                    });
+                if !new_watcher {
                     let last = requests.iter().rfind(|at| **at <= event.at).map_or(
                         "no request named it".to_string(),
                         |at| {
@@ -212,6 +215,27 @@ mod tests {
     fn at(ms: u64, mut event: TimelineEvent) -> TimelineEvent {
         event.at = Duration::from_millis(ms);
         event
+    }
+
+    /// Seed 20261126, schedule 1584: a second stream's timer told the
+    /// watchers again, and only later did the callback run that started
+    /// the new watch, told from the cache.
+    #[test]
+    fn a_timer_explained_repeat_does_not_use_up_a_callback_watch() {
+        let dne = || heard("c1", WatcherNotification::DoesNotExist);
+        let events = vec![
+            at(1_000, request(1, CDS, &["c1"], "", "", true)),
+            at(2_000, step("watch CDS c1 from the next callback of CDS c2")),
+            at(3_000, request(2, CDS, &["c1"], "", "", true)),
+            at(16_000, dne()),
+            at(18_000, dne()),
+            at(19_000, dne()),
+        ];
+        assert_eq!(check(&test_scenario(), &events), None);
+        // Without the callback watch, the last one is unexplained.
+        let mut without = events.clone();
+        without[1] = at(2_000, step("wait 1s"));
+        assert!(check(&test_scenario(), &without).is_some());
     }
 
     #[test]

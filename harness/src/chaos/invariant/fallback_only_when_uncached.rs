@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 
 use xds_client_under_test::{ObservedEvent, WatcherNotification};
 use xds_fake_server::event::ServerEvent;
-use xds_vocabulary::ResourceType;
+use xds_vocabulary::{RequestKind, ResourceType};
 
 use super::{Invariant, Violation};
 use crate::scenario::{BootstrapPlan, Scenario};
@@ -54,7 +54,12 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     let priority = |server: &str| servers.iter().position(|s| s == server);
     let mut watches: HashMap<(ResourceType, &str), usize> = HashMap::new();
     let mut cached: HashSet<(ResourceType, &str)> = HashSet::new();
-    // The priority of the server the client's latest stream went to.
+    // The priority of the server the client uses: where its first stream
+    // went, or a lower one it fell back to; a higher one again only once
+    // the client answers a response from it (gRFC A71: it goes on trying
+    // the higher-priority servers while on a fallback, and switches back
+    // "once such a resource is received"), so a stream opened to a higher
+    // one that never answers changes nothing.
     let mut in_use: Option<usize> = None;
     for (index, event) in events.iter().enumerate() {
         match &event.kind {
@@ -69,6 +74,11 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                     // again only once a new watcher hears it.
                     if *active == 0 {
                         cached.remove(&key);
+                    }
+                    // No watch left: the client lets its channels go, and
+                    // the next watch starts over from the first server.
+                    if watches.values().all(|n| *n == 0) {
+                        in_use = None;
                     }
                 }
             }
@@ -92,16 +102,30 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                 }
             }
             EventKind::Server(server_event) => {
-                let (ServerEvent::StreamOpened { .. }, Some(server)) =
-                    (&**server_event, event.source.server())
-                else {
+                let Some(server) = event.source.server() else {
                     continue;
                 };
-                let Some(opened) = priority(server) else {
+                let Some(at) = priority(server) else {
                     continue;
+                };
+                let opened = match &**server_event {
+                    ServerEvent::StreamOpened { .. } => at,
+                    // An answer to a response from a higher-priority
+                    // server: the client is back on it.
+                    ServerEvent::RequestReceived { request, .. }
+                        if matches!(request.kind, RequestKind::Ack | RequestKind::Nack) =>
+                    {
+                        if in_use.is_some_and(|used| at < used) {
+                            in_use = Some(at);
+                        }
+                        continue;
+                    }
+                    _ => continue,
                 };
                 let fell_back = in_use.is_some_and(|used| opened > used);
-                in_use = Some(opened);
+                if in_use.is_none() || fell_back {
+                    in_use = Some(opened);
+                }
                 if !fell_back {
                     continue;
                 }
@@ -154,6 +178,20 @@ mod tests {
         )
     }
 
+    /// The client's ACK of a response from `on`.
+    fn ack_from(on: &str) -> TimelineEvent {
+        let mut ack = crate::chaos::invariant::test_events::request(
+            1,
+            "type.googleapis.com/envoy.config.cluster.v3.Cluster",
+            &["c1"],
+            "1",
+            "1",
+            false,
+        );
+        ack.source = Source::Server(on.into());
+        ack
+    }
+
     fn changed() -> WatcherNotification {
         WatcherNotification::Changed {
             summary: String::new(),
@@ -174,12 +212,18 @@ mod tests {
         // A new watch nothing answered yet makes it the right move.
         events.insert(3, step("watch CDS c2"));
         assert_eq!(check(&test_scenario(), &events), None);
-        // Back on the primary, then to the fallback again with c2 cached.
+        // The primary tried again, unanswered: still on the fallback, so
+        // reconnecting to it is no fallback.
         events.extend([
             heard("c2", WatcherNotification::DoesNotExist),
             opened("primary"),
             opened("fallback"),
         ]);
+        assert_eq!(check(&test_scenario(), &events), None);
+        // Back on the primary (it answered a response from it), then to
+        // the fallback again with everything cached.
+        let len = events.len();
+        events.insert(len - 1, ack_from("primary"));
         assert!(check(&test_scenario(), &events).is_some());
         // A resource watched again after its last cancel is not known to
         // be cached until its watcher hears it.

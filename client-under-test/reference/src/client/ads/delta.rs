@@ -54,6 +54,24 @@ impl DeltaMemory {
         }
     }
 
+    /// Another server's response was handled: what it brought or deleted
+    /// is no longer this server's copy, so this server's versions of those
+    /// names claim nothing (a version is its server's own: back on the
+    /// primary after a fallback, claiming its old version of the
+    /// fallback's copy would keep the primary from resending it; gRFC
+    /// A71). A rejected entry leaves the copy as it was (gRFC A46).
+    pub fn replaced_elsewhere(&mut self, parsed: &ParsedResponse) {
+        for entry in parsed.entries.iter().filter(|e| e.resource.is_ok()) {
+            self.versions
+                .remove(&(parsed.resource_type, entry.name.clone()));
+        }
+        if let Deletions::Named(names) = &parsed.deletions {
+            for name in names {
+                self.versions.remove(&(parsed.resource_type, name.clone()));
+            }
+        }
+    }
+
     /// The name is no longer subscribed: the client will not hold it.
     pub fn forget(&mut self, resource_type: ResourceType, name: &ResourceName) {
         self.versions.remove(&(resource_type, name.clone()));

@@ -125,6 +125,16 @@ impl Worker {
         {
             memory.update(&parsed, &self.shared.profile.defects);
         }
+        // ...and no longer from any other.
+        if !self.shared.profile.defects.delta_claims_replaced_copies {
+            for (other, channel) in &mut self.channels {
+                if other != server
+                    && let Memory::Delta(memory) = &mut channel.memory
+                {
+                    memory.replaced_elsewhere(&parsed);
+                }
+            }
+        }
         let deletions = std::mem::replace(&mut parsed.deletions, Deletions::None);
         let server_errors = std::mem::take(&mut parsed.server_errors);
         let mut seen = (deletions == Deletions::AllOthers).then(|| parsed.names());

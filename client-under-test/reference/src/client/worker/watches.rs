@@ -82,11 +82,22 @@ impl Worker {
             .authorities
             .entry(parsed.authority.clone())
             .or_default();
+        // A wildcard watch of the type watches a new entry too, as it
+        // does the entries there when it starts (`watch_wildcard`) and
+        // those a response brings (`entry_for_update`).
+        let wildcard_ids = authority
+            .wildcards
+            .get(&resource_type)
+            .filter(|_| !self.shared.profile.defects.wildcard_misses_named_first)
+            .cloned()
+            .unwrap_or_default();
         let by_type = authority.resources.entry(resource_type).or_default();
         let first_watcher = !by_type.contains_key(&parsed.key);
-        let state = by_type
-            .entry(parsed.key.clone())
-            .or_insert_with(ResourceState::new);
+        let state = by_type.entry(parsed.key.clone()).or_insert_with(|| {
+            let mut state = ResourceState::new();
+            state.watchers.extend(wildcard_ids);
+            state
+        });
         // An entry kept after its last watch was cancelled, whose
         // unsubscription has not gone out yet: subscribed again below.
         let revived = !first_watcher && state.watchers.is_empty();
