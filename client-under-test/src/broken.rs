@@ -30,12 +30,17 @@ pub enum Command<'a> {
 /// error can stand for its outcome).
 pub type Rule = Arc<dyn Fn(&Command<'_>) -> Option<Result<(), ClientError>> + Send + Sync>;
 
+/// What a broken client claims of itself, from what its inner client
+/// claims.
+pub type Claims = Arc<dyn Fn(Capabilities) -> Capabilities + Send + Sync>;
+
 /// `inner`, broken by `rule`.
 pub struct Broken<C> {
     inner: C,
     name: String,
     rule: Rule,
     real_time: bool,
+    claims: Option<Claims>,
 }
 
 impl<C: ClientUnderTest> Broken<C> {
@@ -45,7 +50,16 @@ impl<C: ClientUnderTest> Broken<C> {
             name: name.to_string(),
             rule,
             real_time: false,
+            claims: None,
         }
+    }
+
+    /// Claims other capabilities than the client it wraps (a client that
+    /// subscribes only by wildcard, as Envoy, or one without CSDS): the
+    /// harness then holds it to what such a client shows.
+    pub fn claiming(mut self, claims: Claims) -> Self {
+        self.claims = Some(claims);
+        self
     }
 
     /// Claims no virtual time, as an external client: its runs are on
@@ -67,9 +81,13 @@ impl<C: ClientUnderTest> ClientUnderTest for Broken<C> {
     }
     fn capabilities(&self) -> Capabilities {
         let caps = self.inner.capabilities();
-        Capabilities {
+        let caps = Capabilities {
             virtual_time: caps.virtual_time && !self.real_time,
             ..caps
+        };
+        match &self.claims {
+            Some(claims) => claims(caps),
+            None => caps,
         }
     }
     async fn start(&mut self, env: ClientEnvironment) -> Result<(), ClientError> {

@@ -825,22 +825,9 @@ fn merge(shards: Vec<PathBuf>, report_dir: PathBuf) -> ExitCode {
     {
         return merge_campaigns(&shards, &report_dir);
     }
-    let mut records = Vec::new();
-    for shard in &shards {
-        let path = shard.join("matrix.json");
-        let record = std::fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| {
-                serde_json::from_slice::<MatrixRecord>(&bytes).map_err(|e| e.to_string())
-            });
-        match record {
-            Ok(record) => records.push(record),
-            Err(e) => {
-                eprintln!("{}: {e}", path.display());
-                return ExitCode::from(EXIT_BROKEN_INPUT);
-            }
-        }
-    }
+    let Some(records) = read_shards::<MatrixRecord>(&shards, "matrix.json") else {
+        return ExitCode::from(EXIT_BROKEN_INPUT);
+    };
     let shards_seen: Vec<String> = records.iter().filter_map(|r| r.partition.clone()).collect();
     let merged = match xds_conformance::matrix::merge(records) {
         Ok(merged) => merged,
@@ -1049,22 +1036,9 @@ fn ms(d: Duration) -> f64 {
 /// if any shard found something.
 fn merge_campaigns(shards: &[PathBuf], report_dir: &Path) -> ExitCode {
     use xds_conformance::chaos::record::{CampaignRecord, merge};
-    let mut records = Vec::new();
-    for shard in shards {
-        let path = shard.join("campaign.json");
-        let record = std::fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| {
-                serde_json::from_slice::<CampaignRecord>(&bytes).map_err(|e| e.to_string())
-            });
-        match record {
-            Ok(record) => records.push(record),
-            Err(e) => {
-                eprintln!("{}: {e}", path.display());
-                return ExitCode::from(EXIT_BROKEN_INPUT);
-            }
-        }
-    }
+    let Some(records) = read_shards::<CampaignRecord>(shards, "campaign.json") else {
+        return ExitCode::from(EXIT_BROKEN_INPUT);
+    };
     let merged = match merge(records) {
         Ok(merged) => merged,
         Err(e) => {
@@ -1116,4 +1090,24 @@ fn merge_campaigns(shards: &[PathBuf], report_dir: &Path) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// Each shard's `file`, read; `None` (after saying which and why) if one
+/// cannot be.
+fn read_shards<T: serde::de::DeserializeOwned>(shards: &[PathBuf], file: &str) -> Option<Vec<T>> {
+    let mut records = Vec::new();
+    for shard in shards {
+        let path = shard.join(file);
+        let record = std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| serde_json::from_slice::<T>(&bytes).map_err(|e| e.to_string()));
+        match record {
+            Ok(record) => records.push(record),
+            Err(e) => {
+                eprintln!("{}: {e}", path.display());
+                return None;
+            }
+        }
+    }
+    Some(records)
 }

@@ -9,89 +9,27 @@
 //!   wildcard request of the wrong kind;
 //! - an `expect_none` of a named request stays not applicable.
 
-use envoy_types::pb::envoy::service::status::v3::{ClientStatusRequest, ClientStatusResponse};
-use xds_client_under_test::{
-    Capabilities, ClientEnvironment, ClientError, ClientUnderTest, PendingRpc, ReferenceClient,
-    ResourceCounts, RpcOutcome, RpcRequest,
-};
+use std::sync::Arc;
+
+use xds_client_under_test::broken::Broken;
+use xds_client_under_test::{Capabilities, ClientUnderTest, ReferenceClient};
 use xds_conformance::projection::wildcard::DIVERGENCE;
 use xds_conformance::runner::run_scenario;
 use xds_conformance::scenario::load_str;
 use xds_conformance_reports::Verdict;
-use xds_vocabulary::{ResourceType, XdsError};
 
 /// The reference client, claiming to subscribe to Listeners and Clusters
 /// only by wildcard (as Envoy does); what it sends is what it is told to
 /// watch.
-struct WildcardOnly(ReferenceClient);
-
-#[async_trait::async_trait]
-impl ClientUnderTest for WildcardOnly {
-    fn name(&self) -> &str {
-        "wildcard-only"
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            named_lds_cds: false,
-            ..self.0.capabilities()
-        }
-    }
-    async fn start(&mut self, env: ClientEnvironment) -> Result<(), ClientError> {
-        self.0.start(env).await
-    }
-    async fn watch(&mut self, resource_type: ResourceType, name: &str) -> Result<(), ClientError> {
-        self.0.watch(resource_type, name).await
-    }
-    async fn watch_in_callback(
-        &mut self,
-        resource_type: ResourceType,
-        name: &str,
-        of: (ResourceType, &str),
-    ) -> Result<(), ClientError> {
-        self.0.watch_in_callback(resource_type, name, of).await
-    }
-    async fn hold_reads(
-        &mut self,
-        resource_type: ResourceType,
-        name: &str,
-        hold: bool,
-    ) -> Result<(), ClientError> {
-        self.0.hold_reads(resource_type, name, hold).await
-    }
-    async fn cancel_watch(
-        &mut self,
-        resource_type: ResourceType,
-        name: &str,
-    ) -> Result<(), ClientError> {
-        self.0.cancel_watch(resource_type, name).await
-    }
-    async fn dial(&mut self, target: &str) -> Result<(), ClientError> {
-        self.0.dial(target).await
-    }
-    async fn serve(&mut self, address: &str) -> Result<(), ClientError> {
-        self.0.serve(address).await
-    }
-    async fn rpc(&mut self, request: &RpcRequest) -> Result<RpcOutcome, ClientError> {
-        self.0.rpc(request).await
-    }
-    async fn start_rpc(&mut self, request: &RpcRequest) -> Result<PendingRpc, ClientError> {
-        self.0.start_rpc(request).await
-    }
-    async fn csds(&mut self) -> Result<ClientStatusResponse, ClientError> {
-        self.0.csds().await
-    }
-    async fn resource_counts(&mut self) -> Result<ResourceCounts, ClientError> {
-        self.0.resource_counts().await
-    }
-    async fn csds_request(
-        &mut self,
-        request: ClientStatusRequest,
-    ) -> Result<Result<ClientStatusResponse, XdsError>, ClientError> {
-        self.0.csds_request(request).await
-    }
-    async fn shutdown(&mut self) {
-        self.0.shutdown().await
-    }
+fn wildcard_only() -> Box<dyn ClientUnderTest> {
+    Box::new(
+        Broken::new(ReferenceClient::new(), "wildcard-only", Arc::new(|_| None)).claiming(
+            Arc::new(|caps| Capabilities {
+                named_lds_cds: false,
+                ..caps
+            }),
+        ),
+    )
 }
 
 /// A server holding Clusters `c1` and `c2`; the client watches `watched`,
@@ -103,10 +41,7 @@ fn run(watched: &str, expectation: &str) -> Verdict {
          - watch: {{ type: CDS, name: \"{watched}\" }}\n{expectation}"
     );
     let scenario = load_str("wildcard.yaml", &text).unwrap_or_else(|e| panic!("{e}"));
-    run_scenario(&scenario, &|| {
-        Box::new(WildcardOnly(ReferenceClient::new())) as Box<dyn ClientUnderTest>
-    })
-    .verdict
+    run_scenario(&scenario, &wildcard_only).verdict
 }
 
 const NAMED_INITIAL_AND_ACK: &str = "  \
