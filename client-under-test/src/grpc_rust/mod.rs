@@ -398,9 +398,23 @@ async fn pump<P: WatchedProto>(
     sink: EventSink,
 ) {
     while let Some(event) = watcher.next().await {
+        // A wildcard watch (the empty name) hears of many resources: a
+        // value names its own; an error of one does not say whose, and is
+        // told as the wildcard's.
+        let name = match (&event, name.as_str()) {
+            (
+                ResourceEvent::ResourceChanged {
+                    result: Ok(resource),
+                    ..
+                },
+                "",
+            ) => resource.name.clone(),
+            (_, "") => "*".to_string(),
+            (_, named) => named.to_string(),
+        };
         sink(ObservedEvent::Watcher {
             resource_type: P::RESOURCE_TYPE,
-            name: name.clone(),
+            name,
             notification: notification(&event),
         });
         drop(event);
@@ -748,14 +762,18 @@ impl ClientUnderTest for GrpcRustClient {
         let started = self.started()?;
         let client = &started.client;
         let sink = started.events.clone();
+        // xds-client's wildcard watch is the empty name
+        // (`WatcherSubscription::from_name` in its client/worker.rs); `*`
+        // would be a watch of a resource named `*`.
+        let watched = if name == "*" { "" } else { name };
         let task = match resource_type {
-            ResourceType::Listener => start_watch::<Listener>(client, name, sink).await,
+            ResourceType::Listener => start_watch::<Listener>(client, watched, sink).await,
             ResourceType::RouteConfiguration => {
-                start_watch::<RouteConfiguration>(client, name, sink).await
+                start_watch::<RouteConfiguration>(client, watched, sink).await
             }
-            ResourceType::Cluster => start_watch::<Cluster>(client, name, sink).await,
+            ResourceType::Cluster => start_watch::<Cluster>(client, watched, sink).await,
             ResourceType::ClusterLoadAssignment => {
-                start_watch::<ClusterLoadAssignment>(client, name, sink).await
+                start_watch::<ClusterLoadAssignment>(client, watched, sink).await
             }
         };
         self.watches.push(resource_type, name, task);

@@ -47,6 +47,11 @@ enum Wire<'e> {
         nonce: &'e str,
         version: &'e str,
         names: &'e [String],
+        /// What the stream subscribed when it was sent: the client
+        /// ignores the rest (xds_protocol.rst: "The client will silently
+        /// ignore any supplied resources that were not explicitly
+        /// requested").
+        asked: Subscribed<'e>,
     },
     Ack {
         stream: (&'e str, u64),
@@ -54,9 +59,30 @@ enum Wire<'e> {
         version: &'e str,
     },
     /// A NACK (what was applied of a NACKed response is not known, gRFC
-    /// A46), or the last wildcard watch cancelled (the client may drop
-    /// what it held).
+    /// A46), or the last watch of a name or of the wildcard cancelled
+    /// (the client may drop what it held).
     Unknown,
+}
+
+/// What a stream subscribes for a type after a request.
+#[derive(Clone, Copy, Default)]
+struct Subscribed<'e> {
+    names: &'e [String],
+    /// Its first request of the type named nothing (and answered no
+    /// response): the wildcard of xDS's first form, as long as its
+    /// requests name nothing (xds_protocol.rst; an empty list after names
+    /// unsubscribes all).
+    legacy: bool,
+}
+
+impl Subscribed<'_> {
+    fn wildcard(&self) -> bool {
+        self.names.iter().any(|n| n == WILDCARD) || (self.legacy && self.names.is_empty())
+    }
+
+    fn covers(&self, name: &str) -> bool {
+        self.wildcard() || self.names.iter().any(|n| n == name)
+    }
 }
 
 /// The last SotW response of a type the client ACKed: where it came, what
@@ -64,6 +90,8 @@ enum Wire<'e> {
 struct Accepted<'e> {
     stream: (&'e str, u64),
     names: &'e [String],
+    /// What the stream subscribed when it came.
+    asked: Subscribed<'e>,
     ack: usize,
 }
 
@@ -84,8 +112,10 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     let mut wildcard: HashMap<ResourceType, (usize, usize)> = HashMap::new();
     // Types with a wildcard watch started from a callback.
     let mut from_callback: Vec<ResourceType> = Vec::new();
-    // (server, stream, type) -> the names its last request subscribed.
-    let mut subscribed: HashMap<(&str, u64, ResourceType), &[String]> = HashMap::new();
+    // (server, stream, type) -> what its last request subscribed.
+    let mut subscribed: HashMap<(&str, u64, ResourceType), Subscribed<'_>> = HashMap::new();
+    // (type, name) -> named watches active.
+    let mut named: HashMap<(ResourceType, &str), usize> = HashMap::new();
     let mut wire: Vec<(usize, ResourceType, Wire<'_>)> = Vec::new();
     for (index, event) in events.iter().enumerate() {
         match (&event.source, &event.kind) {
@@ -101,6 +131,18 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                     if entry.0 == 0 {
                         wire.push((index, t, Wire::Unknown));
                     }
+                } else if let Some(key) =
+                    WatchInCallback::described(text).or_else(|| Watch::described(text))
+                {
+                    *named.entry(key).or_default() += 1;
+                } else if let Some(key) = CancelWatch::described(text) {
+                    let active = named.entry(key).or_default();
+                    *active = active.saturating_sub(1);
+                    // Unwatched, the name may be dropped (unsubscribed
+                    // by a request, or by the stream's end).
+                    if *active == 0 {
+                        wire.push((index, key.0, Wire::Unknown));
+                    }
                 }
             }
             (Source::Server(server), EventKind::Server(server_event)) => match &**server_event {
@@ -108,7 +150,21 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                     let Some(t) = ResourceType::from_type_url(&request.type_url) else {
                         continue;
                     };
-                    subscribed.insert((server, *stream, t), &request.resource_names);
+                    // Only a first request asking for something: one
+                    // that answers a response nobody asked for (it echoes
+                    // a nonce) subscribes nothing (seed 20261126,
+                    // schedule 6473).
+                    let legacy = subscribed.get(&(server, *stream, t)).map_or(
+                        request.resource_names.is_empty() && request.response_nonce.is_empty(),
+                        |s| s.legacy && s.names.is_empty(),
+                    );
+                    subscribed.insert(
+                        (server, *stream, t),
+                        Subscribed {
+                            names: &request.resource_names,
+                            legacy,
+                        },
+                    );
                     match request.kind {
                         RequestKind::Ack => wire.push((
                             index,
@@ -125,6 +181,10 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                 }
                 ServerEvent::ResponseSent { stream, response } if response.delta.is_none() => {
                     if let Some(t) = ResourceType::from_type_url(&response.type_url) {
+                        let asked = subscribed
+                            .get(&(server, *stream, t))
+                            .copied()
+                            .unwrap_or_default();
                         wire.push((
                             index,
                             t,
@@ -133,6 +193,7 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                                 nonce: &response.nonce,
                                 version: &response.version_info,
                                 names: &response.resource_names,
+                                asked,
                             },
                         ));
                     }
@@ -142,7 +203,6 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
             _ => {}
         }
     }
-    let is_wildcard = |names: &[String]| names.is_empty() || names.iter().any(|n| n == WILDCARD);
     for (t, (active, started)) in &wildcard {
         if *active == 0 || from_callback.contains(t) {
             continue;
@@ -153,7 +213,7 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                 .copied()
                 .unwrap_or_default()
         };
-        let read = |stream: (&str, u64)| !channels || is_wildcard(now(stream));
+        let read = |stream: (&str, u64)| !channels || now(stream).wildcard();
         // The last response read, and whether it was ACKed (its version
         // echoed: a request after a NACK echoes its nonce too, with the
         // last version accepted).
@@ -166,16 +226,17 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                     nonce,
                     version,
                     names,
+                    asked,
                 } if read(*stream) => {
                     last = None;
-                    pending = Some((*stream, *nonce, *version, *names));
+                    pending = Some((*stream, *nonce, *version, *names, *asked));
                 }
                 Wire::Ack {
                     stream,
                     nonce,
                     version,
                 } => {
-                    if let Some((s, n, v, names)) = pending
+                    if let Some((s, n, v, names, asked)) = pending
                         && s == *stream
                         && n == *nonce
                         && v == *version
@@ -183,6 +244,7 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                         last = Some(Accepted {
                             stream: s,
                             names,
+                            asked,
                             ack: *index,
                         });
                     }
@@ -201,11 +263,10 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
         // subscription, else what its stream still subscribes. The
         // wildcard is the default authority's: xdstp names are not its.
         let names_now = now(last.stream);
-        let all = is_wildcard(names_now);
         let held = last
             .names
             .iter()
-            .filter(|n| !n.starts_with("xdstp:") && (all || names_now.contains(n)));
+            .filter(|n| !n.starts_with("xdstp:") && last.asked.covers(n) && names_now.covers(n));
         for name in held {
             // What the watchers of `name` heard since the newest wildcard
             // watch started, last first.
@@ -341,5 +402,54 @@ mod tests {
         assert!(v.message.contains("never heard that c1"), "{v:?}");
         events.push(changed("c1"));
         assert_eq!(check(&test_scenario(), &events), None);
+    }
+
+    /// Seed 20261126, schedules 2982, 6473 and 2463: what the client was
+    /// right to drop is not owed to a wildcard watcher.
+    #[test]
+    fn what_no_watch_asked_for_or_was_dropped_since_is_not_owed() {
+        // A response nothing subscribed (no request of the type yet),
+        // echoed by the wildcard's first request: the client ignored it.
+        let unsolicited = vec![
+            response(&["c1"]),
+            step("watch CDS *"),
+            request(1, CDS, &["*"], "1", "n1", true),
+        ];
+        assert_eq!(check(&test_scenario(), &unsolicited), None);
+        // Held by name, its last watch cancelled (an empty list after
+        // names unsubscribes everything), then a wildcard watch.
+        let dropped = vec![
+            step("watch CDS c1"),
+            request(1, CDS, &["c1"], "", "", true),
+            response(&["c1"]),
+            request(1, CDS, &["c1"], "1", "n1", false),
+            step("cancel watch CDS c1"),
+            request(1, CDS, &[], "1", "n1", false),
+            step("watch CDS *"),
+            request(1, CDS, &["*"], "1", "n1", false),
+        ];
+        assert_eq!(check(&test_scenario(), &dropped), None);
+        // Still watched by name: owed.
+        let mut kept = dropped.clone();
+        kept.drain(4..6);
+        assert!(check(&test_scenario(), &kept).is_some());
+        // The stream's first request of the type answered an unsolicited
+        // response with no names: no wildcard, so the next response (the
+        // server taking it for one) was ignored too.
+        let mut second = response(&["c1"]);
+        if let EventKind::Server(e) = &mut second.kind
+            && let ServerEvent::ResponseSent { response, .. } = &mut **e
+        {
+            response.nonce = "n2".into();
+        }
+        let answered = vec![
+            response(&["c1"]),
+            request(1, CDS, &[], "1", "n1", true),
+            second,
+            request(1, CDS, &[], "1", "n2", false),
+            step("watch CDS *"),
+            request(1, CDS, &["*"], "1", "n2", false),
+        ];
+        assert_eq!(check(&test_scenario(), &answered), None);
     }
 }
