@@ -17,7 +17,7 @@ use xds_vocabulary::AdsProtocol;
 use crate::check::Spanned;
 use crate::resource::file::ResourceSpec;
 use crate::scenario::file::{BackendSpec, ScenarioFile, ServerSpec};
-use crate::scenario::{Scenario, load_str, to_yaml};
+use crate::scenario::{Scenario, check_built, load_str, to_yaml};
 use crate::step::wait::WaitSpec;
 use crate::step::{Palette, StepSpec};
 
@@ -213,26 +213,28 @@ fn build(
         snapshot: Some(false),
         ..ScenarioFile::default()
     };
-    // The first server's resources, each kept if the file still loads
-    // (a name twice in one list does not).
+    // The first server's resources, each kept if the file still checks
+    // (a name twice in one list does not). Checked as built, not written
+    // and parsed: a step at a time, that was most of a schedule's cost.
+    let source = format!(
+        "{}.yaml",
+        file.name.as_ref().map_or("chaos", |n| n.value.as_str())
+    );
+    let checks = |file: &ScenarioFile| check_built(&source, file).is_ok();
     for resource in &draft.resources {
         file.servers.value[0].resources.push(resource.clone());
-        if load(&file).is_err() {
+        if !checks(&file) {
             file.servers.value[0].resources.pop();
         }
     }
     file.steps.push(Spanned::new(draft.first.clone()));
-    let mut scenario = load(&file).expect("a schedule opening with a watch loads");
     for step in &draft.steps {
         if file.steps.len() >= shape.steps {
             break;
         }
         file.steps.push(Spanned::new(step.clone()));
-        match load(&file) {
-            Ok(loaded) => scenario = loaded,
-            Err(_) => {
-                file.steps.pop();
-            }
+        if !checks(&file) {
+            file.steps.pop();
         }
     }
     // What the last steps set off plays out before the run ends (timers
@@ -241,10 +243,21 @@ fn build(
         .push(Spanned::new(StepSpec::Wait(WaitSpec(Spanned::new(
             CLOSING_WAIT.to_string(),
         )))));
-    let scenario = load(&file).unwrap_or(scenario);
-    Schedule {
-        yaml: to_yaml(&file),
-        scenario,
+    if !checks(&file) {
+        file.steps.pop();
+    }
+    // The schedule is its file: what is played is what `run` replays. A
+    // value that checks but does not survive being written costs the
+    // steps from the end until the file loads.
+    loop {
+        let yaml = to_yaml(&file);
+        match load_str(&source, &yaml) {
+            Ok(scenario) => return Schedule { yaml, scenario },
+            Err(e) if file.steps.len() <= 1 => panic!("a schedule opening with a watch loads: {e}"),
+            Err(_) => {
+                file.steps.pop();
+            }
+        }
     }
 }
 
@@ -253,12 +266,6 @@ const WAITS: u32 = 30;
 
 /// The wait every schedule ends with.
 const CLOSING_WAIT: &str = "31s";
-
-fn load(file: &ScenarioFile) -> Result<Scenario, crate::scenario::ScenarioError> {
-    let yaml = to_yaml(file);
-    let name = file.name.as_ref().map_or("chaos", |n| n.value.as_str());
-    load_str(&format!("{name}.yaml"), &yaml)
-}
 
 #[cfg(test)]
 mod tests {

@@ -287,6 +287,14 @@ fn default_name(source_name: &str) -> String {
     }
 }
 
+/// Checks a scenario built in code, as [`load_str`] checks the same
+/// file's text once parsed, without writing and parsing it (the chaos
+/// generator tries each step it drafts this way). Its text may still fail
+/// to load where a value does not survive being written: load that once.
+pub(crate) fn check_built(source_name: &str, file: &ScenarioFile) -> Result<Scenario, Problem> {
+    check(source_name, file.clone(), LoadOptions::default())
+}
+
 fn check(
     source_name: &str,
     file: ScenarioFile,

@@ -15,6 +15,7 @@ mod schema;
 mod write;
 
 pub use error::ScenarioError;
+pub(crate) use load::check_built;
 pub use load::{
     LoadOptions, ReadProblem, load_file, load_file_with, load_str, load_str_with, read_bounded,
 };
