@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use xds_client_under_test::ObservedEvent;
+use xds_client_under_test::{Capabilities, ObservedEvent};
 use xds_conformance_reports::Verdict;
 
 use crate::addresses::Normalizer;
@@ -139,6 +139,116 @@ fn without_csds_version(line: &str) -> String {
 
 fn seconds(at: Duration) -> String {
     format!("{:.3}s", at.as_secs_f64())
+}
+
+/// What two clients showed of one schedule, compared as far as both can
+/// show it (chaos's `--against`): watcher notifications (their kind and
+/// value, not an error's wording, which is each implementation's own),
+/// RPC outcomes (code and backend), dial configs, serving states, and on
+/// virtual time channel states and CSDS statuses — each only where both
+/// clients report it. Both on virtual time: in order, with times, and the
+/// first difference is named. Either on real time: as what each showed at
+/// all (see [`client_visible`]). `None` when they agree.
+pub fn between_clients(
+    (first, first_caps): (&RunOutcome, &Capabilities),
+    (second, second_caps): (&RunOutcome, &Capabilities),
+) -> Option<String> {
+    let mode = if first.mode == RunMode::Virtual && second.mode == RunMode::Virtual {
+        RunMode::Virtual
+    } else {
+        RunMode::RealTime
+    };
+    let both = Shown::by_both(first_caps, second_caps);
+    let lines = |outcome: &RunOutcome| {
+        let lines = outcome.events.iter().filter_map(|e| {
+            let line = both.line(&e.kind, mode)?;
+            let line = outcome.normalizer.normalize(&line);
+            Some(match mode {
+                RunMode::Virtual => format!("{:>9} {line}", seconds(e.at)),
+                RunMode::RealTime => line,
+            })
+        });
+        match mode {
+            RunMode::Virtual => lines.collect::<Vec<_>>(),
+            RunMode::RealTime => lines
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+        }
+    };
+    let (expected, got) = (lines(first), lines(second));
+    match mode {
+        RunMode::Virtual => first_difference(&expected, &got),
+        RunMode::RealTime => set_difference(&expected, &got),
+    }
+}
+
+/// What both of two clients report, of what [`between_clients`] compares.
+struct Shown {
+    watches: bool,
+    rpcs: bool,
+    dial_configs: bool,
+    serving: bool,
+    channel_states: bool,
+    csds: bool,
+}
+
+impl Shown {
+    fn by_both(a: &Capabilities, b: &Capabilities) -> Shown {
+        Shown {
+            watches: a.watch && b.watch,
+            rpcs: a.rpc && b.rpc,
+            dial_configs: a.dial_config && b.dial_config,
+            serving: a.serve && b.serve,
+            channel_states: a.channel_states && b.channel_states,
+            csds: a.csds && b.csds,
+        }
+    }
+
+    /// `kind` as compared between clients, if it is compared.
+    fn line(&self, kind: &EventKind, mode: RunMode) -> Option<String> {
+        let virtual_time = mode == RunMode::Virtual;
+        match kind {
+            EventKind::Client(ObservedEvent::Watcher {
+                resource_type,
+                name,
+                notification,
+            }) if self.watches => {
+                use xds_client_under_test::WatcherNotification as N;
+                let what = match notification {
+                    N::Changed { summary } => format!("changed: {summary}"),
+                    N::ResourceError(_) => "resource error".to_string(),
+                    N::AmbientError(_) => "ambient error".to_string(),
+                    N::AmbientErrorCleared => "ambient error cleared".to_string(),
+                    N::DoesNotExist => "does not exist".to_string(),
+                };
+                Some(format!("watcher {resource_type:?} {name}: {what}"))
+            }
+            EventKind::Rpc {
+                target,
+                outcome,
+                settling: false,
+            } if self.rpcs => Some(match &outcome.backend {
+                Some(backend) if outcome.code == tonic::Code::Ok => {
+                    format!("rpc {target}: OK from {backend}")
+                }
+                _ => format!("rpc {target}: {:?}", outcome.code),
+            }),
+            EventKind::Client(ObservedEvent::Dial { .. }) if self.dial_configs => describe(kind),
+            EventKind::Client(ObservedEvent::ServingStatus { .. }) if self.serving => {
+                describe(kind)
+            }
+            EventKind::Client(ObservedEvent::ChannelState { .. })
+                if self.channel_states && virtual_time =>
+            {
+                describe(kind)
+            }
+            EventKind::Csds(_) if self.csds && virtual_time => {
+                describe(kind).map(|line| without_csds_version(&line))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The first line where the two lists differ, said for a failure message.

@@ -48,6 +48,9 @@ pub enum Expected {
     Skip,
 }
 
+/// How an entry names a chaos invariant rather than a run.
+pub const INVARIANT_PREFIX: &str = "chaos:";
+
 /// One entry, as written.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -187,12 +190,22 @@ impl Expectations {
 
     /// Entries for runs that are not among `ids` (a renamed or removed
     /// scenario, a typo): worth a warning, since they hold nothing.
+    /// Entries of chaos invariants are not runs ([`Self::invariants`]).
     pub fn unknown<'a>(&'a self, ids: &[String]) -> Vec<&'a str> {
         self.entries
             .keys()
-            .filter(|id| !ids.contains(id))
+            .filter(|id| !id.starts_with(INVARIANT_PREFIX) && !ids.contains(id))
             .map(String::as_str)
             .collect()
+    }
+
+    /// The chaos invariants the client is known to break, each with its
+    /// entry: `chaos:<invariant>: {expect: fail, reason: ...}`. A chaos
+    /// campaign does not hold the client to them (README, "Chaos").
+    pub fn invariants(&self) -> impl Iterator<Item = (&str, &Entry)> {
+        self.entries
+            .iter()
+            .filter_map(|(id, entry)| Some((id.strip_prefix(INVARIANT_PREFIX)?, entry)))
     }
 
     /// The expectations a run shows: every run that failed (FAIL, or a
@@ -313,6 +326,22 @@ mod tests {
         assert_eq!(e.skip("a/z").as_deref(), Some("skipped by e.yaml: hangs"));
         assert_eq!(e.skip("a/x"), None);
         assert_eq!(e.unknown(&["a/x".into(), "a/z".into()]), ["a/y@delta"]);
+    }
+
+    #[test]
+    fn chaos_invariant_entries_are_not_runs() {
+        let e = parse(
+            "a/x: {expect: fail, reason: r1}
+chaos:node-on-first-request: {expect: fail, reason: r2}
+",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(e.unknown(&[]), ["a/x"]);
+        let invariants: Vec<_> = e
+            .invariants()
+            .map(|(name, entry)| (name, entry.reason.as_str()))
+            .collect();
+        assert_eq!(invariants, [("node-on-first-request", "r2")]);
     }
 
     #[test]

@@ -214,6 +214,16 @@ enum Command {
         /// with `merge`.
         #[arg(long, value_parser = xds_conformance::suite::Partition::parse)]
         partition: Option<xds_conformance::suite::Partition>,
+        /// Also play each schedule the client plays through on this client
+        /// (usually `reference`), and report where what the two showed
+        /// differs (watcher events, RPC outcomes, channel states, CSDS):
+        /// a finding `same-as-against`, with both timelines.
+        #[arg(long)]
+        against: Option<String>,
+        /// Print the schedules' YAML (one document each) instead of
+        /// playing them: to read a schedule before or after a finding.
+        #[arg(long)]
+        print: bool,
     },
     /// Print the JSON Schema of scenario files.
     Schema,
@@ -346,12 +356,32 @@ fn main() -> ExitCode {
             first,
             steps,
             protocol,
+            partition,
+            print: true,
+            ..
+        } => print_schedules(
+            &client,
+            seed,
+            (first, schedules),
+            partition,
+            steps,
+            &protocol,
+        ),
+        Command::Chaos {
+            client,
+            seed,
+            schedules,
+            first,
+            steps,
+            protocol,
             report_dir,
             minutes,
             shrink,
             partition,
+            against,
+            print: _,
         } => chaos(
-            &client,
+            (&client, against.as_deref()),
             seed,
             ((first, schedules), partition),
             (steps, shrink),
@@ -377,8 +407,59 @@ fn main() -> ExitCode {
 }
 
 /// `chaos`: plays the campaign, writes its findings, exits 1 if any.
-fn chaos(
+/// The chaos schedules `chaos` would play, as YAML documents on stdout.
+fn print_schedules(
     client: &str,
+    seed: u64,
+    (first, count): (u64, u64),
+    partition: Option<xds_conformance::suite::Partition>,
+    steps: usize,
+    protocol: &str,
+) -> ExitCode {
+    use xds_conformance::chaos::{Shape, record::holds_schedule, schedule};
+    let Some(protocols) = chaos_protocols(protocol) else {
+        return ExitCode::from(2);
+    };
+    let caps = match xds_conformance::suite::client_factory(client) {
+        Ok(factory) => factory().capabilities(),
+        Err(e) => {
+            eprintln!("{}", printable(&e));
+            return ExitCode::from(2);
+        }
+    };
+    for protocol in protocols {
+        let shape = Shape {
+            steps,
+            protocol,
+            fit: None,
+        }
+        .fitted(caps.clone());
+        for index in first..first.saturating_add(count) {
+            if partition.is_some_and(|p| !holds_schedule(p, index)) {
+                continue;
+            }
+            println!("---\n{}", schedule(seed, index, &shape).yaml.trim_end());
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `--protocol`'s protocols (an error printed when it names none).
+fn chaos_protocols(protocol: &str) -> Option<Vec<xds_vocabulary::AdsProtocol>> {
+    use xds_vocabulary::AdsProtocol;
+    match protocol {
+        "sotw" => Some(vec![AdsProtocol::Sotw]),
+        "delta" => Some(vec![AdsProtocol::Delta]),
+        "both" => Some(vec![AdsProtocol::Sotw, AdsProtocol::Delta]),
+        other => {
+            eprintln!("--protocol: {other:?} is not sotw, delta or both");
+            None
+        }
+    }
+}
+
+fn chaos(
+    (client, against): (&str, Option<&str>),
     seed: u64,
     ((first, count), partition): ((u64, u64), Option<xds_conformance::suite::Partition>),
     (steps, shrink): (usize, usize),
@@ -395,16 +476,9 @@ fn chaos(
         }
     };
     use xds_conformance::chaos::record::{CampaignRecord, ProtocolRecord, shard_size};
-    use xds_conformance::chaos::{Shape, campaign, shrink_finding, write_findings};
-    use xds_vocabulary::AdsProtocol;
-    let protocols = match protocol {
-        "sotw" => vec![AdsProtocol::Sotw],
-        "delta" => vec![AdsProtocol::Delta],
-        "both" => vec![AdsProtocol::Sotw, AdsProtocol::Delta],
-        other => {
-            eprintln!("--protocol: {other:?} is not sotw, delta or both");
-            return ExitCode::from(2);
-        }
+    use xds_conformance::chaos::{Rules, Shape, campaign, shrink_finding, write_findings};
+    let Some(protocols) = chaos_protocols(protocol) else {
+        return ExitCode::from(2);
     };
     let factory = match xds_conformance::suite::client_factory(client) {
         Ok(f) => f,
@@ -417,6 +491,7 @@ fn chaos(
     let mut findings = 0;
     let mut record = CampaignRecord {
         client: client.to_string(),
+        against: against.map(str::to_string),
         seed,
         first,
         schedules: count,
@@ -424,15 +499,48 @@ fn chaos(
         partitions: partition.iter().map(ToString::to_string).collect(),
         protocols: Vec::new(),
     };
+    let caps = factory().capabilities();
+    let rules = xds_conformance::suite::own_expectations(client)
+        .and_then(|expectations| Rules::with_expectations(caps.clone(), &expectations))
+        .and_then(|rules| match against {
+            None => Ok(rules),
+            Some(name) => Ok(Rules {
+                against: Some(xds_conformance::chaos::against::Against::new(
+                    name,
+                    xds_conformance::suite::client_factory(name)?,
+                )),
+                ..rules
+            }),
+        });
+    let rules = match rules {
+        Ok(rules) => rules,
+        Err(e) => {
+            eprintln!("{}", printable(&e));
+            return ExitCode::from(2);
+        }
+    };
+    for (invariant, why) in &rules.known {
+        eprintln!("not held to {invariant}: {client} is known to break it ({why})");
+    }
     for protocol in protocols {
-        let shape = Shape { steps, protocol };
+        if protocol == xds_vocabulary::AdsProtocol::Delta && !caps.delta {
+            eprintln!("{protocol}: {client} does not speak incremental xDS: no schedules");
+            continue;
+        }
+        // Drawn for the client: no schedule asks what it cannot do.
+        let shape = Shape {
+            steps,
+            protocol,
+            fit: None,
+        }
+        .fitted(caps.clone());
         let deadline = budget.map(|b| Instant::now() + b);
         let mut done = campaign(
-            &factory,
+            (&factory, &rules),
             seed,
             (first, count),
             partition,
-            shape,
+            &shape,
             deadline,
             &mut |index, c| {
                 if (index + 1 - first).is_multiple_of(100_u64) {
@@ -459,7 +567,7 @@ fn chaos(
         if shrink > 0 {
             for finding in &mut done.findings {
                 let drafted = finding.schedule.scenario.steps.len();
-                *finding = shrink_finding(&factory, seed, shape, finding, shrink);
+                *finding = shrink_finding((&factory, &rules), seed, &shape, finding, shrink);
                 eprintln!(
                     "  schedule {} ({protocol}): shrunk from {drafted} steps to {}",
                     finding.index,
@@ -497,6 +605,9 @@ fn chaos(
         stops.sort_by(|a, b| b.1.cmp(a.1));
         for (why, n) in stops.iter().take(5) {
             eprintln!("  stopped {n}× at {}", printable(why));
+        }
+        for (why, n) in &done.not_applicable_why {
+            eprintln!("  n/a {n}×: {}", printable(why));
         }
         for f in &done.findings {
             eprintln!(

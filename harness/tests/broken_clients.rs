@@ -35,6 +35,7 @@ fn defect(name: &str) -> Defects {
         "delta_nonce_on_every_request" => d.delta_nonce_on_every_request = true,
         "wildcard_as_a_name" => d.wildcard_as_a_name = true,
         "wildcard_misses_named_first" => d.wildcard_misses_named_first = true,
+        "wildcard_misses_cached" => d.wildcard_misses_cached = true,
         "delta_claims_replaced_copies" => d.delta_claims_replaced_copies = true,
         "tls_accepts_any_server" => d.tls_accepts_any_server = true,
         "tls_no_identity" => d.tls_no_identity = true,
@@ -226,6 +227,11 @@ fn defect(name: &str) -> Defects {
     "wildcard_misses_named_first",
     "delta/wildcard-hears-a-resource-first-watched-by-name",
     ":29:5:"
+)]
+#[case::wildcard_second_watcher(
+    "wildcard_misses_cached",
+    "delta/a-second-wildcard-watcher-hears-the-cache",
+    ":28:5:"
 )]
 #[case::delta_back_on_the_primary(
     "delta_claims_replaced_copies",

@@ -10,13 +10,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use xds_client_under_test::broken::{Broken, Command};
 use xds_client_under_test::{ClientError, ClientUnderTest, ReferenceClient};
-use xds_conformance::chaos::{Shape, campaign, judge, schedule, shrink_finding};
+use xds_conformance::chaos::{Rules, Shape, campaign, judge, schedule, shrink_finding};
 use xds_conformance::runner::run_scenario;
 use xds_conformance::scenario::load_str;
 use xds_conformance::suite::BoxedFactory;
 use xds_conformance_reports::Verdict;
 use xds_reference_client::Defects;
 use xds_vocabulary::AdsProtocol;
+
+/// What the reference client is held to (the broken ones claim what it
+/// can do, and are held to the same).
+fn rules() -> Rules {
+    Rules::new(ReferenceClient::new().capabilities())
+}
 
 fn reference() -> BoxedFactory {
     Box::new(|| Box::new(ReferenceClient::new()) as Box<dyn ClientUnderTest>)
@@ -42,11 +48,11 @@ fn a_correct_client_gives_no_finding_and_a_seed_the_same_timelines() {
     // A deadline already past plays nothing.
     let past = Some(std::time::Instant::now());
     let none = campaign(
-        &reference(),
+        (&reference(), &rules()),
         11,
         (0, 60),
         None,
-        Shape::default(),
+        &Shape::default(),
         past,
         &mut |_, _| {},
     );
@@ -55,8 +61,17 @@ fn a_correct_client_gives_no_finding_and_a_seed_the_same_timelines() {
         let shape = Shape {
             steps: 20,
             protocol,
+            fit: None,
         };
-        let done = campaign(&reference(), 11, (0, 60), None, shape, None, &mut |_, _| {});
+        let done = campaign(
+            (&reference(), &rules()),
+            11,
+            (0, 60),
+            None,
+            &shape,
+            None,
+            &mut |_, _| {},
+        );
         assert_eq!(done.schedules, 60);
         assert!(
             done.findings.is_empty(),
@@ -70,7 +85,7 @@ fn a_correct_client_gives_no_finding_and_a_seed_the_same_timelines() {
         assert!(done.unplayable < done.played, "{done:?}");
     }
     for index in 0..5 {
-        let s = schedule(11, index, Shape::default());
+        let s = schedule(11, index, &Shape::default());
         let a = run_scenario(&s.scenario, reference().as_ref());
         let b = run_scenario(&s.scenario, reference().as_ref());
         assert_eq!(a.timeline, b.timeline, "{}", s.yaml);
@@ -82,11 +97,11 @@ fn a_correct_client_gives_no_finding_and_a_seed_the_same_timelines() {
 fn a_client_that_fails_a_dial_is_caught_with_a_file_that_replays_it() {
     let shape = Shape::default();
     let done = campaign(
-        &crashes_on_dial(),
+        (&crashes_on_dial(), &rules()),
         11,
         (0, 60),
         None,
-        shape,
+        &shape,
         None,
         &mut |_, _| {},
     );
@@ -185,14 +200,15 @@ fn each_invariant_catches_its_broken_client() {
         let shape = Shape {
             steps: 20,
             protocol,
+            fit: None,
         };
         let mut caught = None;
         let done = campaign(
-            &factory,
+            (&factory, &rules()),
             11,
             (0, 200),
             None,
-            shape,
+            &shape,
             None,
             &mut |index, c| {
                 if caught.is_none() && !c.findings.is_empty() {
@@ -221,11 +237,14 @@ fn each_invariant_catches_its_broken_client() {
             load_str("finding.yaml", &finding.schedule.yaml).unwrap_or_else(|e| panic!("{e}"));
         let again = run_scenario(&scenario, factory.as_ref());
         assert_eq!(
-            judge(&scenario, &again).map(|(broke, _)| broke),
+            judge(&scenario, &rules(), &again).map(|(broke, _)| broke),
             Some(invariant.name)
         );
         let correct = run_scenario(&scenario, reference().as_ref());
-        assert_eq!(judge(&scenario, &correct).map(|(broke, _)| broke), None);
+        assert_eq!(
+            judge(&scenario, &rules(), &correct).map(|(broke, _)| broke),
+            None
+        );
     }
 }
 
@@ -252,13 +271,16 @@ fn a_watcher_cancelled_at_once_hears_nothing_after_its_cancel() {
     let broken = defective(|d| d.callbacks_after_cancel = true);
     let outcome = run_scenario(&scenario, broken.as_ref());
     assert_eq!(
-        judge(&scenario, &outcome).map(|(broke, _)| broke),
+        judge(&scenario, &rules(), &outcome).map(|(broke, _)| broke),
         Some("silent-after-cancel"),
         "{}",
         outcome.timeline
     );
     let fixed = run_scenario(&scenario, reference().as_ref());
-    assert_eq!(judge(&scenario, &fixed).map(|(broke, _)| broke), None);
+    assert_eq!(
+        judge(&scenario, &rules(), &fixed).map(|(broke, _)| broke),
+        None
+    );
 }
 
 /// A new wildcard watcher of a type the client already holds resources of
@@ -278,14 +300,14 @@ fn a_new_wildcard_watcher_hears_what_is_cached() {
     let broken = defective(|d| d.wildcard_misses_cached = true);
     let outcome = run_scenario(&scenario, broken.as_ref());
     assert_eq!(
-        judge(&scenario, &outcome).map(|(broke, _)| broke),
+        judge(&scenario, &rules(), &outcome).map(|(broke, _)| broke),
         Some("wildcard-hears-every-resource"),
         "{}",
         outcome.timeline
     );
     let fixed = run_scenario(&scenario, reference().as_ref());
     assert_eq!(
-        judge(&scenario, &fixed).map(|(broke, _)| broke),
+        judge(&scenario, &rules(), &fixed).map(|(broke, _)| broke),
         None,
         "{}",
         fixed.timeline
@@ -299,10 +321,19 @@ fn a_finding_shrinks_to_a_smaller_file_that_still_breaks_the_rule() {
         let shape = Shape {
             steps: 20,
             protocol,
+            fit: None,
         };
-        let done = campaign(&factory, 11, (0, 40), None, shape, None, &mut |_, _| {});
+        let done = campaign(
+            (&factory, &rules()),
+            11,
+            (0, 40),
+            None,
+            &shape,
+            None,
+            &mut |_, _| {},
+        );
         let finding = done.findings.first().expect("caught within 40 schedules");
-        let shrunk = shrink_finding(&factory, 11, shape, finding, 300);
+        let shrunk = shrink_finding((&factory, &rules()), 11, &shape, finding, 300);
         assert_eq!(shrunk.broke, name);
         assert_eq!(
             shrunk.drawn.as_deref(),
@@ -332,9 +363,15 @@ fn a_finding_shrinks_to_a_smaller_file_that_still_breaks_the_rule() {
         let scenario =
             load_str("shrunk.yaml", &shrunk.schedule.yaml).unwrap_or_else(|e| panic!("{e}"));
         let again = run_scenario(&scenario, factory.as_ref());
-        assert_eq!(judge(&scenario, &again).map(|(broke, _)| broke), Some(name));
+        assert_eq!(
+            judge(&scenario, &rules(), &again).map(|(broke, _)| broke),
+            Some(name)
+        );
         let correct = run_scenario(&scenario, reference().as_ref());
-        assert_eq!(judge(&scenario, &correct).map(|(broke, _)| broke), None);
+        assert_eq!(
+            judge(&scenario, &rules(), &correct).map(|(broke, _)| broke),
+            None
+        );
     }
 }
 
@@ -361,13 +398,141 @@ fn the_invariants_catch_the_defects_their_regression_scenarios_prove() {
         for run in scenario.variants() {
             let outcome = run_scenario(&run, defective(set).as_ref());
             assert_eq!(
-                judge(&run, &outcome).map(|(broke, _)| broke),
+                judge(&run, &rules(), &outcome).map(|(broke, _)| broke),
                 Some(invariant),
                 "{file}\n{}",
                 outcome.timeline
             );
             let fixed = run_scenario(&run, reference().as_ref());
-            assert_eq!(judge(&run, &fixed).map(|(broke, _)| broke), None, "{file}");
+            assert_eq!(
+                judge(&run, &rules(), &fixed).map(|(broke, _)| broke),
+                None,
+                "{file}"
+            );
         }
     }
+}
+
+#[test]
+fn an_invariant_a_client_is_known_to_break_is_not_held_and_the_others_still_are() {
+    use xds_conformance::expectations::Expectations;
+    let parse = |text: &str| {
+        Expectations::parse(std::path::Path::new("own.yaml"), text)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let caps = ReferenceClient::new().capabilities();
+    let known = parse("chaos:node-on-first-request: {expect: fail, reason: sends it always}\n");
+    let rules = Rules::with_expectations(caps.clone(), &known).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        rules.known.get("node-on-first-request").map(String::as_str),
+        Some("sends it always")
+    );
+    let shape = Shape {
+        steps: 20,
+        protocol: AdsProtocol::Sotw,
+        fit: None,
+    };
+    // The client that sends the node on every request: caught by
+    // node-on-first-request at once when held to it (see
+    // each_invariant_catches_its_broken_client), not at all here.
+    let (factory, _) = broken_against("node-on-first-request");
+    let excused = campaign(
+        (&factory, &rules),
+        11,
+        (0, 30),
+        None,
+        &shape,
+        None,
+        &mut |_, _| {},
+    );
+    assert_eq!(excused.played, 30);
+    assert!(
+        excused.findings.is_empty(),
+        "{:?}",
+        excused.findings.first().map(|f| &f.verdict)
+    );
+    // A client that breaks another rule as well is still caught by it.
+    let both = defective(|d| {
+        d.node_in_every_request = true;
+        d.delta_nonce_on_every_request = true;
+    });
+    let delta = Shape {
+        protocol: AdsProtocol::Delta,
+        ..shape
+    };
+    let caught = campaign(
+        (&both, &rules),
+        11,
+        (0, 30),
+        None,
+        &delta,
+        None,
+        &mut |_, _| {},
+    );
+    let broke: std::collections::BTreeSet<_> = caught.findings.iter().map(|f| f.broke).collect();
+    assert_eq!(broke.into_iter().collect::<Vec<_>>(), ["answered-once"]);
+    // An entry that names no invariant, or does not expect a failure,
+    // is refused: it would excuse nothing, or a rule by chance.
+    for (text, says) in [
+        (
+            "chaos:node-first: {expect: fail, reason: r}\n",
+            "names no invariant",
+        ),
+        (
+            "chaos:answered-once: {expect: flaky, reason: r}\n",
+            "expect: fail",
+        ),
+    ] {
+        let e = Rules::with_expectations(caps.clone(), &parse(text)).unwrap_err();
+        assert!(e.contains(says), "{e}");
+    }
+}
+
+#[test]
+fn against_the_reference_a_client_is_reported_where_it_shows_something_else() {
+    use xds_conformance::chaos::against::{Against, SAME_AS_AGAINST};
+    let caps = ReferenceClient::new().capabilities();
+    // Held to no invariant: only the comparison can find anything.
+    let mut rules = Rules {
+        against: Some(Against::new("reference", reference())),
+        ..Rules::new(caps)
+    };
+    for invariant in xds_conformance::chaos::invariant::ALL {
+        rules
+            .known
+            .insert(invariant.name, "excused for this test".into());
+    }
+    let shape = Shape::default();
+    let found = |factory: &BoxedFactory| {
+        campaign(
+            (factory, &rules),
+            11,
+            (0, 40),
+            None,
+            &shape,
+            None,
+            &mut |_, _| {},
+        )
+        .findings
+    };
+    // The reference against itself: the same, schedule by schedule.
+    assert!(found(&reference()).is_empty());
+    // A node on every request is on the wire only: nothing a user sees.
+    assert!(found(&defective(|d| d.node_in_every_request = true)).is_empty());
+    // Timers started while connecting: watchers hear does-not-exist at
+    // other times.
+    let differs = found(&defective(|d| d.timer_while_connecting = true));
+    let first = differs.first().expect("a difference within 40 schedules");
+    assert_eq!(first.broke, SAME_AS_AGAINST);
+    let message = first.verdict.detail();
+    assert!(message.contains("does not exist"), "{message}");
+    let (name, timeline) = first.other.as_ref().expect("the reference's timeline");
+    assert_eq!(name, "reference");
+    assert_ne!(timeline, &first.timeline);
+    // The finding's file replays the difference: both clients again.
+    let again = run_scenario(
+        &first.schedule.scenario,
+        defective(|d| d.timer_while_connecting = true).as_ref(),
+    );
+    assert_eq!(again.timeline, first.timeline);
 }

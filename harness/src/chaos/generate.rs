@@ -12,6 +12,7 @@
 
 use proptest::strategy::{BoxedStrategy, Just, Strategy, Union, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use xds_client_under_test::Capabilities;
 use xds_vocabulary::AdsProtocol;
 
 use crate::check::Spanned;
@@ -22,11 +23,16 @@ use crate::step::wait::WaitSpec;
 use crate::step::{Palette, StepSpec};
 
 /// The shape of a campaign's schedules.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Shape {
     /// Steps per schedule, at most.
     pub steps: usize,
     pub protocol: AdsProtocol,
+    /// The client the schedules are drawn for, when they are fitted to
+    /// one: a drafted step it cannot play is not taken (as one that does
+    /// not load is not), so none of its schedules is n/a. `None`: every
+    /// step, for the reference client, which plays them all.
+    pub fit: Option<std::sync::Arc<Capabilities>>,
 }
 
 impl Default for Shape {
@@ -34,7 +40,43 @@ impl Default for Shape {
         Shape {
             steps: 20,
             protocol: AdsProtocol::Sotw,
+            fit: None,
         }
+    }
+}
+
+impl Shape {
+    /// This shape fitted to a client with `caps`.
+    pub fn fitted(self, caps: Capabilities) -> Shape {
+        Shape {
+            fit: Some(std::sync::Arc::new(caps)),
+            ..self
+        }
+    }
+
+    /// Whether `scenario` is one the fitted client plays as a schedule:
+    /// it lacks nothing the scenario needs, and a client that can run on
+    /// virtual time still does (grpc-rust's channels would put the run on
+    /// real time). A watch counts only on a watch API: one projected
+    /// through a channel adds a scaffold server the invariants would read
+    /// as the client's.
+    fn fits(&self, scenario: &Scenario) -> bool {
+        let Some(caps) = &self.fit else {
+            return true;
+        };
+        let direct = Capabilities {
+            projected_watch: false,
+            ..(**caps).clone()
+        };
+        crate::runner::missing_capabilities(scenario, &direct).is_empty()
+            && (!caps.virtual_time
+                || crate::runner::mode_for(caps, scenario) == crate::runner::RunMode::Virtual)
+    }
+
+    /// Whether the fitted client plays on real time: its waits are real,
+    /// so they are kept short.
+    fn real_time(&self) -> bool {
+        self.fit.as_ref().is_some_and(|caps| !caps.virtual_time)
     }
 }
 
@@ -78,13 +120,14 @@ pub struct Draft {
 }
 
 /// The drafts of `shape`.
-fn drafts(shape: Shape) -> BoxedStrategy<Draft> {
+fn drafts(shape: &Shape) -> BoxedStrategy<Draft> {
+    let (steps, protocol) = (shape.steps, shape.protocol);
     (1usize..=SERVERS.len())
         .prop_flat_map(move |servers| {
             let palette = Palette::small(&SERVERS[..servers]);
             // A scripted response of the other protocol finds no stream to
             // go on.
-            let other = match shape.protocol {
+            let other = match protocol {
                 AdsProtocol::Sotw => "send_delta_response",
                 AdsProtocol::Delta => "send_response",
             };
@@ -114,7 +157,7 @@ fn drafts(shape: Shape) -> BoxedStrategy<Draft> {
                 watch,
                 // Drawn with room: a step that does not load where it
                 // stands is left out.
-                proptest::collection::vec(step, 0..=shape.steps * 2),
+                proptest::collection::vec(step, 0..=steps * 2),
             )
         })
         .prop_map(|(servers, resources, first, steps)| Draft {
@@ -127,7 +170,7 @@ fn drafts(shape: Shape) -> BoxedStrategy<Draft> {
 }
 
 /// Schedule `index` of the campaign `seed`.
-pub fn schedule(seed: u64, index: u64, shape: Shape) -> Schedule {
+pub fn schedule(seed: u64, index: u64, shape: &Shape) -> Schedule {
     let draft = drafts(shape)
         .new_tree(&mut runner(seed, index))
         .expect("the schedule strategies never reject")
@@ -142,7 +185,7 @@ pub fn schedule(seed: u64, index: u64, shape: Shape) -> Schedule {
 pub fn shrink(
     seed: u64,
     index: u64,
-    shape: Shape,
+    shape: &Shape,
     broke: &str,
     budget: usize,
     still_fails: &mut dyn FnMut(&Schedule) -> bool,
@@ -177,7 +220,7 @@ pub fn shrink(
 fn build(
     seed: u64,
     index: u64,
-    shape: Shape,
+    shape: &Shape,
     draft: &Draft,
     shrunk: Option<(&str, usize)>,
 ) -> Schedule {
@@ -220,28 +263,53 @@ fn build(
         "{}.yaml",
         file.name.as_ref().map_or("chaos", |n| n.value.as_str())
     );
-    let checks = |file: &ScenarioFile| check_built(&source, file).is_ok();
+    let checks = |file: &ScenarioFile| {
+        check_built(&source, file).is_ok_and(|scenario| shape.fits(&scenario))
+    };
     for resource in &draft.resources {
         file.servers.value[0].resources.push(resource.clone());
         if !checks(&file) {
             file.servers.value[0].resources.pop();
         }
     }
-    file.steps.push(Spanned::new(draft.first.clone()));
+    // The opening watch, or for a client without a watch API a dial of
+    // the palette's target; a client that connects at its start (Envoy)
+    // may open with neither.
+    let dial = StepSpec::Dial(crate::step::dial::DialSpec(Spanned::new(
+        palette.targets[0].clone(),
+    )));
+    for opening in [&draft.first, &dial] {
+        file.steps.push(Spanned::new(opening.clone()));
+        if checks(&file) {
+            break;
+        }
+        file.steps.pop();
+    }
     for step in &draft.steps {
         if file.steps.len() >= shape.steps {
             break;
         }
-        file.steps.push(Spanned::new(step.clone()));
+        let step = match step {
+            StepSpec::Wait(wait) if shape.real_time() => shortened(wait),
+            step => step.clone(),
+        };
+        file.steps.push(Spanned::new(step));
         if !checks(&file) {
             file.steps.pop();
         }
     }
     // What the last steps set off plays out before the run ends (timers
     // of 15 s, and 30 s in the A88 profile), so the invariants see it.
+    // On real time no invariant reads a timer (the machine's timing is
+    // not the protocol's): the last responses are answered within one.
+    let closing = if shape.real_time() {
+        REAL_TIME_CLOSING_WAIT
+    } else {
+        CLOSING_WAIT
+    };
     file.steps
         .push(Spanned::new(StepSpec::Wait(WaitSpec(Spanned::new(
-            CLOSING_WAIT.to_string(),
+            closing.to_string(),
         )))));
     if !checks(&file) {
         file.steps.pop();
@@ -253,7 +321,7 @@ fn build(
         let yaml = to_yaml(&file);
         match load_str(&source, &yaml) {
             Ok(scenario) => return Schedule { yaml, scenario },
-            Err(e) if file.steps.len() <= 1 => panic!("a schedule opening with a watch loads: {e}"),
+            Err(e) if file.steps.len() <= 1 => panic!("a schedule's opening loads: {e}"),
             Err(_) => {
                 file.steps.pop();
             }
@@ -267,17 +335,35 @@ const WAITS: u32 = 30;
 /// The wait every schedule ends with.
 const CLOSING_WAIT: &str = "31s";
 
+/// The wait a schedule played on real time ends with.
+const REAL_TIME_CLOSING_WAIT: &str = "2s";
+
+/// The longest wait of a schedule played on real time: a campaign on a
+/// process client is bounded in time, not only in schedules.
+const REAL_TIME_LONGEST_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `wait` no longer than [`REAL_TIME_LONGEST_WAIT`].
+fn shortened(wait: &WaitSpec) -> StepSpec {
+    use crate::check::duration::{format_duration_in_units, parse_duration};
+    let drawn = parse_duration(&wait.0.value).unwrap_or(REAL_TIME_LONGEST_WAIT);
+    StepSpec::Wait(WaitSpec(Spanned::new(format_duration_in_units(
+        drawn.min(REAL_TIME_LONGEST_WAIT),
+    ))))
+}
+
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
     fn a_seed_and_an_index_give_one_schedule() {
         let shape = Shape::default();
-        let a = schedule(7, 3, shape);
-        assert_eq!(a.yaml, schedule(7, 3, shape).yaml);
-        assert_ne!(a.yaml, schedule(7, 4, shape).yaml);
-        assert_ne!(a.yaml, schedule(8, 3, shape).yaml);
+        let a = schedule(7, 3, &shape);
+        assert_eq!(a.yaml, schedule(7, 3, &shape).yaml);
+        assert_ne!(a.yaml, schedule(7, 4, &shape).yaml);
+        assert_ne!(a.yaml, schedule(8, 3, &shape).yaml);
     }
 
     #[test]
@@ -290,9 +376,10 @@ mod tests {
                 let s = schedule(
                     1,
                     index,
-                    Shape {
+                    &Shape {
                         steps: 20,
                         protocol,
+                        fit: None,
                     },
                 );
                 let reloaded = load_str("again.yaml", &s.yaml).unwrap_or_else(|e| panic!("{e}"));
@@ -311,5 +398,91 @@ mod tests {
         // Most generated kinds turn up within 80 schedules.
         let generated = StepSpec::strategies(&Palette::small(&["primary"])).len();
         assert!(kinds.len() * 4 >= generated * 3, "{kinds:?} of {generated}");
+    }
+
+    fn reference_caps() -> Capabilities {
+        use xds_client_under_test::ClientUnderTest as _;
+        xds_client_under_test::ReferenceClient::new().capabilities()
+    }
+
+    #[test]
+    fn fitting_to_the_reference_client_changes_no_schedule() {
+        for protocol in [AdsProtocol::Sotw, AdsProtocol::Delta] {
+            let plain = Shape {
+                protocol,
+                ..Shape::default()
+            };
+            let fitted = plain.clone().fitted(reference_caps());
+            for index in 0..150 {
+                assert_eq!(
+                    schedule(3, index, &plain).yaml,
+                    schedule(3, index, &fitted).yaml,
+                    "schedule {index} ({protocol})"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_schedule_fitted_to_a_channel_client_on_real_time_asks_nothing_it_lacks_and_is_short() {
+        // A gRPC client through an adapter: channels, RPCs and CSDS, no
+        // watch API, no delta, real time.
+        let caps = Capabilities {
+            dial: true,
+            rpc: true,
+            csds: true,
+            channel_states: true,
+            grpc_bootstrap: true,
+            named_lds_cds: true,
+            projected_watch: true,
+            ..Capabilities::default()
+        };
+        let shape = Shape::default().fitted(caps.clone());
+        let mut kinds = std::collections::BTreeSet::new();
+        for index in 0..60 {
+            let s = schedule(5, index, &shape);
+            let missing = crate::runner::missing_capabilities(&s.scenario, &caps);
+            assert!(missing.is_empty(), "{missing:?} in\n{}", s.yaml);
+            assert_eq!(s.scenario.steps[0].step.key(), "dial", "{}", s.yaml);
+            let waits = s
+                .yaml
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("- wait: "));
+            let total: Duration = waits
+                .map(|w| crate::check::duration::parse_duration(w).unwrap())
+                .sum();
+            assert!(
+                total <= Duration::from_secs(22),
+                "{total:?} of waits in\n{}",
+                s.yaml
+            );
+            kinds.extend(s.scenario.steps.iter().map(|st| st.step.key()));
+        }
+        assert!(
+            !kinds.contains("watch"),
+            "a projected watch is not taken: {kinds:?}"
+        );
+        for kind in ["rpc", "close_stream", "hold_connections", "set_resources"] {
+            assert!(kinds.contains(kind), "{kind} never drawn: {kinds:?}");
+        }
+    }
+
+    #[test]
+    fn a_client_on_virtual_time_whose_channels_need_real_time_keeps_virtual_time() {
+        let caps = Capabilities {
+            virtual_time: true,
+            channels_need_real_time: true,
+            ..reference_caps()
+        };
+        let shape = Shape::default().fitted(caps.clone());
+        for index in 0..60 {
+            let s = schedule(5, index, &shape);
+            assert_eq!(
+                crate::runner::mode_for(&caps, &s.scenario),
+                crate::runner::RunMode::Virtual,
+                "{}",
+                s.yaml
+            );
+        }
     }
 }

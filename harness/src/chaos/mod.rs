@@ -8,18 +8,77 @@
 //!
 //! This module must not know which clients exist: it is given a factory.
 
+pub mod against;
 pub mod generate;
 pub mod invariant;
 pub mod record;
 
 use std::time::Duration;
 
+use xds_client_under_test::Capabilities;
 use xds_conformance_reports::Verdict;
 
-use crate::runner::{RunOutcome, run_scenario};
+use crate::runner::{RunMode, RunOutcome, run_scenario};
 use crate::scenario::Scenario;
 use crate::suite::BoxedFactory;
 pub use generate::{Schedule, Shape, schedule, shrink};
+
+/// What a campaign holds its client to: the invariants its capabilities
+/// and time allow ([`invariant::held_to`]), less those its expectations
+/// file says it is known to break (`chaos:<invariant>` entries, each with
+/// its reason), which a campaign reports and does not check.
+#[derive(Clone, Debug, Default)]
+pub struct Rules {
+    pub caps: Capabilities,
+    /// Invariant -> why the client is known to break it.
+    pub known: std::collections::BTreeMap<&'static str, String>,
+    /// A client it must show the same as, on each schedule both play
+    /// through (`--against`).
+    pub against: Option<against::Against>,
+}
+
+impl Rules {
+    /// Every invariant `caps` allows.
+    pub fn new(caps: Capabilities) -> Rules {
+        Rules {
+            caps,
+            known: Default::default(),
+            against: None,
+        }
+    }
+
+    /// The rules of a client with `caps` and `expectations`; an entry
+    /// naming no invariant, or expecting anything but `fail`, is an error
+    /// (it would excuse nothing, or excuse a rule by chance).
+    pub fn with_expectations(
+        caps: Capabilities,
+        expectations: &crate::expectations::Expectations,
+    ) -> Result<Rules, String> {
+        let mut rules = Rules::new(caps);
+        for (name, entry) in expectations.invariants() {
+            let file = expectations.source.display();
+            let Some(invariant) = invariant::named(name) else {
+                let known: Vec<_> = invariant::ALL.iter().map(|i| i.name).collect();
+                return Err(format!(
+                    "{file}: chaos:{name} names no invariant; they are {}",
+                    known.join(", ")
+                ));
+            };
+            if entry.expect != crate::expectations::Expected::Fail {
+                return Err(format!(
+                    "{file}: chaos:{name}: a client breaks an invariant or keeps it: expect: fail"
+                ));
+            }
+            rules.known.insert(invariant.name, entry.reason.clone());
+        }
+        Ok(rules)
+    }
+
+    /// The invariants a run on `mode`'s time is checked against.
+    pub fn held(&self, mode: RunMode) -> impl Iterator<Item = &'static invariant::Invariant> + '_ {
+        invariant::held_to(&self.caps, mode).filter(|i| !self.known.contains_key(i.name))
+    }
+}
 
 /// One schedule that broke a rule.
 #[derive(Clone, Debug)]
@@ -34,6 +93,9 @@ pub struct Finding {
     pub verdict: Verdict,
     /// The run's timeline.
     pub timeline: String,
+    /// For a difference from the `--against` client: its name and its
+    /// timeline of the same schedule.
+    pub other: Option<(String, String)>,
     /// The schedule as drawn, when `schedule` is its shrunk form.
     pub drawn: Option<String>,
 }
@@ -46,6 +108,9 @@ pub struct Campaign {
     pub played: u64,
     /// Schedules the client could not play (it lacks what they need).
     pub not_applicable: u64,
+    /// Why, with how many: a schedule fitted to the client is n/a only
+    /// for what the run finds out (a CSDS view the admin API never showed).
+    pub not_applicable_why: std::collections::BTreeMap<String, u64>,
     /// Schedules that stopped at a step with nothing to act on (a FAIL:
     /// a schedule has no expectations, so only such a step fails it): the
     /// rest of their script did not play.
@@ -84,14 +149,19 @@ fn unplayable(outcome: &RunOutcome) -> bool {
 /// What rule a run broke, if it broke one, with the verdict that says
 /// how: not playing through first, then the invariants in their order
 /// (over the whole timeline, also of a run that stopped early).
-pub fn judge(scenario: &Scenario, outcome: &RunOutcome) -> Option<(&'static str, Verdict)> {
+pub fn judge(
+    scenario: &Scenario,
+    rules: &Rules,
+    outcome: &RunOutcome,
+) -> Option<(&'static str, Verdict)> {
     if broken(outcome) {
         return Some((PLAYS_THROUGH, outcome.verdict.clone()));
     }
     if matches!(outcome.verdict, Verdict::NotApplicable { .. }) {
         return None;
     }
-    let (invariant, violation) = invariant::check(scenario, &outcome.events)?;
+    let (invariant, violation) =
+        invariant::check(scenario, rules.held(outcome.mode), &outcome.events)?;
     // Invariants name events as `#<index + 1>`; the written timeline
     // numbers its lines, which leave out events it does not show.
     let lines = crate::timeline::line_numbers(&outcome.events);
@@ -112,6 +182,29 @@ pub fn judge(scenario: &Scenario, outcome: &RunOutcome) -> Option<(&'static str,
                 renumber(&violation.message, &line)
             ),
         },
+    ))
+}
+
+/// The `--against` client's name and timeline of a schedule.
+type Other = (String, String);
+
+/// What rule a run broke ([`judge`]), and if it broke none, whether the
+/// `--against` client shows something else of the same schedule: `(rule,
+/// verdict, the other client's name and timeline)`.
+fn examine(
+    scenario: &Scenario,
+    rules: &Rules,
+    outcome: &RunOutcome,
+) -> Option<(&'static str, Verdict, Option<Other>)> {
+    if let Some((broke, verdict)) = judge(scenario, rules, outcome) {
+        return Some((broke, verdict, None));
+    }
+    let against = rules.against.as_ref()?;
+    let (verdict, timeline) = against.compare(scenario, (outcome, &rules.caps))?;
+    Some((
+        against::SAME_AS_AGAINST,
+        verdict,
+        Some((against.name.clone(), timeline)),
     ))
 }
 
@@ -136,14 +229,15 @@ fn renumber(message: &str, line: &dyn Fn(usize) -> usize) -> String {
 
 /// Plays schedules `first..first + count` of `seed` (those of
 /// `partition`'s shard, with one: [`record::holds_schedule`]) on the
-/// client made by `factory`, calling `progress` after each; with a
-/// `deadline`, stops at the first schedule that would start after it.
+/// client made by `factory`, held to `rules`, calling `progress` after
+/// each; with a `deadline`, stops at the first schedule that would start
+/// after it.
 pub fn campaign(
-    factory: &BoxedFactory,
+    (factory, rules): (&BoxedFactory, &Rules),
     seed: u64,
     (first, count): (u64, u64),
     partition: Option<crate::suite::Partition>,
-    shape: Shape,
+    shape: &Shape,
     deadline: Option<std::time::Instant>,
     progress: &mut dyn FnMut(u64, &Campaign),
 ) -> Campaign {
@@ -158,8 +252,12 @@ pub fn campaign(
         let schedule = schedule(seed, index, shape);
         let outcome = run_scenario(&schedule.scenario, factory.as_ref());
         campaign.schedules += 1;
-        if matches!(outcome.verdict, Verdict::NotApplicable { .. }) {
+        if let Verdict::NotApplicable { reason } = &outcome.verdict {
             campaign.not_applicable += 1;
+            *campaign
+                .not_applicable_why
+                .entry(reason.clone())
+                .or_default() += 1;
         } else {
             campaign.played += 1;
             campaign.steps += schedule.scenario.steps.len() as u64;
@@ -173,12 +271,13 @@ pub fn campaign(
             let why = why.split(';').next().unwrap_or(why).to_string();
             *campaign.stopped_at.entry(why).or_default() += 1;
         }
-        if let Some((broke, verdict)) = judge(&schedule.scenario, &outcome) {
+        if let Some((broke, verdict, other)) = examine(&schedule.scenario, rules, &outcome) {
             campaign.findings.push(Finding {
                 index,
                 broke,
                 verdict,
                 timeline: outcome.timeline.clone(),
+                other,
                 schedule,
                 drawn: None,
             });
@@ -188,24 +287,24 @@ pub fn campaign(
     campaign
 }
 
-/// `finding` with its schedule shrunk ([`generate::shrink`], at most
+/// `finding` with its schedule shrunk (the client made by `factory`
+/// held to `rules`) ([`generate::shrink`], at most
 /// `budget` smaller drafts tried): the smallest schedule on which the
 /// client made by `factory` still breaks the same rule, with that run's
 /// verdict and timeline. Deterministic on virtual time; on real time a
 /// draft that only sometimes breaks the rule may be kept or not.
 pub fn shrink_finding(
-    factory: &BoxedFactory,
+    (factory, rules): (&BoxedFactory, &Rules),
     seed: u64,
-    shape: Shape,
+    shape: &Shape,
     finding: &Finding,
     budget: usize,
 ) -> Finding {
     let breaks = |schedule: &Schedule| {
         let outcome = run_scenario(&schedule.scenario, factory.as_ref());
-        let judged = judge(&schedule.scenario, &outcome);
-        judged
-            .filter(|(broke, _)| *broke == finding.broke)
-            .map(|(broke, verdict)| (broke, verdict, outcome.timeline))
+        examine(&schedule.scenario, rules, &outcome)
+            .filter(|(broke, _, _)| *broke == finding.broke)
+            .map(|(broke, verdict, other)| (broke, verdict, outcome.timeline, other))
     };
     let shrunk = shrink(
         seed,
@@ -216,11 +315,12 @@ pub fn shrink_finding(
         &mut |s| breaks(s).is_some(),
     );
     match breaks(&shrunk) {
-        Some((broke, verdict, timeline)) => Finding {
+        Some((broke, verdict, timeline, other)) => Finding {
             index: finding.index,
             broke,
             verdict,
             timeline,
+            other,
             drawn: Some(finding.schedule.yaml.clone()),
             schedule: shrunk,
         },
@@ -231,7 +331,9 @@ pub fn shrink_finding(
 /// Writes each finding into `dir` as `seed-S-I-P.yaml` (the schedule, which
 /// `run` replays, shrunk if it was) beside `seed-S-I-P.txt` (its timeline,
 /// with the verdict first) and, for a shrunk one, `seed-S-I-P-drawn.yaml`
-/// (the schedule as drawn); returns the paths written.
+/// (the schedule as drawn); for a difference from the `--against` client,
+/// that client's timeline as `seed-S-I-P-CLIENT.txt`; returns the paths
+/// written.
 pub fn write_findings(
     dir: &std::path::Path,
     campaign: &Campaign,
@@ -261,6 +363,11 @@ pub fn write_findings(
         let text = format!("{}\n\n{}", finding.verdict.detail(), finding.timeline);
         let timeline = dir.join(format!("{stem}-{protocol}.txt"));
         xds_conformance_reports::write_whole(&timeline, text.as_bytes())?;
+        if let Some((name, other)) = &finding.other {
+            let path = dir.join(format!("{stem}-{protocol}-{name}.txt"));
+            xds_conformance_reports::write_whole(&path, other.as_bytes())?;
+            written.push(path);
+        }
         written.extend([yaml, timeline]);
     }
     Ok(written)

@@ -17,6 +17,9 @@ use crate::suite::Partition;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CampaignRecord {
     pub client: String,
+    /// The client it was compared with (`--against`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against: Option<String>,
     pub seed: u64,
     /// The schedules asked for: `first..first + schedules`.
     pub first: u64,
@@ -129,6 +132,9 @@ pub fn merge(shards: Vec<CampaignRecord>) -> Result<CampaignRecord, MergeError> 
         if shard.seed != first.seed {
             return differs("the seed");
         }
+        if shard.against != first.against {
+            return differs("the client compared with (--against)");
+        }
         if (shard.first, shard.schedules) != (first.first, first.schedules) {
             return differs("the range of schedules");
         }
@@ -199,6 +205,7 @@ mod tests {
         let p = Partition { index: k, count: n };
         CampaignRecord {
             client: "reference".into(),
+            against: None,
             seed: 7,
             first: 0,
             schedules: 10,
@@ -274,6 +281,15 @@ mod tests {
         assert_eq!(
             merge(vec![shard(1, 2, &[]), other_seed]),
             Err(MergeError::OtherCampaign("2/2".into(), "the seed"))
+        );
+        let mut compared = shard(2, 2, &[]);
+        compared.against = Some("reference".into());
+        assert_eq!(
+            merge(vec![shard(1, 2, &[]), compared]),
+            Err(MergeError::OtherCampaign(
+                "2/2".into(),
+                "the client compared with (--against)"
+            ))
         );
         let mut whole = shard(1, 1, &[]);
         whole.partitions.clear();

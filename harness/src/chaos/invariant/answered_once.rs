@@ -10,21 +10,44 @@
 //! answers only the latest of the responses that came meanwhile (C-core
 //! and the reference client queue one request per type). What is not an
 //! answer: a SotW request that changes the subscription re-sends the last
-//! nonce (the normaliser's `answer_groups` counts the same way); a delta
-//! request carries a nonce only to ACK or NACK.
+//! nonce (the normaliser's `answer_groups` counts the same way), and so
+//! does one that restates it after watch or cancel steps that a request
+//! on its way coalesced; a delta request carries a nonce only to ACK or
+//! NACK.
+//!
+//! The restatement: a change to the subscription while a request of the
+//! type is on its way waits, and the request that carries it is built
+//! from the subscription when it goes. Changes that net to nothing (a
+//! watch cancelled and watched again, or a watch and its cancel) restate
+//! the last request, nonce and all. C-core sends exactly this duplicate:
+//! `AdsCall::SendMessageLocked` only marks the type in
+//! `buffered_requests_` while a send is pending, and `OnRequestSent`
+//! sends it built from the current state, with nothing compared to the
+//! last request sent (seed 20261126, schedule 31949: `watch c2`, `cancel
+//! c2`, `watch c2` in one instant). The spec allows it: a server owes no
+//! response to a request with the current nonce and nothing new. Each
+//! watch or cancel step of the type may cause one request of it per
+//! stream, so an unchanged request repeating an answered nonce is excused
+//! while the steps of its type since the first answer outnumber the
+//! requests of the type its stream sent since.
 
 use std::collections::HashMap;
 
 use xds_fake_server::event::ServerEvent;
+use xds_vocabulary::ResourceType;
 
-use super::{Invariant, Violation};
+use super::{Invariant, Violation, held};
 use crate::scenario::Scenario;
+use crate::step::cancel_watch::CancelWatch;
+use crate::step::watch::Watch;
+use crate::step::watch_in_callback::WatchInCallback;
 use crate::timeline::{EventKind, TimelineEvent};
 
 pub const INVARIANT: Invariant = Invariant {
     name: "answered-once",
     rule: "each response is ACKed or NACKed at most once on its stream; a SotW ACK carries \
            the response's version, a NACK the version the stream last accepted",
+    held_to: held::by_all,
     check,
 };
 
@@ -41,7 +64,20 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     // (server, stream, type) -> the version the stream holds: its first
     // request's, then each ACK's.
     let mut accepted: HashMap<(&str, u64, &str), &str> = HashMap::new();
+    // type -> the events of the watch and cancel steps of it.
+    let mut changes: HashMap<ResourceType, Vec<usize>> = HashMap::new();
+    // (server, stream, type) -> the events of its SotW requests.
+    let mut requests: HashMap<(&str, u64, &str), Vec<usize>> = HashMap::new();
     for (index, event) in events.iter().enumerate() {
+        if let EventKind::Step(text) = &event.kind {
+            let changed = WatchInCallback::described(text)
+                .or_else(|| Watch::described(text))
+                .or_else(|| CancelWatch::described(text));
+            if let Some((t, _)) = changed {
+                changes.entry(t).or_default().push(index);
+            }
+            continue;
+        }
         let (EventKind::Server(server_event), Some(server)) = (&event.kind, event.source.server())
         else {
             continue;
@@ -73,12 +109,36 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                             .is_some_and(|before| before == names)
                     }
                 };
+                // The requests of the type this stream sent before this
+                // one.
+                let sent_before = if request.delta.is_none() {
+                    let all = requests.entry((server, *stream, type_url)).or_default();
+                    all.push(index);
+                    &all[..all.len() - 1]
+                } else {
+                    &[]
+                };
                 let nonce = request.response_nonce.as_str();
                 let Some(response) = sent.get_mut(&(server, *stream, nonce)) else {
                     continue;
                 };
                 if let Some(first) = response.answered {
-                    if unchanged {
+                    // A change to the subscription while a request is on
+                    // its way waits, and the request that carries it is
+                    // built when it goes (C-core's buffered_requests_):
+                    // changes that net to nothing (a cancel and a
+                    // re-watch, or a watch and its cancel) restate the
+                    // last request. Each watch or cancel of the type
+                    // since the first answer may cause one request of it
+                    // per stream.
+                    let restated = request.delta.is_none() && {
+                        let changed = ResourceType::from_type_url(type_url)
+                            .and_then(|t| changes.get(&t))
+                            .map_or(0, |c| c.iter().filter(|i| **i > first).count());
+                        let sent_since = sent_before.iter().filter(|i| **i > first).count();
+                        changed > sent_since
+                    };
+                    if unchanged && !restated {
                         let what = if request.delta.is_some() {
                             "a delta request carries a nonce only to ACK or NACK"
                         } else {
@@ -136,7 +196,7 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
 mod tests {
     use super::*;
     use crate::chaos::invariant::test_events::test_scenario;
-    use crate::chaos::invariant::test_events::{request, response};
+    use crate::chaos::invariant::test_events::{request, response, step};
 
     const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 
@@ -165,6 +225,37 @@ mod tests {
         let v = check(&test_scenario(), &events).expect("a second answer");
         assert_eq!(v.event, 4);
         assert!(v.message.contains("answered again (first at #3)"), "{v:?}");
+    }
+
+    /// Seed 20261126, schedule 31949: `watch c2`, `cancel c2` and `watch
+    /// c2` in one instant. The first watch's request goes out at once; the
+    /// cancel and the re-watch wait for it, and the one request that
+    /// carries them restates it (C-core sends the same).
+    #[test]
+    fn a_request_restated_by_a_coalesced_cancel_and_rewatch_is_not_an_answer() {
+        let mut events = vec![
+            request(1, CDS, &["c1"], "", "", true),
+            response(1, CDS, "1", "n1"),
+            // The first answer.
+            request(1, CDS, &["c1"], "1", "n1", false),
+            step("watch CDS c2"),
+            step("cancel watch CDS c2"),
+            step("watch CDS c2"),
+            // The change: not an answer.
+            request(1, CDS, &["c1", "c2"], "1", "n1", false),
+            // The coalesced cancel and re-watch: it restates it.
+            request(1, CDS, &["c1", "c2"], "1", "n1", false),
+        ];
+        assert_eq!(check(&test_scenario(), &events), None);
+        // One change only: the repeat is a second answer.
+        events.drain(4..6);
+        let v = check(&test_scenario(), &events).expect("a second answer");
+        assert_eq!(v.event, 5);
+        assert!(v.message.contains("answered again (first at #3)"), "{v:?}");
+        // Changes of another type excuse nothing.
+        events.insert(4, step("cancel watch LDS svc"));
+        events.insert(5, step("watch LDS svc"));
+        assert!(check(&test_scenario(), &events).is_some());
     }
 
     #[test]

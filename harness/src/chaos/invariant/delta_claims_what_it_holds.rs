@@ -27,7 +27,7 @@ use xds_fake_server::event::{RecordedResponse, ServerEvent};
 
 use xds_vocabulary::ResourceType;
 
-use super::{Invariant, Violation};
+use super::{Invariant, Violation, held};
 use crate::scenario::{BootstrapPlan, Scenario};
 use crate::step::cancel_watch::CancelWatch;
 use crate::step::watch::Watch;
@@ -38,6 +38,7 @@ pub const INVARIANT: Invariant = Invariant {
     name: "delta-claims-what-it-holds",
     rule: "a new delta stream's initial_resource_versions are exactly the resources the \
            client holds and subscribes to, at the versions it accepted",
+    held_to: held::by_all,
     check,
 };
 

@@ -17,6 +17,19 @@
 //! carried a stream) is not checked; with none up, no request can be on a
 //! connected stream, and the rule holds.
 //!
+//! A hold that found nothing up counts as one with a connection up once
+//! the held server records a stream opening during it. No bytes move
+//! during a hold, so that stream came in bytes the server read before the
+//! hold took hold (the server records the stream only when its handler
+//! runs, after HTTP/2 took in those bytes): on a connection whose
+//! handshake was done, so the client heard the server, and the request it
+//! sends there is on a connected stream. Its timer rightly starts then
+//! (gRFC A57: at "the completion of a send_message op in C-core"; C-core
+//! starts it in `OnRequestSent`), though the server never reads the
+//! request (seed 20261126, schedule 13671, SotW and delta). A hold that
+//! blocks the handshake also keeps the stream's HEADERS from the server,
+//! which then records no stream.
+//!
 //! Not read with a read held (`hold_reads`): the stream's end waits for
 //! the read, and the timers of requests the server never read run on.
 //!
@@ -31,7 +44,7 @@ use xds_fake_server::event::ServerEvent;
 use xds_fake_server::fault::Fault;
 use xds_vocabulary::ResourceType;
 
-use super::{Invariant, Violation};
+use super::{Invariant, Violation, held};
 use crate::scenario::Scenario;
 use crate::step::watch::Watch;
 use crate::step::watch_in_callback::WatchInCallback;
@@ -41,6 +54,7 @@ pub const INVARIANT: Invariant = Invariant {
     name: "does-not-exist-timer",
     rule: "does-not-exist comes with a response that says so, or exactly 15 s (30 s) after a \
            request naming the resource reached a server",
+    held_to: held::with_watches_on_virtual_time,
     check,
 };
 
@@ -70,6 +84,9 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     // last such hold ended.
     let mut holding: HashSet<&str> = HashSet::new();
     let mut last_held: Option<Duration> = None;
+    // Servers holding their connections that had none up when the hold
+    // started, until a stream opening shows one was.
+    let mut held_unproven: HashSet<&str> = HashSet::new();
     for (index, event) in events.iter().enumerate() {
         if !holding.is_empty() {
             last_held = Some(event.at);
@@ -94,6 +111,17 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                 } => {
                     if let crate::timeline::Source::Server(server) = &event.source {
                         up.insert((server.as_str(), *connection));
+                        // No bytes move during a hold: a stream the
+                        // server opens then came in bytes it read before
+                        // the hold took hold, on a connection whose
+                        // handshake was done (its client heard the
+                        // server, and a request it sends is on a
+                        // connected stream, A57). The hold is one with a
+                        // connection up.
+                        if held_unproven.remove(server.as_str()) {
+                            holding.insert(server.as_str());
+                            last_held = Some(event.at);
+                        }
                     }
                 }
                 ServerEvent::ConnectionClosed { connection } => {
@@ -113,8 +141,14 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                             holding.insert(server);
                             last_held = Some(event.at);
                         }
+                        // Nothing up yet: unless a stream opening shows
+                        // otherwise, no request is on a connected stream.
+                        Fault::HoldConnections(_) => {
+                            held_unproven.insert(server);
+                        }
                         Fault::ReleaseConnections(_) | Fault::Restart(_) => {
                             holding.remove(server);
+                            held_unproven.remove(server);
                         }
                         _ => {}
                     }
@@ -217,6 +251,40 @@ mod tests {
         event
     }
 
+    /// A stream opened on connection 1 of the server.
+    fn opened() -> TimelineEvent {
+        on_main(ServerEvent::StreamOpened {
+            stream: 1,
+            connection: Some(1),
+            protocol: xds_vocabulary::AdsProtocol::Sotw,
+        })
+    }
+
+    /// The server holds its connections (no bytes move), from `ms`.
+    fn hold(ms: u64) -> TimelineEvent {
+        at(
+            ms,
+            on_main(ServerEvent::FaultApplied {
+                fault: Fault::HoldConnections(xds_fake_server::fault::HoldConnections),
+            }),
+        )
+    }
+
+    /// The server releases its connections.
+    fn release() -> TimelineEvent {
+        on_main(ServerEvent::FaultApplied {
+            fault: Fault::ReleaseConnections(xds_fake_server::fault::ReleaseConnections),
+        })
+    }
+
+    fn on_main(event: ServerEvent) -> TimelineEvent {
+        TimelineEvent {
+            at: Duration::ZERO,
+            source: crate::timeline::Source::Server("main".into()),
+            kind: crate::chaos::invariant::test_events::server(event),
+        }
+    }
+
     /// Seed 20261126, schedule 1584: a second stream's timer told the
     /// watchers again, and only later did the callback run that started
     /// the new watch, told from the cache.
@@ -278,32 +346,8 @@ mod tests {
         assert!(check(&test_scenario(), &late).is_some());
         // A hold while a connection is up: the request sent then reached
         // the server only later (or never).
-        let opened = at(
-            0,
-            TimelineEvent {
-                at: Duration::ZERO,
-                source: crate::timeline::Source::Server("main".into()),
-                kind: crate::chaos::invariant::test_events::server(ServerEvent::StreamOpened {
-                    stream: 1,
-                    connection: Some(1),
-                    protocol: xds_vocabulary::AdsProtocol::Sotw,
-                }),
-            },
-        );
-        let hold = |ms| {
-            at(
-                ms,
-                TimelineEvent {
-                    at: Duration::ZERO,
-                    source: crate::timeline::Source::Server("main".into()),
-                    kind: crate::chaos::invariant::test_events::server(ServerEvent::FaultApplied {
-                        fault: Fault::HoldConnections(xds_fake_server::fault::HoldConnections),
-                    }),
-                },
-            )
-        };
         let held = vec![
-            opened.clone(),
+            opened(),
             hold(500),
             at(3_000, request(1, CDS, &["c1"], "", "", false)),
             at(16_000, dne()),
@@ -316,5 +360,32 @@ mod tests {
             at(16_000, dne()),
         ];
         assert!(check(&test_scenario(), &connecting).is_some());
+    }
+
+    /// Seed 20261126, schedule 13671 (SotW and delta): the client's
+    /// handshake and its stream's HEADERS got through before the hold, but
+    /// the server recorded the stream's opening after the hold's line, in
+    /// the same instant. The client was connected and started its timer
+    /// on its request, whose DATA the hold kept from the server.
+    #[test]
+    fn a_stream_the_held_server_opens_shows_a_connection_was_up() {
+        let held_then_opened = vec![
+            hold(0),
+            at(0, opened()),
+            at(15_000, heard("c1", WatcherNotification::DoesNotExist)),
+        ];
+        assert_eq!(check(&test_scenario(), &held_then_opened), None);
+        // Without the stream's opening, nothing was up: no request was on
+        // a connected stream, and the timer is caught.
+        let mut nothing_up = held_then_opened.clone();
+        nothing_up.remove(1);
+        let v = check(&test_scenario(), &nothing_up).expect("no request on a connected stream");
+        assert!(v.message.contains("no request named it"), "{v:?}");
+        // A stream opened after the hold was released proves nothing of
+        // the hold.
+        let mut after_release = nothing_up.clone();
+        after_release.insert(1, at(0, release()));
+        after_release.insert(2, at(0, opened()));
+        assert!(check(&test_scenario(), &after_release).is_some());
     }
 }

@@ -9,14 +9,34 @@
 //! run that dials a channel, sends RPCs (which dial) or serves (their
 //! XdsClients watch what their configs name), has a wildcard watch, or
 //! names authorities (each has its own servers).
+//!
+//! Judged when the client decides to fall back, with what its watchers
+//! had heard by then: a client cannot act on a response it has not read
+//! yet. A client that reports its decision (`FallbackStarted`, "authority
+//! … falls back to …": the reference client) is judged at that event,
+//! which comes in the client's own order: after what it told its watchers
+//! before deciding, before what it told them after. The server sees
+//! the new stream only later: in between, a response from the server in
+//! use may have brought the last uncached resource, making the fallback
+//! look needless by the time the stream opens (seed 20261126, schedule
+//! 26158, SotW and delta: the fallback refused, the client fell back to
+//! the next server while `c2` was uncached, and only then applied the
+//! primary's response with `c2`; gRFC A71 falls back while "at least one
+//! watcher exists for a resource that is not cached", and C-core's
+//! `WatchResource` likewise adds a channel for a new uncached resource
+//! while the last one is failing). A client that does not report it is
+//! judged where the server records the stream's opening, and there a
+//! resource counts as cached only if its watchers heard it before that
+//! instant: the decision came some time earlier, maybe in that instant.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::time::Duration;
 
 use xds_client_under_test::{ObservedEvent, WatcherNotification};
 use xds_fake_server::event::ServerEvent;
-use xds_vocabulary::{RequestKind, ResourceType};
+use xds_vocabulary::{ClientEvent, RequestKind, ResourceType};
 
-use super::{Invariant, Violation};
+use super::{Invariant, Violation, held};
 use crate::scenario::{BootstrapPlan, Scenario};
 use crate::step::cancel_watch::CancelWatch;
 use crate::step::watch::Watch;
@@ -27,6 +47,7 @@ pub const INVARIANT: Invariant = Invariant {
     name: "fallback-only-when-uncached",
     rule: "the client turns to a lower-priority server only while a watched resource is \
            not cached",
+    held_to: held::with_watches,
     check,
 };
 
@@ -52,8 +73,17 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
         return None;
     }
     let priority = |server: &str| servers.iter().position(|s| s == server);
+    // Whether the client reports its decisions to fall back: then they
+    // are judged, not the streams the servers see.
+    let reports = events.iter().any(|e| {
+        matches!(
+            &e.kind,
+            EventKind::Client(ObservedEvent::Client(ClientEvent::FallbackStarted { .. }))
+        )
+    });
     let mut watches: HashMap<(ResourceType, &str), usize> = HashMap::new();
-    let mut cached: HashSet<(ResourceType, &str)> = HashSet::new();
+    // Cached resources, and since when.
+    let mut cached: HashMap<(ResourceType, &str), Duration> = HashMap::new();
     // The priority of the server the client uses: where its first stream
     // went, or a lower one it fell back to; a higher one again only once
     // the client answers a response from it (gRFC A71: it goes on trying
@@ -90,7 +120,7 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                 let key = (*resource_type, name.as_str());
                 match notification {
                     WatcherNotification::Changed { .. } | WatcherNotification::DoesNotExist => {
-                        cached.insert(key);
+                        cached.entry(key).or_insert(event.at);
                     }
                     // Nothing usable (an uncached resource's NACK, or a
                     // connectivity failure before any value).
@@ -99,6 +129,22 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                     }
                     WatcherNotification::AmbientError(_)
                     | WatcherNotification::AmbientErrorCleared => {}
+                }
+            }
+            // The client's own decision, judged with what its watchers
+            // heard before it.
+            EventKind::Client(ObservedEvent::Client(ClientEvent::FallbackStarted {
+                server,
+                ..
+            })) => {
+                if let Some(names) = all_cached(&watches, &cached, None) {
+                    return Some(Violation {
+                        event: index,
+                        message: format!(
+                            "the client fell back to {server} while every watched resource was \
+                             cached: {names}"
+                        ),
+                    });
                 }
             }
             EventKind::Server(server_event) => {
@@ -126,27 +172,19 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                 if in_use.is_none() || fell_back {
                     in_use = Some(opened);
                 }
-                if !fell_back {
+                // A client that reports its decision was judged there.
+                if !fell_back || reports {
                     continue;
                 }
-                let watched: Vec<_> = watches
-                    .iter()
-                    .filter(|(_, n)| **n > 0)
-                    .map(|(key, _)| *key)
-                    .collect();
-                if watched.iter().any(|(_, name)| *name == "*") {
-                    continue;
-                }
-                if !watched.is_empty() && watched.iter().all(|key| cached.contains(key)) {
-                    let mut names: Vec<String> =
-                        watched.iter().map(|(t, n)| format!("{t} {n}")).collect();
-                    names.sort();
+                // It decided some time before the server saw the stream:
+                // what its watchers heard only in this instant may have
+                // come after the decision.
+                if let Some(names) = all_cached(&watches, &cached, Some(event.at)) {
                     return Some(Violation {
                         event: index,
                         message: format!(
                             "the client opened a stream to {server} (priority {opened}) while \
-                             every watched resource was cached: {}",
-                            names.join(", ")
+                             every watched resource was cached: {names}"
                         ),
                     });
                 }
@@ -155,6 +193,35 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
         }
     }
     None
+}
+
+/// The watched resources, named, if there are some and every one is
+/// cached (before `before`, when given): falling back then breaks the
+/// rule. None under a wildcard watch, which wants what is not known yet.
+fn all_cached(
+    watches: &HashMap<(ResourceType, &str), usize>,
+    cached: &HashMap<(ResourceType, &str), Duration>,
+    before: Option<Duration>,
+) -> Option<String> {
+    let watched: Vec<_> = watches
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(key, _)| *key)
+        .collect();
+    if watched.is_empty() || watched.iter().any(|(_, name)| *name == "*") {
+        return None;
+    }
+    let is_cached = |key: &(ResourceType, &str)| {
+        cached
+            .get(key)
+            .is_some_and(|since| before.is_none_or(|at| *since < at))
+    };
+    if !watched.iter().all(is_cached) {
+        return None;
+    }
+    let mut names: Vec<String> = watched.iter().map(|(t, n)| format!("{t} {n}")).collect();
+    names.sort();
+    Some(names.join(", "))
 }
 
 #[cfg(test)]
@@ -198,13 +265,34 @@ mod tests {
         }
     }
 
+    /// `event` at `ms` into the run.
+    fn later(ms: u64, mut event: TimelineEvent) -> TimelineEvent {
+        event.at = Duration::from_millis(ms);
+        event
+    }
+
+    /// The client reports it falls back to `on`.
+    fn fallback_started(on: &str) -> TimelineEvent {
+        at(
+            0,
+            Source::Client,
+            EventKind::Client(ObservedEvent::Client(ClientEvent::FallbackStarted {
+                authority: String::new(),
+                server: format!("{on}:443"),
+            })),
+        )
+    }
+
+    /// A client that does not report its fallbacks, judged at the streams
+    /// the servers see: the fallback streams open a second after what the
+    /// watchers heard, so what they heard was known when it decided.
     #[test]
     fn falling_back_with_everything_cached_is_caught_and_with_a_new_watch_is_not() {
         let mut events = vec![
             step("watch CDS c1"),
             opened("primary"),
             heard("c1", changed()),
-            opened("fallback"),
+            later(1_000, opened("fallback")),
         ];
         let v = check(&test_scenario(), &events).expect("a fallback while cached");
         assert_eq!(v.event, 3);
@@ -215,15 +303,15 @@ mod tests {
         // The primary tried again, unanswered: still on the fallback, so
         // reconnecting to it is no fallback.
         events.extend([
-            heard("c2", WatcherNotification::DoesNotExist),
-            opened("primary"),
-            opened("fallback"),
+            later(2_000, heard("c2", WatcherNotification::DoesNotExist)),
+            later(2_000, opened("primary")),
+            later(3_000, opened("fallback")),
         ]);
         assert_eq!(check(&test_scenario(), &events), None);
         // Back on the primary (it answered a response from it), then to
         // the fallback again with everything cached.
         let len = events.len();
-        events.insert(len - 1, ack_from("primary"));
+        events.insert(len - 1, later(2_000, ack_from("primary")));
         assert!(check(&test_scenario(), &events).is_some());
         // A resource watched again after its last cancel is not known to
         // be cached until its watcher hears it.
@@ -233,7 +321,7 @@ mod tests {
             heard("c1", changed()),
             step("cancel watch CDS c1"),
             step("watch CDS c1"),
-            opened("fallback"),
+            later(1_000, opened("fallback")),
         ];
         assert_eq!(check(&test_scenario(), &rewatched), None);
         // Reconnecting to the server in use is not falling back.
@@ -241,8 +329,46 @@ mod tests {
             step("watch CDS c1"),
             opened("fallback"),
             heard("c1", changed()),
-            opened("fallback"),
+            later(1_000, opened("fallback")),
         ];
         assert_eq!(check(&test_scenario(), &reconnect), None);
+    }
+
+    /// Seed 20261126, schedule 26158 (SotW and delta): the client decided
+    /// to fall back while c2 was uncached, and only then applied the
+    /// primary's response with c2; the server recorded the new stream
+    /// after that, in the same instant.
+    #[test]
+    fn a_fallback_is_judged_when_the_client_decided_it() {
+        let events = vec![
+            step("watch CDS c1"),
+            opened("primary"),
+            later(15_000, heard("c1", WatcherNotification::DoesNotExist)),
+            later(38_200, step("watch CDS c2")),
+            later(38_200, fallback_started("fallback")),
+            later(38_200, heard("c2", changed())),
+            later(38_200, opened("fallback")),
+        ];
+        assert_eq!(check(&test_scenario(), &events), None);
+        // Decided with everything cached: caught at the decision.
+        let mut decided_late = events.clone();
+        decided_late.swap(4, 5);
+        let v = check(&test_scenario(), &decided_late).expect("a fallback while cached");
+        assert_eq!(v.event, 5);
+        assert!(
+            v.message.contains("fell back to fallback:443") && v.message.contains("CDS c2"),
+            "{v:?}"
+        );
+        // A client that does not report its decision: at the stream's
+        // instant, c2 heard in that instant may have come after it...
+        let mut unreported = events.clone();
+        unreported.remove(4);
+        assert_eq!(check(&test_scenario(), &unreported), None);
+        // ...but c2 heard an instant before the stream was known.
+        let last = unreported.len() - 1;
+        unreported[last].at = Duration::from_millis(39_000);
+        let v = check(&test_scenario(), &unreported).expect("a stream opened while cached");
+        assert_eq!(v.event, last);
+        assert!(v.message.contains("opened a stream to fallback"), "{v:?}");
     }
 }

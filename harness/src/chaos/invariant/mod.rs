@@ -13,14 +13,21 @@ pub mod node_on_first_request;
 pub mod silent_after_cancel;
 pub mod wildcard_hears_every_resource;
 
+use xds_client_under_test::Capabilities;
+
+use crate::runner::RunMode;
 use crate::scenario::Scenario;
 use crate::timeline::TimelineEvent;
 
 /// An invariant: its name (what findings and `--invariant` say), the rule
-/// in a sentence, and its check.
+/// in a sentence, which clients it holds, and its check.
 pub struct Invariant {
     pub name: &'static str,
     pub rule: &'static str,
+    /// Whether a client with these capabilities, on this time, is held to
+    /// the rule: what the check reads must be on its timeline, and mean
+    /// there what it means on the reference client's ([`held`]).
+    pub held_to: fn(&Capabilities, RunMode) -> bool,
     /// The first event of the run's `events` that breaks the rule,
     /// explained; the scenario says what the run was given (its servers
     /// in priority order, its steps' kinds).
@@ -47,18 +54,84 @@ pub const ALL: &[Invariant] = &[
     does_not_exist_timer::INVARIANT,
 ];
 
-/// The first invariant the run broke, with how: `(invariant, violation)`.
+/// Which clients an invariant holds.
+pub mod held {
+    use super::*;
+
+    /// Every client: the rule reads the wire alone, which every client
+    /// speaks (gRFC A27, xds_protocol.rst), on any time.
+    pub fn by_all(_: &Capabilities, _: RunMode) -> bool {
+        true
+    }
+
+    /// Clients with a watch API: the rule reads what watchers heard.
+    pub fn with_watches(caps: &Capabilities, _: RunMode) -> bool {
+        caps.watch
+    }
+
+    /// Clients with a watch API on virtual time: the rule reads timers
+    /// to the millisecond, which only virtual time keeps (on real time
+    /// the machine's load moves them).
+    pub fn with_watches_on_virtual_time(caps: &Capabilities, mode: RunMode) -> bool {
+        caps.watch && mode == RunMode::Virtual
+    }
+}
+
+/// The invariants a client with `caps` is held to on `mode`'s time.
+pub fn held_to(
+    caps: &Capabilities,
+    mode: RunMode,
+) -> impl Iterator<Item = &'static Invariant> + '_ {
+    ALL.iter()
+        .filter(move |invariant| (invariant.held_to)(caps, mode))
+}
+
+/// The first of `invariants` the run broke, with how: `(invariant,
+/// violation)`.
 pub fn check(
     scenario: &Scenario,
+    invariants: impl Iterator<Item = &'static Invariant>,
     events: &[TimelineEvent],
 ) -> Option<(&'static Invariant, Violation)> {
-    ALL.iter()
-        .find_map(|invariant| (invariant.check)(scenario, events).map(|v| (invariant, v)))
+    { invariants }.find_map(|invariant| (invariant.check)(scenario, events).map(|v| (invariant, v)))
 }
 
 /// The invariant called `name`.
 pub fn named(name: &str) -> Option<&'static Invariant> {
     ALL.iter().find(|invariant| invariant.name == name)
+}
+
+/// Whether the run played its last step. Every chaos schedule ends with a
+/// long `wait`, so by the end of a run that played through, what the
+/// client was told has reached its watchers. A step can stop a run early
+/// (a FAIL: a scripted response with no stream to go on). Such a run ends
+/// where that step stood, which may be before the client handled the
+/// steps of the same instant, so what the client holds "by the end" is
+/// not settled (seed 20261126, schedules 11221, 13444, 23931, 29584).
+///
+/// Read off the step lines. Every step but an expectation records one
+/// line, its `describe`, as it starts: a failing step records its own
+/// line before it fails, and a `wait` cannot fail. So the run played
+/// through when its last step line is the script's last such step and
+/// there are as many lines of that text as the script has such steps (a
+/// step of the same text earlier in the script does not count for it).
+pub(crate) fn played_through(scenario: &Scenario, events: &[TimelineEvent]) -> bool {
+    let lines: Vec<String> = scenario
+        .steps
+        .iter()
+        .filter(|s| s.step.matcher().is_none())
+        .map(|s| s.step.describe())
+        .collect();
+    let Some(last) = lines.last() else {
+        return true;
+    };
+    let wanted = lines.iter().filter(|line| *line == last).count();
+    let mut recorded = events.iter().filter_map(|e| match &e.kind {
+        crate::timeline::EventKind::Step(text) => Some(text.as_str()),
+        _ => None,
+    });
+    let ends_there = recorded.next_back() == Some(last.as_str());
+    ends_there && 1 + recorded.filter(|text| text == last).count() >= wanted
 }
 
 #[cfg(test)]

@@ -7,13 +7,14 @@ use std::collections::HashSet;
 
 use xds_fake_server::event::ServerEvent;
 
-use super::{Invariant, Violation};
+use super::{Invariant, Violation, held};
 use crate::scenario::Scenario;
 use crate::timeline::{EventKind, TimelineEvent};
 
 pub const INVARIANT: Invariant = Invariant {
     name: "node-on-first-request",
     rule: "the node is in a stream's first request, and in no later one",
+    held_to: held::by_all,
     check,
 };
 

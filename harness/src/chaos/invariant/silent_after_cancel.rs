@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use xds_client_under_test::ObservedEvent;
 use xds_vocabulary::ResourceType;
 
-use super::{Invariant, Violation};
+use super::{Invariant, Violation, held};
 use crate::scenario::Scenario;
 use crate::step::cancel_watch::CancelWatch;
 use crate::step::watch::Watch;
@@ -19,6 +19,7 @@ pub const INVARIANT: Invariant = Invariant {
     name: "silent-after-cancel",
     rule: "a resource whose watches were all cancelled is not reported to watchers until \
            it is watched again",
+    held_to: held::with_watches,
     check,
 };
 

@@ -9,13 +9,20 @@
 //!
 //! At the end only: schedules end with a long wait, so whatever the client
 //! was told has reached its watchers by then; in between, a watcher may be
-//! told later than the ACK is sent. Only when the last such response was
-//! ACKed (its version echoed): one the client NACKed may have been applied
-//! in part (gRFC A46), one whose stream ended before the ACK may or may not
-//! have been applied. A wildcard watch started from a callback starts when
-//! the callback runs, which the timeline does not show: its type is not
-//! checked. Delta wildcard subscriptions, whose state is the sum of their
-//! responses, are not read yet.
+//! told later than the ACK is sent. So not read on a run that a step
+//! stopped early (a FAIL: a scripted response with no stream to go on):
+//! it never reached its last wait, and it may have ended in the very
+//! instant of a wildcard watch the client had not handled yet (seed
+//! 20261126, schedules 11221, 13444, 23931 and 29584; played through, the
+//! new watcher hears the cache at once).
+//!
+//! Only when the last such response was ACKed (its version echoed): one
+//! the client NACKed may have been applied in part (gRFC A46), one whose
+//! stream ended before the ACK may or may not have been applied. A
+//! wildcard watch started from a callback starts when the callback runs,
+//! which the timeline does not show: its type is not checked. Delta
+//! wildcard subscriptions, whose state is the sum of their responses, are
+//! not read yet.
 
 use std::collections::HashMap;
 
@@ -23,7 +30,7 @@ use xds_client_under_test::{ObservedEvent, WatcherNotification};
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::{RequestKind, ResourceType};
 
-use super::{Invariant, Violation};
+use super::{Invariant, Violation, held};
 use crate::scenario::Scenario;
 use crate::step::cancel_watch::CancelWatch;
 use crate::step::watch::Watch;
@@ -34,6 +41,7 @@ pub const INVARIANT: Invariant = Invariant {
     name: "wildcard-hears-every-resource",
     rule: "by the end of a run, a wildcard watcher has heard of every resource in the last \
            response of its type the client accepted",
+    held_to: held::with_watches,
     check,
 };
 
@@ -98,6 +106,11 @@ struct Accepted<'e> {
 fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     // A watcher holding a read has not been told what is read after it.
     if scenario.steps.iter().any(|s| s.step.key() == "hold_reads") {
+        return None;
+    }
+    // "By the end" means after the schedule's last wait: a run stopped
+    // before it is not settled.
+    if !super::played_through(scenario, events) {
         return None;
     }
     // A channel (or a server) has an XdsClient of its own (gRFC A71: one
@@ -307,10 +320,35 @@ mod tests {
     use xds_client_under_test::WatcherNotification;
 
     use super::*;
-    use crate::chaos::invariant::test_events::{heard, request, step, test_scenario};
+    use crate::chaos::invariant::test_events::{heard, request, step};
+    use crate::scenario::load_str;
     use xds_fake_server::event::RecordedResponse;
 
     const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+
+    /// A schedule that ends, as every chaos schedule does, with a long
+    /// wait; its third step can stop a run (no stream to send on).
+    fn ends_with_a_wait() -> Scenario {
+        load_str(
+            "wildcard.yaml",
+            "description: a schedule ending with a wait\n\
+             servers:\n  primary: {}\n  fallback: {}\n\
+             steps:\n  - watch: { type: CDS, name: c1 }\n  \
+             - watch: { type: CDS, name: \"*\" }\n  \
+             - send_response:\n      \
+             { server: fallback, type: CDS, resources: [{ cluster: { name: c1 } }] }\n  \
+             - wait: 31s\n",
+        )
+        .expect("the scenario loads")
+    }
+
+    /// `check` on a run of [`ends_with_a_wait`] that played through:
+    /// `events`, then the line of its last wait.
+    fn played(events: &[TimelineEvent]) -> Option<Violation> {
+        let mut events = events.to_vec();
+        events.push(step("wait 31s"));
+        check(&ends_with_a_wait(), &events)
+    }
 
     fn response(names: &[&str]) -> TimelineEvent {
         TimelineEvent {
@@ -350,7 +388,7 @@ mod tests {
                 request(1, CDS, &[], "1", "n1", false),
             ];
             events.extend(watcher_heard);
-            check(&test_scenario(), &events)
+            played(&events)
         };
         assert_eq!(run(vec![changed("c1"), changed("c2")]), None);
         let v = run(vec![changed("c1")]).expect("c2 never heard");
@@ -371,7 +409,7 @@ mod tests {
             response(&["c1"]),
             request(1, CDS, &["*", "c2"], "", "n1", false),
         ];
-        assert_eq!(check(&test_scenario(), &after_nack), None);
+        assert_eq!(played(&after_nack), None);
         // A response after the ACKed one, never ACKed: what is held is
         // not known.
         let unacked = vec![
@@ -381,7 +419,7 @@ mod tests {
             request(1, CDS, &[], "1", "n1", false),
             response(&["c1", "c2"]),
         ];
-        assert_eq!(check(&test_scenario(), &unacked), None);
+        assert_eq!(played(&unacked), None);
         // A cancelled wildcard watch is owed nothing.
         let mut events = vec![
             step("watch CDS *"),
@@ -390,7 +428,7 @@ mod tests {
             request(1, CDS, &[], "1", "n1", false),
             step("cancel watch CDS *"),
         ];
-        assert_eq!(check(&test_scenario(), &events), None);
+        assert_eq!(played(&events), None);
         // A named subscription's response is held too, while the stream
         // still names it: a wildcard watch started later is told of it.
         events[1] = request(1, CDS, &["c1"], "", "", true);
@@ -398,10 +436,10 @@ mod tests {
         events.pop();
         events.remove(0);
         events.push(step("watch CDS *"));
-        let v = check(&test_scenario(), &events).expect("c1 held, never told");
+        let v = played(&events).expect("c1 held, never told");
         assert!(v.message.contains("never heard that c1"), "{v:?}");
         events.push(changed("c1"));
-        assert_eq!(check(&test_scenario(), &events), None);
+        assert_eq!(played(&events), None);
     }
 
     /// Seed 20261126, schedules 2982, 6473 and 2463: what the client was
@@ -415,7 +453,7 @@ mod tests {
             step("watch CDS *"),
             request(1, CDS, &["*"], "1", "n1", true),
         ];
-        assert_eq!(check(&test_scenario(), &unsolicited), None);
+        assert_eq!(played(&unsolicited), None);
         // Held by name, its last watch cancelled (an empty list after
         // names unsubscribes everything), then a wildcard watch.
         let dropped = vec![
@@ -428,11 +466,11 @@ mod tests {
             step("watch CDS *"),
             request(1, CDS, &["*"], "1", "n1", false),
         ];
-        assert_eq!(check(&test_scenario(), &dropped), None);
+        assert_eq!(played(&dropped), None);
         // Still watched by name: owed.
         let mut kept = dropped.clone();
         kept.drain(4..6);
-        assert!(check(&test_scenario(), &kept).is_some());
+        assert!(played(&kept).is_some());
         // The stream's first request of the type answered an unsolicited
         // response with no names: no wildcard, so the next response (the
         // server taking it for one) was ignored too.
@@ -450,6 +488,54 @@ mod tests {
             step("watch CDS *"),
             request(1, CDS, &["*"], "1", "n2", false),
         ];
-        assert_eq!(check(&test_scenario(), &answered), None);
+        assert_eq!(played(&answered), None);
+    }
+
+    /// Seed 20261126, schedules 11221, 13444, 23931 and 29584: the step
+    /// after a new wildcard watch found no stream to send on and stopped
+    /// the run in that instant, before the client had handled the watch
+    /// (played through, the watcher hears the cache at once). What the
+    /// wildcard watcher heard "by the end" is read only on a run that
+    /// reached its last wait.
+    #[test]
+    fn a_run_stopped_before_its_last_wait_is_not_read() {
+        let scenario = ends_with_a_wait();
+        let last = scenario.steps.last().map(|s| s.step.describe());
+        assert_eq!(last.as_deref(), Some("wait 31s"));
+        let mut events = vec![
+            step("watch CDS c1"),
+            request(1, CDS, &["c1"], "", "", true),
+            response(&["c1"]),
+            request(1, CDS, &["c1"], "1", "n1", false),
+            changed("c1"),
+            step("watch CDS *"),
+            // FAILed (no stream on the fallback): the run ends here.
+            step("fallback: send CDS response"),
+        ];
+        assert_eq!(check(&scenario, &events), None);
+        // Played through, the wildcard watcher is owed c1, and a client
+        // that never tells it is still caught.
+        events.push(step("wait 31s"));
+        let v = check(&scenario, &events).expect("played through, c1 never told");
+        assert_eq!(v.event, 3);
+        assert!(v.message.contains("never heard that c1"), "{v:?}");
+        events.push(changed("c1"));
+        assert_eq!(check(&scenario, &events), None);
+        // A line of the same text earlier in the script is not its last
+        // step's: a run whose last line is a mid-run wait stopped before
+        // the end.
+        let twice = load_str(
+            "twice.yaml",
+            "description: a wait in mid-run and at the end\n\
+             servers:\n  primary: {}\n\
+             steps:\n  - watch: { type: CDS, name: c1 }\n  - wait: 31s\n  \
+             - watch: { type: CDS, name: \"*\" }\n  - wait: 31s\n",
+        )
+        .expect("the scenario loads");
+        let mid_run = vec![step("watch CDS c1"), step("wait 31s")];
+        assert!(!crate::chaos::invariant::played_through(&twice, &mid_run));
+        let mut whole = mid_run.clone();
+        whole.extend([step("watch CDS *"), step("wait 31s")]);
+        assert!(crate::chaos::invariant::played_through(&twice, &whole));
     }
 }
