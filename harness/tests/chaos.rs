@@ -18,6 +18,10 @@ use xds_conformance_reports::Verdict;
 use xds_reference_client::Defects;
 use xds_vocabulary::AdsProtocol;
 
+#[path = "support/broken_against.rs"]
+mod broken_against;
+use broken_against::{broken_against, defective};
+
 /// What the reference client is held to (the broken ones claim what it
 /// can do, and are held to the same).
 fn rules() -> Rules {
@@ -126,70 +130,6 @@ fn a_client_that_fails_a_dial_is_caught_with_a_file_that_replays_it() {
             "{:?}",
             correct.verdict
         );
-    }
-}
-
-/// The reference client with the defects `set` sets.
-fn defective(set: fn(&mut Defects)) -> BoxedFactory {
-    Box::new(move || {
-        let mut defects = Defects::default();
-        set(&mut defects);
-        Box::new(ReferenceClient::with_defects(defects)) as Box<dyn ClientUnderTest>
-    })
-}
-
-/// A client broken against each invariant, and how many schedules (from
-/// seed 11) it may take at most to be caught: each is caught, by that
-/// invariant, well within the 1,000.
-fn broken_against(invariant: &str) -> (BoxedFactory, AdsProtocol) {
-    match invariant {
-        // Delta subscription changes that echo the last nonce: a second
-        // answer to the response.
-        "answered-once" => (
-            defective(|d| d.delta_nonce_on_every_request = true),
-            AdsProtocol::Delta,
-        ),
-        "node-on-first-request" => (
-            defective(|d| d.node_in_every_request = true),
-            AdsProtocol::Sotw,
-        ),
-        // Cancels that do nothing: the watcher goes on hearing.
-        "silent-after-cancel" => (
-            Box::new(|| {
-                let rule = Arc::new(|command: &Command<'_>| match command {
-                    Command::CancelWatch(..) => Some(Ok(())),
-                    _ => None,
-                });
-                Box::new(Broken::new(
-                    ReferenceClient::new(),
-                    "cancel-does-nothing",
-                    rule,
-                )) as Box<dyn ClientUnderTest>
-            }),
-            AdsProtocol::Sotw,
-        ),
-        // Falls back on any failure, with everything cached.
-        "fallback-only-when-uncached" => (
-            defective(|d| d.fallback_while_cached = true),
-            AdsProtocol::Sotw,
-        ),
-        // Claims nothing on a new stream.
-        "delta-claims-what-it-holds" => (
-            defective(|d| d.delta_claims_nothing = true),
-            AdsProtocol::Delta,
-        ),
-        // Wildcard watchers are told only of resources a watch named.
-        "wildcard-hears-every-resource" => (
-            defective(|d| d.wildcard_misses_new = true),
-            AdsProtocol::Sotw,
-        ),
-        // Timers start when a request is handed to a transport that is
-        // not connected yet (gRFC A57: only on a connected stream).
-        "does-not-exist-timer" => (
-            defective(|d| d.timer_while_connecting = true),
-            AdsProtocol::Sotw,
-        ),
-        other => panic!("no client broken against {other}"),
     }
 }
 
@@ -535,4 +475,56 @@ fn against_the_reference_a_client_is_reported_where_it_shows_something_else() {
         defective(|d| d.timer_while_connecting = true).as_ref(),
     );
     assert_eq!(again.timeline, first.timeline);
+}
+
+#[test]
+fn grpc_rust_plays_every_schedule_fitted_to_it_and_breaks_only_what_its_expectations_say() {
+    let factory: BoxedFactory = Box::new(|| {
+        Box::new(xds_client_under_test::GrpcRustClient::new()) as Box<dyn ClientUnderTest>
+    });
+    let caps = factory().capabilities();
+    let own =
+        xds_conformance::suite::own_expectations("grpc-rust").unwrap_or_else(|e| panic!("{e}"));
+    let rules = Rules::with_expectations(caps.clone(), &own).unwrap_or_else(|e| panic!("{e}"));
+    let known: Vec<_> = rules.known.keys().copied().collect();
+    assert_eq!(
+        known,
+        [
+            "does-not-exist-timer",
+            "node-on-first-request",
+            "wildcard-hears-every-resource"
+        ]
+    );
+    let shape = Shape::default().fitted(caps.clone());
+    let done = campaign(
+        (&factory, &rules),
+        5,
+        (0, 200),
+        None,
+        &shape,
+        None,
+        &mut |_, _| {},
+    );
+    assert_eq!((done.played, done.not_applicable), (200, 0), "{done:?}");
+    assert!(
+        done.findings.is_empty(),
+        "{:?}",
+        done.findings
+            .first()
+            .map(|f| (&f.schedule.yaml, &f.verdict))
+    );
+    // Held to every invariant, it breaks those its expectations name.
+    let strict = Rules::new(caps);
+    let found = campaign(
+        (&factory, &strict),
+        5,
+        (0, 200),
+        None,
+        &shape,
+        None,
+        &mut |_, _| {},
+    );
+    let broke: std::collections::BTreeSet<_> = found.findings.iter().map(|f| f.broke).collect();
+    assert!(!broke.is_empty());
+    assert!(broke.iter().all(|b| known.contains(b)), "{broke:?}");
 }

@@ -616,3 +616,86 @@ fn chaos_shards_merge_into_the_whole_campaign_and_a_missing_shard_is_refused() {
     assert!(out.contains("shards of 3 are missing 3/3"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn chaos_on_grpc_rust_against_the_reference_fits_its_schedules_and_reports_differences_with_both_timelines()
+ {
+    let dir = std::env::temp_dir().join(format!("xds-cli-against-{}", std::process::id()));
+    let out = dir.to_str().unwrap();
+    let args = [
+        "chaos",
+        "--client",
+        "grpc-rust",
+        "--against",
+        "reference",
+        "--seed",
+        "5",
+        "--first",
+        "187",
+        "--schedules",
+        "1",
+        "--protocol",
+        "both",
+        "--shrink",
+        "0",
+        "--report-dir",
+        out,
+    ];
+    let (code, err) = harness(&args);
+    // Its own expectations excuse the invariants it is known to break.
+    assert!(
+        err.contains("not held to node-on-first-request: grpc-rust is known to break it"),
+        "{err}"
+    );
+    // It speaks no delta: no delta schedule, rather than n/a ones.
+    assert!(
+        err.contains("delta: grpc-rust does not speak incremental xDS"),
+        "{err}"
+    );
+    assert!(err.contains("(1 played, 0 n/a"), "{err}");
+    // Schedule 187: its does-not-exist comes 30 s after the watch, the
+    // reference's 15 s after the request.
+    assert_eq!(code, Some(1), "{err}");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("campaign.json")).unwrap()).unwrap();
+    assert_eq!(record["against"], "reference");
+    let findings = &record["protocols"][0]["findings"];
+    assert_eq!(findings[0]["index"], 187, "{record}");
+    assert_eq!(findings[0]["broke"], "same-as-against");
+    let text = std::fs::read_to_string(dir.join("seed-5-187-sotw.txt")).unwrap();
+    assert!(
+        text.contains("30.000s watcher ClusterLoadAssignment c2: does not exist"),
+        "{text}"
+    );
+    assert!(
+        text.contains("15.000s watcher ClusterLoadAssignment c2: does not exist"),
+        "{text}"
+    );
+    assert!(dir.join("seed-5-187-sotw-reference.txt").is_file());
+    // --print shows the schedule it played, fitted to grpc-rust.
+    let printed = Command::new(env!("CARGO_BIN_EXE_xds-conformance"))
+        .args([
+            "chaos",
+            "--client",
+            "grpc-rust",
+            "--seed",
+            "5",
+            "--first",
+            "187",
+            "--schedules",
+            "1",
+            "--protocol",
+            "sotw",
+            "--print",
+        ])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let yaml = String::from_utf8_lossy(&printed.stdout);
+    let played = std::fs::read_to_string(dir.join("seed-5-187-sotw.yaml")).unwrap();
+    assert_eq!(
+        yaml.trim_start_matches("---\n").trim_end(),
+        played.trim_end()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

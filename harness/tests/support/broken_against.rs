@@ -1,0 +1,74 @@
+//! The client broken on purpose that each chaos invariant catches: the
+//! chaos tests (`tests/chaos.rs`) and the catch benchmark
+//! (`examples/chaos_catch.rs`) share it.
+
+use std::sync::Arc;
+
+use xds_client_under_test::broken::{Broken, Command};
+use xds_client_under_test::{ClientUnderTest, ReferenceClient};
+use xds_conformance::suite::BoxedFactory;
+use xds_reference_client::Defects;
+use xds_vocabulary::AdsProtocol;
+
+/// The reference client with the defects `set` sets.
+pub fn defective(set: fn(&mut Defects)) -> BoxedFactory {
+    Box::new(move || {
+        let mut defects = Defects::default();
+        set(&mut defects);
+        Box::new(ReferenceClient::with_defects(defects)) as Box<dyn ClientUnderTest>
+    })
+}
+
+/// A client broken against each invariant, and the protocol its defect
+/// shows on.
+pub fn broken_against(invariant: &str) -> (BoxedFactory, AdsProtocol) {
+    match invariant {
+        // Delta subscription changes that echo the last nonce: a second
+        // answer to the response.
+        "answered-once" => (
+            defective(|d| d.delta_nonce_on_every_request = true),
+            AdsProtocol::Delta,
+        ),
+        "node-on-first-request" => (
+            defective(|d| d.node_in_every_request = true),
+            AdsProtocol::Sotw,
+        ),
+        // Cancels that do nothing: the watcher goes on hearing.
+        "silent-after-cancel" => (
+            Box::new(|| {
+                let rule = Arc::new(|command: &Command<'_>| match command {
+                    Command::CancelWatch(..) => Some(Ok(())),
+                    _ => None,
+                });
+                Box::new(Broken::new(
+                    ReferenceClient::new(),
+                    "cancel-does-nothing",
+                    rule,
+                )) as Box<dyn ClientUnderTest>
+            }),
+            AdsProtocol::Sotw,
+        ),
+        // Falls back on any failure, with everything cached.
+        "fallback-only-when-uncached" => (
+            defective(|d| d.fallback_while_cached = true),
+            AdsProtocol::Sotw,
+        ),
+        // Claims nothing on a new stream.
+        "delta-claims-what-it-holds" => (
+            defective(|d| d.delta_claims_nothing = true),
+            AdsProtocol::Delta,
+        ),
+        // Wildcard watchers are told only of resources a watch named.
+        "wildcard-hears-every-resource" => (
+            defective(|d| d.wildcard_misses_new = true),
+            AdsProtocol::Sotw,
+        ),
+        // Timers start when a request is handed to a transport that is
+        // not connected yet (gRFC A57: only on a connected stream).
+        "does-not-exist-timer" => (
+            defective(|d| d.timer_while_connecting = true),
+            AdsProtocol::Sotw,
+        ),
+        other => panic!("no client broken against {other}"),
+    }
+}
