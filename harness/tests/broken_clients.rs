@@ -36,6 +36,7 @@ fn defect(name: &str) -> Defects {
         "wildcard_as_a_name" => d.wildcard_as_a_name = true,
         "wildcard_misses_named_first" => d.wildcard_misses_named_first = true,
         "wildcard_misses_cached" => d.wildcard_misses_cached = true,
+        "timers_for_cached" => d.timers_for_cached = true,
         "delta_claims_replaced_copies" => d.delta_claims_replaced_copies = true,
         "tls_accepts_any_server" => d.tls_accepts_any_server = true,
         "tls_no_identity" => d.tls_no_identity = true,
@@ -227,6 +228,11 @@ fn defect(name: &str) -> Defects {
     "wildcard_misses_named_first",
     "delta/wildcard-hears-a-resource-first-watched-by-name",
     ":29:5:"
+)]
+#[case::a57_timers_for_cached(
+    "timers_for_cached",
+    "a57/no-timer-for-cached-resources-on-a-new-stream",
+    ":31:5:"
 )]
 #[case::wildcard_second_watcher(
     "wildcard_misses_cached",

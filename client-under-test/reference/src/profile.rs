@@ -41,6 +41,10 @@ pub struct Defects {
     /// Start does-not-exist timers when a request is handed to the
     /// transport, connected or not (A57: only on a connected stream).
     pub timer_while_connecting: bool,
+    /// Start does-not-exist timers on a new stream for cached resources
+    /// too, and let them fire on the cached value (A57: "only if the
+    /// resource is not already cached").
+    pub timers_for_cached: bool,
     /// One does-not-exist timer per resource, started at its first watch
     /// and blind to streams and connections (A57: per stream, only while
     /// connected).

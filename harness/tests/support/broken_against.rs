@@ -53,6 +53,15 @@ pub fn broken_against(invariant: &str) -> (BoxedFactory, AdsProtocol) {
             defective(|d| d.fallback_while_cached = true),
             AdsProtocol::Sotw,
         ),
+        // Stays on a fallback server when a higher-priority one answers
+        // again (gRFC A71: back on it, the fallback's stream closed).
+        "falls-forward" => (defective(|d| d.no_fall_forward = true), AdsProtocol::Sotw),
+        // Tells watchers of every server's failure, also while a fallback
+        // serves (gRFC A71: only once every server has failed).
+        "errors-only-when-all-failed" => (
+            defective(|d| d.errors_from_every_server = true),
+            AdsProtocol::Sotw,
+        ),
         // Claims nothing on a new stream.
         "delta-claims-what-it-holds" => (
             defective(|d| d.delta_claims_nothing = true),
@@ -65,8 +74,22 @@ pub fn broken_against(invariant: &str) -> (BoxedFactory, AdsProtocol) {
         ),
         // Timers start when a request is handed to a transport that is
         // not connected yet (gRFC A57: only on a connected stream).
+        // Timers re-armed on a new stream for cached resources too.
+        "cached-never-times-out" => (defective(|d| d.timers_for_cached = true), AdsProtocol::Sotw),
         "does-not-exist-timer" => (
             defective(|d| d.timer_while_connecting = true),
+            AdsProtocol::Sotw,
+        ),
+        // Delta removals change nothing: the watchers never hear the name
+        // is gone, and a new stream claims it still.
+        "removed-names-gone" => (
+            defective(|d| d.delta_removals_ignored = true),
+            AdsProtocol::Delta,
+        ),
+        // A new watcher of a cached resource with a pending data error
+        // hears the value only (gRFC A88: the value, then the error).
+        "new-watcher-hears-value-then-error" => (
+            defective(|d| d.new_watcher_misses_pending_error = true),
             AdsProtocol::Sotw,
         ),
         other => panic!("no client broken against {other}"),

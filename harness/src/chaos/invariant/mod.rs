@@ -6,10 +6,15 @@
 //! it catches (`harness/tests/chaos.rs`).
 
 pub mod answered_once;
+pub mod cached_never_times_out;
 pub mod delta_claims_what_it_holds;
 pub mod does_not_exist_timer;
+pub mod errors_only_when_all_failed;
 pub mod fallback_only_when_uncached;
+pub mod falls_forward;
+pub mod new_watcher_hears_value_then_error;
 pub mod node_on_first_request;
+pub mod removed_names_gone;
 pub mod silent_after_cancel;
 pub mod wildcard_hears_every_resource;
 
@@ -49,9 +54,18 @@ pub const ALL: &[Invariant] = &[
     node_on_first_request::INVARIANT,
     silent_after_cancel::INVARIANT,
     fallback_only_when_uncached::INVARIANT,
+    falls_forward::INVARIANT,
+    errors_only_when_all_failed::INVARIANT,
+    // Before delta-claims-what-it-holds: a client that ignores removals
+    // claims them too, and is caught here first, where the watchers show it.
+    removed_names_gone::INVARIANT,
     delta_claims_what_it_holds::INVARIANT,
     wildcard_hears_every_resource::INVARIANT,
     does_not_exist_timer::INVARIANT,
+    cached_never_times_out::INVARIANT,
+    // Not yet: `new_watcher_hears_value_then_error` holds only A88's
+    // profile, which schedules are not drawn with, and what it reads (a
+    // second watch of a resource whose update was NACKed) is rare in them.
 ];
 
 /// Which clients an invariant holds.

@@ -348,7 +348,7 @@ impl Worker {
             let cached = self
                 .resource(&name, resource_type)
                 .is_some_and(ResourceState::is_cached);
-            if cached {
+            if cached && !self.shared.profile.defects.timers_for_cached {
                 continue;
             }
             let timer = self.add_timer(
@@ -509,11 +509,16 @@ impl Worker {
         let transient_from = server
             .resource_timer_is_transient_error()
             .then_some(server.server_uri.as_str());
+        let timers_for_cached = self.shared.profile.defects.timers_for_cached;
+        let now = self.now();
         let Some(state) = self.resource_mut(name, resource_type) else {
             return;
         };
-        let Some(event) = state.timer_fired(data_errors, transient_from) else {
-            return;
+        let event = match state.timer_fired(data_errors, transient_from) {
+            Some(event) => event,
+            // The defect: the timer of a cached resource drops it.
+            None if timers_for_cached && state.is_cached() => state.delete("", now),
+            None => return,
         };
         let watchers = state.watchers.clone();
         let message = format!(
