@@ -10,9 +10,12 @@
 //!   `resource` (resource file forms and building them), `matcher` (what
 //!   expectations look for, one module per kind), `step` (what a script
 //!   does, one module per kind; steps play on a `step::Stage` and know
-//!   nothing else of the runner), `timeline`;
+//!   nothing else of the runner), `timeline`, `clock` (virtual or real time);
 //! - `scenario`: a file, loaded and checked with the toolkit. It must not
 //!   know which clients exist (the caller says, `scenario::LoadOptions`);
+//! - `invariant`: what every run must show whatever its script, each read
+//!   over a run's timeline (chaos holds every run to them; a scenario
+//!   states one with `expect_invariant`, which the runner checks);
 //! - `runner`: plays a scenario against a client;
 //! - `suite`, `matrix`, `schedule`: many runs, reports.
 
@@ -20,12 +23,14 @@ pub mod addresses;
 pub mod bootstrap;
 pub mod chaos;
 pub mod check;
+pub mod clock;
 pub mod differential;
 pub mod expectations;
 /// For the fuzz targets in `fuzz/` and their corpus replay test only.
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod interrupt;
+pub mod invariant;
 pub mod matcher;
 pub mod matrix;
 pub mod peer_bench;

@@ -214,6 +214,11 @@ enum Command {
         /// with `merge`.
         #[arg(long, value_parser = xds_conformance::suite::Partition::parse)]
         partition: Option<xds_conformance::suite::Partition>,
+        /// The client's expectations file, whose `chaos:<invariant>`
+        /// entries name the invariants it is known to break (default: its
+        /// own, as for `run`; an empty file holds it to every invariant).
+        #[arg(long)]
+        expectations: Option<PathBuf>,
         /// Also play each schedule the client plays through on this client
         /// (usually `reference`), and report where what the two showed
         /// differs (watcher events, RPC outcomes, channel states, CSDS):
@@ -379,9 +384,10 @@ fn main() -> ExitCode {
             shrink,
             partition,
             against,
+            expectations,
             print: _,
         } => chaos(
-            (&client, against.as_deref()),
+            (&client, against.as_deref(), expectations.as_deref()),
             seed,
             ((first, schedules), partition),
             (steps, shrink),
@@ -407,6 +413,49 @@ fn main() -> ExitCode {
 }
 
 /// `chaos`: plays the campaign, writes its findings, exits 1 if any.
+/// Replays each invariant finding's file (which ends stating the
+/// invariant) on the client, where it must fail at that step, and on the
+/// reference client, where it must pass: what the file is worth as a
+/// regression scenario, said before it is kept.
+fn replay_findings(
+    client: &str,
+    factory: &xds_conformance::suite::BoxedFactory,
+    campaign: &xds_conformance::chaos::Campaign,
+) {
+    use xds_conformance::runner::run_scenario;
+    use xds_conformance_reports::Verdict;
+    let reference = (client != "reference")
+        .then(|| xds_conformance::suite::client_factory("reference").ok())
+        .flatten();
+    for finding in &campaign.findings {
+        if xds_conformance::invariant::named(finding.broke).is_none() {
+            continue;
+        }
+        let scenario = &finding.schedule.scenario;
+        let again = run_scenario(scenario, factory.as_ref());
+        let fails =
+            matches!(&again.verdict, Verdict::Fail { message } if message.contains(finding.broke));
+        let mut said = format!(
+            "  schedule {} ({}): its file {} on {client}",
+            finding.index,
+            scenario.protocol,
+            if fails {
+                "fails at its expect_invariant"
+            } else {
+                "does NOT fail again"
+            }
+        );
+        if let Some(reference) = &reference {
+            let correct = run_scenario(scenario, reference.as_ref());
+            said.push_str(match correct.verdict {
+                Verdict::Pass => " and passes on the reference client",
+                _ => " and does NOT pass on the reference client",
+            });
+        }
+        eprintln!("{said}");
+    }
+}
+
 /// The chaos schedules `chaos` would play, as YAML documents on stdout.
 fn print_schedules(
     client: &str,
@@ -459,7 +508,7 @@ fn chaos_protocols(protocol: &str) -> Option<Vec<xds_vocabulary::AdsProtocol>> {
 }
 
 fn chaos(
-    (client, against): (&str, Option<&str>),
+    (client, against, expectations): (&str, Option<&str>, Option<&Path>),
     seed: u64,
     ((first, count), partition): ((u64, u64), Option<xds_conformance::suite::Partition>),
     (steps, shrink): (usize, usize),
@@ -500,7 +549,13 @@ fn chaos(
         protocols: Vec::new(),
     };
     let caps = factory().capabilities();
-    let rules = xds_conformance::suite::own_expectations(client)
+    let expectations = match expectations {
+        Some(path) => {
+            xds_conformance::expectations::Expectations::load(path).map_err(|e| e.to_string())
+        }
+        None => xds_conformance::suite::own_expectations(client),
+    };
+    let rules = expectations
         .and_then(|expectations| Rules::with_expectations(caps.clone(), &expectations))
         .and_then(|rules| match against {
             None => Ok(rules),
@@ -575,6 +630,7 @@ fn chaos(
                 );
             }
         }
+        replay_findings(client, &factory, &done);
         match write_findings(report_dir, &done) {
             Ok(written) => {
                 for path in &written {

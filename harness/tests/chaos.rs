@@ -135,7 +135,7 @@ fn a_client_that_fails_a_dial_is_caught_with_a_file_that_replays_it() {
 
 #[test]
 fn each_invariant_catches_its_broken_client() {
-    for invariant in xds_conformance::chaos::invariant::ALL {
+    for invariant in xds_conformance::invariant::ALL {
         let (factory, protocol) = broken_against(invariant.name);
         let shape = Shape {
             steps: 20,
@@ -185,6 +185,14 @@ fn each_invariant_catches_its_broken_client() {
             judge(&scenario, &rules(), &correct).map(|(broke, _)| broke),
             None
         );
+        // The file states the invariant as its last step: it fails there
+        // on the broken client and passes on the reference client.
+        assert!(
+            matches!(&again.verdict, Verdict::Fail { message } if message.contains(invariant.name)),
+            "{:?}",
+            again.verdict
+        );
+        assert_eq!(correct.verdict, Verdict::Pass, "{}", correct.timeline);
     }
 }
 
@@ -292,12 +300,9 @@ fn a_finding_shrinks_to_a_smaller_file_that_still_breaks_the_rule() {
             "{name}: {before} -> {after}\n{}",
             shrunk.schedule.yaml
         );
-        assert!(
-            shrunk
-                .schedule
-                .yaml
-                .contains(&format!("it breaks `{name}`"))
-        );
+        assert!(shrunk.schedule.yaml.contains(&format!(
+            "It found a client breaking `{name}`; its last step expects"
+        )));
         // The shrunk file replays the violation, and the reference client
         // keeps every rule on it.
         let scenario =
@@ -312,6 +317,33 @@ fn a_finding_shrinks_to_a_smaller_file_that_still_breaks_the_rule() {
             judge(&scenario, &rules(), &correct).map(|(broke, _)| broke),
             None
         );
+        // It states the rule as its last step, an ordinary expectation:
+        // `run` fails the file there on the broken client, with the
+        // invariant's explanation, and passes it on the reference client.
+        let last = scenario.steps.last().expect("steps");
+        assert_eq!(last.step.key(), "expect_invariant");
+        assert!(
+            shrunk
+                .schedule
+                .yaml
+                .trim_end()
+                .ends_with(&format!("- expect_invariant: {name}\nsnapshot: false")),
+            "{}",
+            shrunk.schedule.yaml
+        );
+        let Verdict::Fail { message } = &again.verdict else {
+            panic!("{:?}", again.verdict);
+        };
+        let line = shrunk.schedule.yaml.lines().count() - 1;
+        assert!(
+            message.starts_with(&format!("shrunk.yaml:{line}:")),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("invariant {name} (")),
+            "{message}"
+        );
+        assert_eq!(correct.verdict, Verdict::Pass, "{}", correct.timeline);
     }
 }
 
@@ -437,7 +469,7 @@ fn against_the_reference_a_client_is_reported_where_it_shows_something_else() {
         against: Some(Against::new("reference", reference())),
         ..Rules::new(caps)
     };
-    for invariant in xds_conformance::chaos::invariant::ALL {
+    for invariant in xds_conformance::invariant::ALL {
         rules
             .known
             .insert(invariant.name, "excused for this test".into());

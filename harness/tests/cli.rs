@@ -693,9 +693,97 @@ fn chaos_on_grpc_rust_against_the_reference_fits_its_schedules_and_reports_diffe
         .unwrap();
     let yaml = String::from_utf8_lossy(&printed.stdout);
     let played = std::fs::read_to_string(dir.join("seed-5-187-sotw.yaml")).unwrap();
-    assert_eq!(
-        yaml.trim_start_matches("---\n").trim_end(),
-        played.trim_end()
+    // The same schedule; the finding's description says what it found.
+    let steps = |text: &str| {
+        text[text.find("\nbackends:").unwrap()..]
+            .trim_end()
+            .to_string()
+    };
+    assert_eq!(steps(&yaml), steps(&played));
+    assert!(
+        played.contains("It found a client breaking `same-as-against`.\""),
+        "{played}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_chaos_finding_is_a_file_stating_its_invariant_that_fails_on_the_client_and_passes_on_the_reference()
+ {
+    let dir = std::env::temp_dir().join(format!("xds-cli-stated-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Held to every invariant: grpc-rust sends the node on every request.
+    let empty = dir.join("none.yaml");
+    std::fs::write(&empty, "").unwrap();
+    let out = dir.join("found");
+    let (code, err) = harness(&[
+        "chaos",
+        "--client",
+        "grpc-rust",
+        "--expectations",
+        empty.to_str().unwrap(),
+        "--seed",
+        "5",
+        "--first",
+        "703",
+        "--schedules",
+        "1",
+        "--protocol",
+        "sotw",
+        "--report-dir",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(
+            "its file fails at its expect_invariant on grpc-rust and passes on the reference client"
+        ),
+        "{err}"
+    );
+    let file = out.join("seed-5-703-sotw.yaml");
+    let yaml = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        yaml.contains("It found a client breaking `node-on-first-request`; its last step expects the run to keep it."),
+        "{yaml}"
+    );
+    assert!(
+        yaml.trim_end()
+            .ends_with("- expect_invariant: node-on-first-request\nsnapshot: false"),
+        "{yaml}"
+    );
+    assert!(
+        yaml.lines().count() < 40,
+        "a file read in a minute:\n{yaml}"
+    );
+    // An ordinary scenario file: it validates, fails on grpc-rust held to
+    // everything, at its last step, and passes on the reference client.
+    let (code, err) = harness(&["validate", file.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    let runs = dir.join("runs");
+    let (code, _) = harness(&[
+        "run",
+        "--client",
+        "grpc-rust",
+        "--expectations",
+        empty.to_str().unwrap(),
+        file.to_str().unwrap(),
+        "--report-dir",
+        runs.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1));
+    let summary = std::fs::read_to_string(runs.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("expected the run to keep invariant node-on-first-request"),
+        "{summary}"
+    );
+    let (code, err) = harness(&[
+        "run",
+        "--client",
+        "reference",
+        file.to_str().unwrap(),
+        "--report-dir",
+        runs.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

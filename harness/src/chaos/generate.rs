@@ -19,6 +19,7 @@ use crate::check::Spanned;
 use crate::resource::file::ResourceSpec;
 use crate::scenario::file::{BackendSpec, ScenarioFile, ServerSpec};
 use crate::scenario::{Scenario, check_built, load_str, to_yaml};
+use crate::step::expect_invariant::{ExpectInvariantSpec, NAMES as EXPECT_NAMES};
 use crate::step::wait::WaitSpec;
 use crate::step::{Palette, StepSpec};
 
@@ -194,35 +195,73 @@ pub fn shrink(
         .new_tree(&mut runner(seed, index))
         .expect("the schedule strategies never reject");
     let original = tree.current().steps.len();
-    let mut smallest = build(seed, index, shape, &tree.current(), Some((broke, original)));
-    if !tree.simplify() {
-        return smallest;
-    }
-    for _ in 0..budget {
-        let candidate = build(seed, index, shape, &tree.current(), Some((broke, original)));
-        let more = if still_fails(&candidate) {
-            smallest = candidate;
-            tree.simplify()
-        } else {
-            tree.complicate()
-        };
-        if !more {
-            break;
+    let shrunk = Broke {
+        rule: broke,
+        shrunk_from: Some(original),
+        stated: false,
+    };
+    let mut smallest = tree.current();
+    if tree.simplify() {
+        for _ in 0..budget {
+            let candidate = build(seed, index, shape, &tree.current(), Some(shrunk));
+            let more = if still_fails(&candidate) {
+                smallest = tree.current();
+                tree.simplify()
+            } else {
+                tree.complicate()
+            };
+            if !more {
+                break;
+            }
         }
     }
-    smallest
+    // The file states the rule it breaks as an expectation of its own.
+    let stated = Broke {
+        stated: true,
+        ..shrunk
+    };
+    build(seed, index, shape, &smallest, Some(stated))
+}
+
+/// Schedule `index` of `seed` as a finding's file, not shrunk: it ends
+/// stating the rule it breaks as its last step (`expect_invariant`).
+pub fn stated(seed: u64, index: u64, shape: &Shape, broke: &str) -> Schedule {
+    let draft = drafts(shape)
+        .new_tree(&mut runner(seed, index))
+        .expect("the schedule strategies never reject")
+        .current();
+    let broke = Broke {
+        rule: broke,
+        shrunk_from: None,
+        stated: true,
+    };
+    build(seed, index, shape, &draft, Some(broke))
+}
+
+/// The rule a finding's schedule breaks, for its file.
+#[derive(Clone, Copy)]
+struct Broke<'a> {
+    /// An invariant's name, or `plays-through`.
+    rule: &'a str,
+    /// How many steps the draft had, for a shrunk schedule.
+    shrunk_from: Option<usize>,
+    /// Whether the file ends with `expect_invariant: <rule>` (for an
+    /// invariant): replayed with `run`, it fails there on a client that
+    /// breaks the rule and passes on one that keeps it.
+    stated: bool,
 }
 
 /// The schedule file of `draft`: its resources and steps, each kept where
 /// the file still loads with it, at most `shape.steps` steps, then a
-/// closing wait. `shrunk`: the invariant it was shrunk against and how
-/// many steps the draft had, for its description.
+/// closing wait. `broke`: for a finding, the rule it breaks (and how many
+/// steps the draft had, if shrunk), for its description and its last
+/// step.
 fn build(
     seed: u64,
     index: u64,
     shape: &Shape,
     draft: &Draft,
-    shrunk: Option<(&str, usize)>,
+    broke: Option<Broke<'_>>,
 ) -> Schedule {
     let servers = draft.servers;
     let palette = Palette::small(&SERVERS[..servers]);
@@ -232,10 +271,22 @@ fn build(
         if servers == 1 { "" } else { "s" },
         shape.protocol
     );
-    if let Some((broke, drafted)) = shrunk {
-        description.push_str(&format!(
-            " Shrunk from a draft of {drafted} steps: it breaks `{broke}`."
-        ));
+    // A finding's file states an invariant it breaks as its last step;
+    // other rules (playing through, --against) are not expectations.
+    let broke = broke.map(|b| Broke {
+        stated: b.stated && EXPECT_NAMES.contains(&b.rule),
+        ..b
+    });
+    if let Some(broke) = broke {
+        if let Some(drafted) = broke.shrunk_from {
+            description.push_str(&format!(" Shrunk from a draft of {drafted} steps."));
+        }
+        description.push_str(&format!(" It found a client breaking `{}`", broke.rule));
+        description.push_str(if broke.stated {
+            "; its last step expects the run to keep it."
+        } else {
+            "."
+        });
     }
     let mut file = ScenarioFile {
         name: Some(Spanned::new(format!("chaos/seed-{seed}-{index}"))),
@@ -313,6 +364,11 @@ fn build(
         )))));
     if !checks(&file) {
         file.steps.pop();
+    }
+    if let Some(broke) = broke.filter(|b| b.stated) {
+        file.steps.push(Spanned::new(StepSpec::ExpectInvariant(
+            ExpectInvariantSpec(Spanned::new(broke.rule.to_string())),
+        )));
     }
     // The schedule is its file: what is played is what `run` replays. A
     // value that checks but does not survive being written costs the

@@ -10,8 +10,9 @@
 
 pub mod against;
 pub mod generate;
-pub mod invariant;
 pub mod record;
+
+pub use crate::invariant;
 
 use std::time::Duration;
 
@@ -162,25 +163,10 @@ pub fn judge(
     }
     let (invariant, violation) =
         invariant::check(scenario, rules.held(outcome.mode), &outcome.events)?;
-    // Invariants name events as `#<index + 1>`; the written timeline
-    // numbers its lines, which leave out events it does not show.
-    let lines = crate::timeline::line_numbers(&outcome.events);
-    let line = |event: usize| {
-        lines[event.min(lines.len().saturating_sub(1))..]
-            .iter()
-            .find_map(|l| *l)
-            .unwrap_or(event + 1)
-    };
     Some((
         invariant.name,
         Verdict::Fail {
-            message: format!(
-                "invariant {} ({}) broken at #{}: {}",
-                invariant.name,
-                invariant.rule,
-                line(violation.event),
-                renumber(&violation.message, &line)
-            ),
+            message: invariant::explain(invariant, &violation, &outcome.events),
         },
     ))
 }
@@ -206,25 +192,6 @@ fn examine(
         verdict,
         Some((against.name.clone(), timeline)),
     ))
-}
-
-/// `message` with each `#N` (an event, `N` its index + 1) as the written
-/// timeline's line of that event.
-fn renumber(message: &str, line: &dyn Fn(usize) -> usize) -> String {
-    let mut out = String::with_capacity(message.len());
-    let mut rest = message;
-    while let Some(at) = rest.find('#') {
-        out.push_str(&rest[..=at]);
-        rest = &rest[at + 1..];
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        match rest[..digits].parse::<usize>() {
-            Ok(n) if n > 0 => out.push_str(&line(n - 1).to_string()),
-            _ => out.push_str(&rest[..digits]),
-        }
-        rest = &rest[digits..];
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Plays schedules `first..first + count` of `seed` (those of
@@ -278,7 +245,8 @@ pub fn campaign(
                 verdict,
                 timeline: outcome.timeline.clone(),
                 other,
-                schedule,
+                // Its file states the invariant it breaks.
+                schedule: generate::stated(seed, index, shape, broke),
                 drawn: None,
             });
         }

@@ -107,32 +107,7 @@ impl RunOutcome {
 /// Makes a fresh client for each run.
 pub type ClientFactory<'a> = &'a dyn Fn() -> Box<dyn ClientUnderTest>;
 
-/// Where and on which clock a scenario runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunMode {
-    /// In-process client, in-memory transport, paused (virtual) time.
-    Virtual,
-    /// A client in another process: real TCP on loopback, real time.
-    RealTime,
-}
-
-impl RunMode {
-    /// How late an expected event may be seen. Virtual time is exact. On
-    /// real time the harness observes a client through processes, sockets
-    /// and CSDS polls, so windows written for virtual time (`within: 0s`,
-    /// `at: 15s`) get this much more; events are never accepted early.
-    pub fn lateness(self) -> Duration {
-        match self {
-            RunMode::Virtual => Duration::ZERO,
-            RunMode::RealTime => REAL_TIME_LATENESS,
-        }
-    }
-}
-
-/// See [`RunMode::lateness`]: above one CSDS poll
-/// (`REAL_TIME_POLL`), well below the 1 s scale of
-/// the timers under test.
-pub const REAL_TIME_LATENESS: Duration = Duration::from_millis(300);
+pub use crate::clock::{REAL_TIME_LATENESS, RunMode};
 
 /// The mode a client plays `scenario` in: virtual time when it can (a
 /// client whose channels need real TCP plays a scenario that uses them on

@@ -39,6 +39,25 @@ impl Stage for Player {
         self.timeline.clone()
     }
 
+    fn keeps_invariant(&mut self, at: &Location, name: &str) -> Result<(), StepError> {
+        let invariant = crate::invariant::named(name)
+            .ok_or_else(|| StepError::failed(format!("no invariant named {name}")))?;
+        if !(invariant.held_to)(&self.client.capabilities(), self.mode) {
+            return Err(StepError::NotApplicable(format!(
+                "invariant {name} does not hold this client: it reads what the client cannot \
+                 show here (watcher events, or timers only virtual time keeps exact)"
+            )));
+        }
+        let events = self.timeline.events();
+        match (invariant.check)(&self.scenario, &events) {
+            None => Ok(()),
+            Some(violation) => Err(StepError::failed(format!(
+                "{at}: expected the run to keep {}",
+                crate::invariant::explain(invariant, &violation, &events)
+            ))),
+        }
+    }
+
     fn client(&mut self) -> &mut dyn ClientUnderTest {
         self.client.as_mut()
     }

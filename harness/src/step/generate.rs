@@ -233,7 +233,7 @@ mod tests {
         let expected: Vec<&str> = STEP_KEYS
             .iter()
             .copied()
-            .filter(|k| !["serve", "expect", "expect_none"].contains(k))
+            .filter(|k| !["serve", "expect", "expect_none", "expect_invariant"].contains(k))
             .collect();
         assert_eq!(generated, expected);
     }

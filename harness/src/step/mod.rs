@@ -23,6 +23,7 @@ pub mod delay_responses;
 pub mod dial;
 pub mod drop_responses;
 pub mod expect;
+pub mod expect_invariant;
 pub mod expect_none;
 mod fault;
 pub mod generate;
@@ -142,6 +143,9 @@ macro_rules! step_kinds {
         expect: Expect(expect::ExpectSpec => expect::Expect),
         /// No such event may happen for `for`.
         expect_none: ExpectNone(expect_none::ExpectNoneSpec => expect_none::ExpectNone),
+        /// The run so far keeps one of chaos's invariants (read over the
+        /// whole timeline): what a shrunk chaos finding ends with.
+        expect_invariant: ExpectInvariant(expect_invariant::ExpectInvariantSpec => expect_invariant::ExpectInvariant),
     ] $($input)* } };
 }
 
@@ -529,6 +533,11 @@ pub(crate) trait Stage: Send {
         window: Window,
     ) -> Result<(), StepError>;
 
+    /// Checks that the run so far keeps the invariant `name` (one of
+    /// [`expect_invariant::NAMES`]): a failure explaining the first event
+    /// that breaks it, or not applicable where it does not hold the client.
+    fn keeps_invariant(&mut self, at: &Location, name: &str) -> Result<(), StepError>;
+
     /// Checks that nothing `matcher` describes happens for `duration`.
     async fn expect_none(
         &mut self,
@@ -557,6 +566,6 @@ mod tests {
             .filter_map(|p| p.keys().next().map(String::as_str))
             .collect();
         assert_eq!(keys, STEP_KEYS);
-        assert_eq!(STEP_KEYS.len(), 28);
+        assert_eq!(STEP_KEYS.len(), 29);
     }
 }

@@ -20,7 +20,7 @@ pub mod wildcard_hears_every_resource;
 
 use xds_client_under_test::Capabilities;
 
-use crate::runner::RunMode;
+use crate::clock::RunMode;
 use crate::scenario::Scenario;
 use crate::timeline::TimelineEvent;
 
@@ -110,6 +110,46 @@ pub fn check(
     { invariants }.find_map(|invariant| (invariant.check)(scenario, events).map(|v| (invariant, v)))
 }
 
+/// The violation said for a verdict, its `#N`s being the lines of the
+/// written timeline (invariants name events as `#<index + 1>`; the
+/// written timeline numbers its lines, which leave out events it does
+/// not show).
+pub fn explain(invariant: &Invariant, violation: &Violation, events: &[TimelineEvent]) -> String {
+    let lines = crate::timeline::line_numbers(events);
+    let line = |event: usize| {
+        lines[event.min(lines.len().saturating_sub(1))..]
+            .iter()
+            .find_map(|l| *l)
+            .unwrap_or(event + 1)
+    };
+    format!(
+        "invariant {} ({}) broken at #{}: {}",
+        invariant.name,
+        invariant.rule,
+        line(violation.event),
+        renumber(&violation.message, &line)
+    )
+}
+
+/// `message` with each `#N` (an event, `N` its index + 1) as the written
+/// timeline's line of that event.
+fn renumber(message: &str, line: &dyn Fn(usize) -> usize) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find('#') {
+        out.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        match rest[..digits].parse::<usize>() {
+            Ok(n) if n > 0 => out.push_str(&line(n - 1).to_string()),
+            _ => out.push_str(&rest[..digits]),
+        }
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The invariant called `name`.
 pub fn named(name: &str) -> Option<&'static Invariant> {
     ALL.iter().find(|invariant| invariant.name == name)
@@ -146,6 +186,15 @@ pub(crate) fn played_through(scenario: &Scenario, events: &[TimelineEvent]) -> b
     });
     let ends_there = recorded.next_back() == Some(last.as_str());
     ends_there && 1 + recorded.filter(|text| text == last).count() >= wanted
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_file_may_name_every_invariant_and_only_those() {
+        let names: Vec<&str> = super::ALL.iter().map(|i| i.name).collect();
+        assert_eq!(names, crate::step::expect_invariant::NAMES);
+    }
 }
 
 #[cfg(test)]

@@ -289,7 +289,7 @@ mod tests {
     use xds_vocabulary::RequestKind;
 
     use super::*;
-    use crate::chaos::invariant::test_events::{at, server, test_scenario};
+    use crate::invariant::test_events::{at, server, test_scenario};
     use crate::timeline::Source;
 
     const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
@@ -407,12 +407,12 @@ mod tests {
     #[test]
     fn a_name_whose_last_watch_was_cancelled_may_be_forgotten() {
         let mut events = vec![
-            crate::chaos::invariant::test_events::step("watch CDS c1"),
+            crate::invariant::test_events::step("watch CDS c1"),
             request(1, &["c1"], "", &[]),
             response(1, "1", &[("c1", "v1")], false),
             request(1, &[], "1", &[]),
-            crate::chaos::invariant::test_events::step("cancel watch CDS c1"),
-            crate::chaos::invariant::test_events::step("watch CDS c1"),
+            crate::invariant::test_events::step("cancel watch CDS c1"),
+            crate::invariant::test_events::step("watch CDS c1"),
             request(2, &["c1"], "", &[]),
         ];
         assert_eq!(check(&test_scenario(), &events), None);

@@ -320,7 +320,7 @@ mod tests {
     use xds_client_under_test::WatcherNotification;
 
     use super::*;
-    use crate::chaos::invariant::test_events::{heard, request, step};
+    use crate::invariant::test_events::{heard, request, step};
     use crate::scenario::load_str;
     use xds_fake_server::event::RecordedResponse;
 
@@ -533,9 +533,9 @@ mod tests {
         )
         .expect("the scenario loads");
         let mid_run = vec![step("watch CDS c1"), step("wait 31s")];
-        assert!(!crate::chaos::invariant::played_through(&twice, &mid_run));
+        assert!(!crate::invariant::played_through(&twice, &mid_run));
         let mut whole = mid_run.clone();
         whole.extend([step("watch CDS *"), step("wait 31s")]);
-        assert!(crate::chaos::invariant::played_through(&twice, &whole));
+        assert!(crate::invariant::played_through(&twice, &whole));
     }
 }

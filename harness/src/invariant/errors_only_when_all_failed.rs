@@ -105,8 +105,8 @@ mod tests {
     use xds_vocabulary::XdsError;
 
     use super::*;
-    use crate::chaos::invariant::falls_forward::tests::{ack, closed, fault, opened};
-    use crate::chaos::invariant::test_events::{at, heard, server, test_scenario};
+    use crate::invariant::falls_forward::tests::{ack, closed, fault, opened};
+    use crate::invariant::test_events::{at, heard, server, test_scenario};
     use crate::scenario::load_str;
     use crate::timeline::Source;
     use xds_fake_server::event::ServerEvent;

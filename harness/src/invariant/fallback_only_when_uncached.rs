@@ -229,7 +229,7 @@ mod tests {
     use xds_client_under_test::WatcherNotification;
 
     use super::*;
-    use crate::chaos::invariant::test_events::{at, heard, server, step, test_scenario};
+    use crate::invariant::test_events::{at, heard, server, step, test_scenario};
     use crate::timeline::Source;
     use xds_vocabulary::AdsProtocol;
 
@@ -247,7 +247,7 @@ mod tests {
 
     /// The client's ACK of a response from `on`.
     fn ack_from(on: &str) -> TimelineEvent {
-        let mut ack = crate::chaos::invariant::test_events::request(
+        let mut ack = crate::invariant::test_events::request(
             1,
             "type.googleapis.com/envoy.config.cluster.v3.Cluster",
             &["c1"],

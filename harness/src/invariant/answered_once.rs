@@ -195,8 +195,8 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chaos::invariant::test_events::test_scenario;
-    use crate::chaos::invariant::test_events::{request, response, step};
+    use crate::invariant::test_events::test_scenario;
+    use crate::invariant::test_events::{request, response, step};
 
     const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 

@@ -10,7 +10,7 @@
 //! answers (ACKs or NACKs) a response on one of its streams until that
 //! stream closes: the client has read a resource from it on a live
 //! stream. A stream of a lower-priority server must then be closed: one
-//! still open [`GRACE`] after the higher-priority server came up (after
+//! still open `GRACE` after the higher-priority server came up (after
 //! the stream opened, if later) breaks the rule, judged at the first
 //! event past that. So does, a fortiori, an answer to a response on it
 //! then: the client took the lower-priority server's data. A client
@@ -266,7 +266,7 @@ pub(super) mod tests {
     use xds_vocabulary::AdsProtocol;
 
     use super::*;
-    use crate::chaos::invariant::test_events::{at, server, test_scenario};
+    use crate::invariant::test_events::{at, server, test_scenario};
     use crate::scenario::load_str;
     use crate::timeline::Source;
 
@@ -300,14 +300,8 @@ pub(super) mod tests {
     /// The client's ACK, on `on`'s `stream`, of the response with nonce
     /// `nonce`.
     pub fn ack(on: &str, stream: u64, nonce: &str, ms: u64) -> TimelineEvent {
-        let mut ack = crate::chaos::invariant::test_events::request(
-            stream,
-            CDS,
-            &["c1"],
-            nonce,
-            nonce,
-            false,
-        );
+        let mut ack =
+            crate::invariant::test_events::request(stream, CDS, &["c1"], nonce, nonce, false);
         ack.source = Source::Server(on.into());
         ack.at = Duration::from_millis(ms);
         ack

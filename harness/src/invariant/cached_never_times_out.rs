@@ -129,7 +129,7 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chaos::invariant::test_events::{heard, request, response, step, test_scenario};
+    use crate::invariant::test_events::{heard, request, response, step, test_scenario};
 
     const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 

@@ -242,7 +242,7 @@ mod tests {
     use xds_client_under_test::WatcherNotification;
 
     use super::*;
-    use crate::chaos::invariant::test_events::{heard, request, response, step, test_scenario};
+    use crate::invariant::test_events::{heard, request, response, step, test_scenario};
 
     const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 
@@ -281,7 +281,7 @@ mod tests {
         TimelineEvent {
             at: Duration::ZERO,
             source: crate::timeline::Source::Server("main".into()),
-            kind: crate::chaos::invariant::test_events::server(event),
+            kind: crate::invariant::test_events::server(event),
         }
     }
 

@@ -81,7 +81,7 @@ mod tests {
     use xds_client_under_test::WatcherNotification;
 
     use super::*;
-    use crate::chaos::invariant::test_events::{self, step, test_scenario};
+    use crate::invariant::test_events::{self, step, test_scenario};
 
     fn heard(name: &str) -> TimelineEvent {
         test_events::heard(name, WatcherNotification::DoesNotExist)

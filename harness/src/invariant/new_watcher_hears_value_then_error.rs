@@ -348,7 +348,7 @@ mod tests {
     use xds_vocabulary::XdsError;
 
     use super::*;
-    use crate::chaos::invariant::test_events::{at, heard, request, server, step, test_scenario};
+    use crate::invariant::test_events::{at, heard, request, server, step, test_scenario};
     use crate::scenario::load_str;
     use crate::timeline::Source;
 

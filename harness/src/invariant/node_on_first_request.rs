@@ -46,8 +46,8 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chaos::invariant::test_events::request;
-    use crate::chaos::invariant::test_events::test_scenario;
+    use crate::invariant::test_events::request;
+    use crate::invariant::test_events::test_scenario;
 
     const LDS: &str = "type.googleapis.com/envoy.config.listener.v3.Listener";
     const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
