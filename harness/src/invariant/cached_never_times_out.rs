@@ -3,22 +3,26 @@
 //! is started again "only if the resource is not already cached" — the
 //! rule exists because clients used to declare cached resources missing
 //! when their xDS server restarted. So a watcher of a resource the client
-//! holds hears does-not-exist only when a response of its type says so:
-//! at an instant when a response of the type reaches the client (SotW:
-//! an LDS or CDS response without it; delta: its name in
-//! `removed_resources`), seen on the timeline as the server sending one or
-//! the client answering one (ACK or NACK) in that instant.
+//! holds hears does-not-exist only after a response may have said it is
+//! gone: a SotW LDS or CDS response sent after the client's last request
+//! naming it (the state of the world: what the client cannot find in it,
+//! absent or in an entry it cannot even name, is gone; a timer fires only
+//! when no response came after the request), or a delta response naming
+//! it in `removed_resources` since its watchers first heard it (when a
+//! response reaches the client is the transport's: a held connection
+//! delivers it later). A resource a delta server sent with a TTL may
+//! expire: not read. Nor is one heard in
+//! an instant the client answered (ACK or NACK) a response of its type:
+//! it came with that response, whatever the response holds (a resource
+//! the client could not even name is no proof the name is still there).
 //!
 //! "Holds": its watchers heard a value, and since then neither
 //! does-not-exist nor a resource error, nor was its last watch cancelled
 //! (the cache may drop an unwatched entry, as C-core's does).
 //!
-//! Read on virtual time only: "in that instant" is exact there; on real
-//! time a response and what it caused are apart by the machine's timing.
+//! Read on virtual time only, as the timer invariant is.
 
 use std::collections::{HashMap, HashSet};
-use std::time::Duration;
-
 use xds_client_under_test::{ObservedEvent, WatcherNotification};
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::ResourceType;
@@ -41,27 +45,38 @@ pub const INVARIANT: Invariant = Invariant {
 const WILDCARD: &str = "*";
 
 fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
-    // Instants at which a response of a type reached the client: sent by a
-    // server, or answered by the client.
-    let mut responses: HashSet<(ResourceType, Duration)> = HashSet::new();
-    for event in events {
-        let EventKind::Server(server_event) = &event.kind else {
-            continue;
-        };
-        let type_url = match &**server_event {
-            ServerEvent::ResponseSent { response, .. } => &response.type_url,
-            ServerEvent::RequestReceived { request, .. } if !request.response_nonce.is_empty() => {
-                &request.type_url
-            }
-            _ => continue,
-        };
-        if let Some(t) = ResourceType::from_type_url(type_url) {
-            responses.insert((t, event.at));
-        }
-    }
+    // Instants at which the client answered (ACKed or NACKed) a response
+    // of a type: it handled one then, whatever the response said (one it
+    // could not read whole may drop what it no longer finds).
+    let answered: HashSet<(ResourceType, std::time::Duration)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Server(s) => match &**s {
+                ServerEvent::RequestReceived { request, .. }
+                    if !request.response_nonce.is_empty() =>
+                {
+                    Some((ResourceType::from_type_url(&request.type_url)?, e.at))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
     let mut watches: HashMap<(ResourceType, &str), usize> = HashMap::new();
-    // (type, name) -> the event at which its watchers heard its value.
+    // (type, name) -> the event at which its watchers first heard a value
+    // of it, since they last heard it gone (a new watcher's value from the
+    // cache is no news).
     let mut holds: HashMap<(ResourceType, &str), usize> = HashMap::new();
+    // What the client holds that a response since it came said is gone
+    // (or sent with a TTL, which may run out); a value heard after that
+    // response (a re-add, or a new watcher's cached copy, which the
+    // response may reach the client after) does not take it back.
+    let mut said_gone: HashSet<(ResourceType, &str)> = HashSet::new();
+    // SotW LDS and CDS: the last request naming a resource (or all of its
+    // type), and the last response of the type.
+    let mut asked: HashMap<(ResourceType, &str), usize> = HashMap::new();
+    let mut asked_all: HashMap<ResourceType, usize> = HashMap::new();
+    let mut answered_by: HashMap<ResourceType, usize> = HashMap::new();
     for (index, event) in events.iter().enumerate() {
         match &event.kind {
             EventKind::Step(text) => {
@@ -86,8 +101,58 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                             holds.remove(&key);
                         }
                     }
+                    said_gone.retain(|key| holds.contains_key(key));
                 }
             }
+            EventKind::Server(server_event) => match &**server_event {
+                // A SotW LDS or CDS request naming it (or all of its type)
+                // asks again: only a response after it may say it is gone.
+                ServerEvent::RequestReceived { request, .. } if request.delta.is_none() => {
+                    if let Some(t) = ResourceType::from_type_url(&request.type_url)
+                        .filter(|t| matches!(t, ResourceType::Listener | ResourceType::Cluster))
+                    {
+                        let all = request.resource_names.is_empty()
+                            || request.resource_names.iter().any(|n| n == WILDCARD);
+                        if all {
+                            asked_all.insert(t, index);
+                        }
+                        for name in &request.resource_names {
+                            asked.insert((t, name.as_str()), index);
+                        }
+                    }
+                }
+                ServerEvent::ResponseSent { response, .. } => {
+                    let Some(t) = ResourceType::from_type_url(&response.type_url) else {
+                        continue;
+                    };
+                    let held = holds.keys().filter(|(held_type, _)| *held_type == t);
+                    match &response.delta {
+                        // The state of the world: what the client cannot
+                        // find in it (absent, or in an entry it cannot even
+                        // name) is gone, so a response after the request
+                        // may say so, whatever the timeline can tell of it.
+                        None if matches!(t, ResourceType::Listener | ResourceType::Cluster) => {
+                            answered_by.insert(t, index);
+                        }
+                        None => {}
+                        Some(delta) => {
+                            let mortal = response
+                                .resource_names
+                                .iter()
+                                .zip(&delta.resources)
+                                .filter(|(_, r)| r.ttl.is_some())
+                                .map(|(n, _)| n);
+                            let gone: Vec<&String> =
+                                delta.removed_resources.iter().chain(mortal).collect();
+                            said_gone.extend(
+                                held.filter(|(_, name)| gone.iter().any(|n| n == name))
+                                    .copied(),
+                            );
+                        }
+                    }
+                }
+                _ => {}
+            },
             EventKind::Client(ObservedEvent::Watcher {
                 resource_type,
                 name,
@@ -96,21 +161,32 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                 let key = (*resource_type, name.as_str());
                 match notification {
                     WatcherNotification::Changed { .. } => {
-                        holds.insert(key, index);
+                        holds.entry(key).or_insert(index);
                     }
                     WatcherNotification::ResourceError(_) => {
                         holds.remove(&key);
+                        said_gone.remove(&key);
                     }
                     WatcherNotification::DoesNotExist => {
+                        let last_asked = asked
+                            .get(&key)
+                            .copied()
+                            .max(asked_all.get(resource_type).copied());
+                        let responded = answered_by
+                            .get(resource_type)
+                            .is_some_and(|response| last_asked.is_none_or(|a| *response > a));
+                        let excused = said_gone.remove(&key)
+                            || responded
+                            || answered.contains(&(*resource_type, event.at));
                         if let Some(since) = holds.remove(&key)
-                            && !responses.contains(&(*resource_type, event.at))
+                            && !excused
                         {
                             return Some(Violation {
                                 event: index,
                                 message: format!(
                                     "the watchers of {resource_type} {name} hear it does not \
                                      exist, though the client holds it (heard at #{}), and no \
-                                     response of the type reached the client then: a timer",
+                                     response since said it is gone: a timer",
                                     since + 1
                                 ),
                             });
@@ -128,6 +204,8 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::invariant::test_events::{heard, request, response, step, test_scenario};
 
@@ -161,13 +239,114 @@ mod tests {
         let v = check(&test_scenario(), &events).expect("a timer on a cached resource");
         assert_eq!(v.event, 4);
         assert!(v.message.contains("(heard at #3)"), "{v:?}");
-        // A response without c1 (a SotW CDS deletion) in that instant.
-        events.insert(4, when(20_000, response(2, CDS, "2", "2")));
+        // A SotW CDS response after that request (without c1, or with an
+        // entry the client cannot name: the timeline cannot tell), however
+        // late it reaches the client (a held connection): no timer fired.
+        events.insert(
+            4,
+            when(6_000, with_names(response(2, CDS, "2", "2"), &["c1"])),
+        );
         assert_eq!(check(&test_scenario(), &events), None);
-        // Or the client's answer to one (the server's record of sending
-        // it may be earlier: a held connection).
-        events[4] = when(20_000, request(2, CDS, &["c1"], "2", "2", false));
+        // One before the request is no answer to it.
+        let mut before = events.clone();
+        before[4] = when(100, response(1, CDS, "2", "2"));
+        before.swap(3, 4);
+        assert_eq!(check(&test_scenario(), &before).map(|v| v.event), Some(5));
+        // An answer in that instant: the client handled a response then.
+        let mut answered = before.clone();
+        answered.insert(5, when(20_000, request(2, CDS, &["c1"], "1", "2", false)));
+        assert_eq!(check(&test_scenario(), &answered), None);
+    }
+
+    #[test]
+    fn a_delta_removal_or_a_ttl_excuses_it_and_nothing_else_of_delta_does() {
+        let delta = |removed: &[&str], ttl: bool| {
+            let mut event = with_names(response(1, CDS, "2", "2"), if ttl { &["c1"] } else { &[] });
+            if let EventKind::Server(e) = &mut event.kind
+                && let ServerEvent::ResponseSent { response, .. } = &mut **e
+            {
+                response.delta = Some(xds_fake_server::event::RecordedDeltaResponse {
+                    resources: response
+                        .resource_names
+                        .iter()
+                        .map(|_| xds_fake_server::event::RecordedDeltaResource {
+                            ttl: ttl.then(|| std::time::Duration::from_secs(1)),
+                            ..Default::default()
+                        })
+                        .collect(),
+                    removed_resources: removed.iter().map(|n| n.to_string()).collect(),
+                });
+            }
+            event
+        };
+        let run = |middle: TimelineEvent| {
+            vec![
+                step("watch CDS c1"),
+                heard("c1", changed()),
+                middle,
+                heard("c1", WatcherNotification::DoesNotExist),
+            ]
+        };
+        assert_eq!(check(&test_scenario(), &run(delta(&["c1"], false))), None);
+        assert_eq!(check(&test_scenario(), &run(delta(&[], true))), None);
+        // A delta response without c1 (only changes travel) says nothing.
+        assert!(check(&test_scenario(), &run(delta(&["c2"], false))).is_some());
+    }
+
+    #[test]
+    fn a_new_watchers_cached_copy_does_not_take_back_a_deletion_on_its_way() {
+        // The deletion is sent (its connection held), a second watch hears
+        // the cached value, then the deletion reaches the client.
+        let events = vec![
+            step("watch CDS c1"),
+            heard("c1", changed()),
+            response(1, CDS, "2", "2"),
+            step("watch CDS c1"),
+            heard("c1", changed()),
+            heard("c1", WatcherNotification::DoesNotExist),
+            heard("c1", WatcherNotification::DoesNotExist),
+        ];
         assert_eq!(check(&test_scenario(), &events), None);
+        // Without the deletion, the first does-not-exist is a timer's.
+        let mut timer = events.clone();
+        timer.remove(2);
+        assert_eq!(check(&test_scenario(), &timer).map(|v| v.event), Some(4));
+    }
+
+    #[test]
+    fn responses_sent_before_the_value_was_heard_may_still_say_it_is_gone() {
+        // Two responses after the request, the second with an entry the
+        // client cannot name, reach the client after its value was heard.
+        let events = vec![
+            step("watch CDS c1"),
+            request(1, CDS, &["c1"], "", "", true),
+            with_names(response(1, CDS, "1", "1"), &["c1"]),
+            with_names(response(1, CDS, "2", "2"), &["c1"]),
+            heard("c1", changed()),
+            heard("c1", WatcherNotification::DoesNotExist),
+        ];
+        assert_eq!(check(&test_scenario(), &events), None);
+        // A new request since (a new stream) wants a response after it.
+        let mut asked_again = events.clone();
+        asked_again.insert(5, request(2, CDS, &["c1"], "1", "", true));
+        assert_eq!(
+            check(&test_scenario(), &asked_again).map(|v| v.event),
+            Some(6)
+        );
+        // The legacy wildcard asks for every Cluster.
+        let mut wildcard = events.clone();
+        wildcard.insert(5, request(2, CDS, &[], "1", "", true));
+        assert!(check(&test_scenario(), &wildcard).is_some());
+    }
+
+    /// `event`, a response, sending `names`.
+    fn with_names(mut event: TimelineEvent, names: &[&str]) -> TimelineEvent {
+        if let EventKind::Server(e) = &mut event.kind
+            && let ServerEvent::ResponseSent { response, .. } = &mut **e
+        {
+            response.resource_names = names.iter().map(|n| n.to_string()).collect();
+        }
+        event
     }
 
     #[test]

@@ -16,9 +16,15 @@
 //! servers have no `resource_timer_is_transient_error`, A88's only other
 //! UNAVAILABLE). A server has *failed* (A57) when a stream of it closed
 //! before the client answered (ACKed or NACKed) a response on it, or it
-//! refused a connection, until the client answers a response from it
-//! again (counting a stream closed after a response the client had not
-//! answered yet as a failure excuses more, never less). A server is
+//! refused a connection, or a connection of it closed without having
+//! carried a stream (the client's connection attempt failed: e.g. a
+//! connect timeout, no SETTINGS from a held server, which the server
+//! sees only once the hold is released), until the client answers a
+//! response from it again (A57; C-core's channel status turns OK only in
+//! `SetHealthyLocked`, on a response: a new stream that stays silent
+//! leaves its server failed; counting a stream closed after a response
+//! the client had not answered yet as a failure excuses more, never
+//! less). A server is
 //! *live* when it has a stream open and has not failed: the client is
 //! connected to it, on a stream that may still bring its resources (a
 //! fallback waiting for them, A71: "XdsClient will still wait for xDS
@@ -201,6 +207,115 @@ mod tests {
         let last = events.len() - 1;
         events.insert(last, closed("fallback", 2, 6_000));
         assert_eq!(check(&test_scenario(), &events), None);
+    }
+
+    fn conn(on: &str, connection: u64, accepted: bool, ms: u64) -> TimelineEvent {
+        at(
+            ms,
+            Source::Server(on.into()),
+            server(if accepted {
+                ServerEvent::ConnectionAccepted { connection }
+            } else {
+                ServerEvent::ConnectionClosed { connection }
+            }),
+        )
+    }
+
+    fn opened_on(on: &str, stream: u64, connection: u64, ms: u64) -> TimelineEvent {
+        let mut event = opened(on, stream, ms);
+        if let EventKind::Server(server_event) = &mut event.kind
+            && let ServerEvent::StreamOpened { connection: c, .. } = &mut **server_event
+        {
+            *c = Some(connection);
+        }
+        event
+    }
+
+    /// Chaos seed 20261126, schedule 26818 (both protocols): the
+    /// fallback's connections are held from the start, so the client's
+    /// first connection to it times out before the server's SETTINGS (at
+    /// 20 s; the client falls back to last-resort, which closes every
+    /// stream before a response, and retries the fallback on a second
+    /// connection). At the release (37 s) the server sees the first
+    /// connection end, never having carried a stream, and a stream open
+    /// on the second, which never brings a response: the fallback failed
+    /// and has not answered since, so the client, on last-resort, tells
+    /// its watchers of last-resort's failures (C-core's
+    /// `SetChannelStatusLocked`: the authority's last channel).
+    fn schedule_26818() -> (Scenario, Vec<TimelineEvent>) {
+        let scenario = load_str(
+            "t.yaml",
+            "description: d\nservers:\n  primary: {}\n  fallback: {}\n  last-resort: {}\n\
+             steps:\n  - watch: { type: RDS, name: r1 }\n",
+        )
+        .expect("loads");
+        let refused = at(
+            0,
+            Source::Server("primary".into()),
+            server(ServerEvent::ConnectionRefused {
+                address: "primary:443".into(),
+            }),
+        );
+        let events = vec![
+            fault("fallback", Fault::HoldConnections(HoldConnections), 0),
+            refused,
+            conn("fallback", 1, true, 0),
+            conn("fallback", 2, true, 20_000),
+            conn("last-resort", 1, true, 20_000),
+            opened_on("last-resort", 1, 1, 20_000),
+            closed("last-resort", 1, 20_000),
+            unavailable(20_000, false),
+            fault(
+                "fallback",
+                Fault::ReleaseConnections(ReleaseConnections),
+                37_000,
+            ),
+            conn("fallback", 1, false, 37_000),
+            opened_on("fallback", 1, 2, 37_000),
+            opened_on("last-resort", 7, 1, 46_319),
+            closed("last-resort", 7, 46_319),
+            unavailable(46_319, false),
+        ];
+        (scenario, events)
+    }
+
+    #[test]
+    fn a_connection_closed_without_a_stream_fails_its_server_until_it_answers() {
+        let (scenario, events) = schedule_26818();
+        assert_eq!(check(&scenario, &events), None);
+        // Had the first connection not ended, the fallback's stream would
+        // make it live: the same error is caught.
+        let mut kept = events.clone();
+        kept.remove(9);
+        let v = check(&scenario, &kept).expect("the fallback is live");
+        assert_eq!(v.event, kept.len() - 1);
+        assert!(v.message.contains("fallback (priority 1)"), "{v:?}");
+        // Once the fallback answers on its new stream it is live again: a
+        // client telling last-resort's next failure is caught.
+        let mut answered = events.clone();
+        answered.extend([
+            ack("fallback", 1, "1", 50_000),
+            opened_on("last-resort", 8, 1, 60_862),
+            closed("last-resort", 8, 60_862),
+            unavailable(60_862, true),
+        ]);
+        let v = check(&scenario, &answered).expect("the fallback answered");
+        assert_eq!(v.event, answered.len() - 1);
+        assert!(v.message.contains("fallback (priority 1)"), "{v:?}");
+        // A connection that carried a stream fails nothing by closing: a
+        // stream answered, then closed, its connection closed, and a new
+        // one opened leaves the fallback live.
+        let mut carried = events;
+        carried.extend([
+            ack("fallback", 1, "1", 38_000),
+            closed("fallback", 1, 39_000),
+            conn("fallback", 2, false, 39_000),
+            conn("fallback", 3, true, 40_000),
+            opened_on("fallback", 2, 3, 40_000),
+            unavailable(60_862, true),
+        ]);
+        let v = check(&scenario, &carried).expect("the fallback's stream 2 is live");
+        assert!(v.message.contains("its stream 2"), "{v:?}");
     }
 
     #[test]

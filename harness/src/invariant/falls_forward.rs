@@ -104,9 +104,11 @@ pub(super) struct Servers {
     /// Servers whose connections are held.
     held: HashSet<usize>,
     /// Servers that failed (A57: a stream of theirs closed before the
-    /// client answered a response on it, or a connection refused) and
-    /// have not answered since.
+    /// client answered a response on it, a connection refused, or one
+    /// closed without carrying a stream) and have not answered since.
     failed: HashSet<usize>,
+    /// Connections a stream was opened on: (priority, connection).
+    streamed: HashSet<(usize, u64)>,
     /// Servers whose connections were held, and when they were let go:
     /// what the hold kept back (a stream's end) reaches them from then.
     released: HashMap<usize, Duration>,
@@ -116,8 +118,13 @@ impl Servers {
     /// Reads a server event of the server of `priority` at `at`.
     pub fn read(&mut self, priority: usize, at: Duration, event: &ServerEvent) {
         match event {
-            ServerEvent::StreamOpened { stream, .. } => {
+            ServerEvent::StreamOpened {
+                stream, connection, ..
+            } => {
                 self.open.insert((priority, *stream), at);
+                if let Some(connection) = connection {
+                    self.streamed.insert((priority, *connection));
+                }
             }
             ServerEvent::RequestReceived { stream, request }
                 if matches!(request.kind, RequestKind::Ack | RequestKind::Nack) =>
@@ -136,6 +143,17 @@ impl Servers {
             }
             ServerEvent::ConnectionRefused { .. } => {
                 self.failed.insert(priority);
+            }
+            // A connection that ends without having carried a stream: the
+            // client's attempt failed (A57: the channel in
+            // TRANSIENT_FAILURE, e.g. no SETTINGS before its connect
+            // timeout, which a hold hides until its release shows the
+            // connection end), or it gave the connection up unused
+            // (counted so too: it excuses more, never less).
+            ServerEvent::ConnectionClosed { connection } => {
+                if !self.streamed.remove(&(priority, *connection)) {
+                    self.failed.insert(priority);
+                }
             }
             ServerEvent::FaultApplied {
                 fault: Fault::HoldConnections(_),

@@ -35,7 +35,10 @@
 //! a callback ever (it starts when the callback runs, which the timeline
 //! does not show). A name whose watchers last heard it does not exist, or
 //! a NACK's resource error with no value (nothing held, nothing awaited),
-//! is owed nothing.
+//! is owed nothing. A name the server sends again before the answer (in a
+//! later response: the client reads the removal, then the new copy) is
+//! held again, not removed; what its watchers hear from that line on may be
+//! the new copy's news, not what they knew before the removal.
 //!
 //! A name the response also sends, or removes twice, is a malformed
 //! removal: the client rejects it with the response (a NACK naming the
@@ -343,9 +346,15 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                                     .count()
                                     > 1
                         };
+                        // Where the server sent a removed name again before
+                        // the answer: the client, reading in order, took the
+                        // removal and then the name again.
+                        let resent = |name: &str| {
+                            resent_at(events, server, type_url, name, answered.index + 1, index)
+                        };
                         let of_server = removed.entry((server, type_url)).or_default();
                         for name in &delta.removed_resources {
-                            if !malformed(name) {
+                            if !malformed(name) && resent(name).is_none() {
                                 of_server.insert(name, answered.index);
                             }
                         }
@@ -367,53 +376,81 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                             {
                                 continue;
                             }
-                            let told: Vec<&WatcherNotification> = events[answered.index + 1..index]
+                            // What the watchers heard, and the index of each line.
+                            let (told_at, told): (Vec<usize>, Vec<&WatcherNotification>) = events
+                                [answered.index + 1..index]
                                 .iter()
-                                .filter_map(|e| match &e.kind {
+                                .enumerate()
+                                .filter_map(|(i, e)| match &e.kind {
                                     EventKind::Client(ObservedEvent::Watcher {
                                         resource_type: t,
                                         name: n,
                                         notification,
-                                    }) if *t == resource_type && n == name => Some(notification),
+                                    }) if *t == resource_type && n == name => {
+                                        Some((answered.index + 1 + i, notification))
+                                    }
                                     _ => None,
                                 })
-                                .collect();
+                                .unzip();
+                            // The server sent the name again before the
+                            // answer: what the watchers heard from that line on
+                            // may be the new copy's news (seed 20261126,
+                            // schedule 26795, delta: a removal of a name gone
+                            // already, then the name sent again, its `changed`
+                            // before the answer to the removal).
+                            let resent = resent(name);
+                            let until_resent = resent.map_or(told.len(), |at| {
+                                told_at.iter().take_while(|i| **i < at).count()
+                            });
                             // What the watchers knew before the removal: what
                             // they knew when it was sent, and what they heard
-                            // until the first news of a removal.
-                            let mut before =
-                                answered.heard.get(&key).copied().unwrap_or(Heard::Awaited);
-                            for notification in &told {
-                                if removal_like(notification) {
-                                    break;
+                            // until the first news of a removal, or until the
+                            // name was sent again.
+                            let before_in = |told: &[&WatcherNotification]| {
+                                let mut before =
+                                    answered.heard.get(&key).copied().unwrap_or(Heard::Awaited);
+                                for notification in told {
+                                    if removal_like(notification) {
+                                        break;
+                                    }
+                                    before = after(before, notification);
                                 }
-                                before = after(before, notification);
-                            }
-                            let owed = match (before, a88) {
-                                (Heard::Gone, _) => continue,
-                                (Heard::Awaited, false) => Owed::DoesNotExist,
-                                (Heard::Awaited, true) => Owed::NotFoundError,
+                                before
+                            };
+                            let before = before_in(&told[..until_resent]);
+                            // The lines after the name was sent again may still
+                            // be news of an earlier copy (a value): either
+                            // reading may be the client's.
+                            let before_all = before_in(&told);
+                            let owed_by = |before: Heard| match (before, a88) {
+                                (Heard::Gone, _) => None,
+                                (Heard::Awaited, false) => Some(Owed::DoesNotExist),
+                                (Heard::Awaited, true) => Some(Owed::NotFoundError),
                                 (Heard::Value, false) if has(IGNORE_RESOURCE_DELETION) => {
-                                    Owed::Kept
+                                    Some(Owed::Kept)
                                 }
-                                (Heard::Value, false) => Owed::DoesNotExist,
+                                (Heard::Value, false) => Some(Owed::DoesNotExist),
                                 (Heard::Value, true) if has(FAIL_ON_DATA_ERRORS) => {
-                                    Owed::NotFoundError
+                                    Some(Owed::NotFoundError)
                                 }
-                                (Heard::Value, true) => Owed::NotFoundAmbient,
+                                (Heard::Value, true) => Some(Owed::NotFoundAmbient),
                             };
-                            let gone = told.iter().any(|n| {
-                                matches!(
-                                    n,
-                                    WatcherNotification::DoesNotExist
-                                        | WatcherNotification::ResourceError(_)
-                                )
+                            // A resource error after the name was sent again may
+                            // be the new copy's (rejected); does-not-exist is
+                            // not.
+                            let gone = told.iter().enumerate().any(|(i, n)| match n {
+                                WatcherNotification::DoesNotExist => true,
+                                WatcherNotification::ResourceError(_) => i < until_resent,
+                                _ => false,
                             });
-                            let fine = match owed {
-                                Owed::Kept => !gone,
-                                owed => told.iter().any(|n| owed.told_by(n)),
+                            let fine = |owed: Option<Owed>| match owed {
+                                None => true,
+                                Some(Owed::Kept) => !gone,
+                                Some(owed) => told.iter().any(|n| owed.told_by(n)),
                             };
-                            if !fine {
+                            let owed = owed_by(before);
+                            if !fine(owed) && (before_all == before || !fine(owed_by(before_all))) {
+                                let owed = owed.unwrap_or(Owed::Kept);
                                 return Some(Violation {
                                     event: index,
                                     message: format!(
@@ -440,6 +477,33 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
         }
     }
     None
+}
+
+/// The index of the first line in `from..to` where `server` sends `name`
+/// of `type_url` (in any response: a copy the client may hold again).
+fn resent_at(
+    events: &[TimelineEvent],
+    server: &str,
+    type_url: &str,
+    name: &str,
+    from: usize,
+    to: usize,
+) -> Option<usize> {
+    (from..to.min(events.len())).find(|&i| {
+        let event = &events[i];
+        match &event.kind {
+            EventKind::Server(server_event) => {
+                event.source.server() == Some(server)
+                    && matches!(
+                        &**server_event,
+                        ServerEvent::ResponseSent { response, .. }
+                            if response.type_url == type_url
+                                && response.resource_names.iter().any(|n| n == name)
+                    )
+            }
+            _ => false,
+        }
+    })
 }
 
 /// The first server: the one the client uses until it falls back.
@@ -761,6 +825,71 @@ mod tests {
         .expect("loads");
         assert_eq!(check(&dialling, &ignored), None);
         assert!(check(&test_scenario(), &ignored).is_some());
+    }
+
+    /// Seed 20261126, schedule 26795 (delta): the name's timer had said it
+    /// does not exist; the server removed it (#22, nothing owed) and at
+    /// once sent it again (#26); the watchers heard the new copy's
+    /// `changed` before the client's answers. That `changed` is not what
+    /// they knew before the removal, nor is the name removed for a new
+    /// stream's claims. A removal ignored is still caught, re-sent or not.
+    #[test]
+    fn a_name_sent_again_before_the_answer_is_the_new_copys_news() {
+        let resent = |before: Vec<TimelineEvent>, told: Vec<TimelineEvent>| {
+            let mut events = before;
+            events.push(response(1, "2", &[], &["c1"]));
+            events.push(response(1, "3", &["c1"], &[]));
+            events.extend(told);
+            events.push(ack(1, "2"));
+            events.push(ack(1, "3"));
+            events
+        };
+        let gone = vec![step("watch CDS c1"), first(1, &[]), dne("c1")];
+        // The finding's timeline: gone, removed, sent again, changed.
+        let mut events = resent(gone.clone(), vec![changed("c1")]);
+        assert_eq!(check(&test_scenario(), &events), None);
+        // Held again: a new stream may claim it.
+        events.push(first(2, &[("c1", "v1")]));
+        assert_eq!(check(&test_scenario(), &events), None);
+        // Removed and not sent again before the answer: still not claimed.
+        let mut claimed = removed_c1(Some(dne("c1")));
+        claimed.push(first(2, &[("c1", "v1")]));
+        assert!(check(&test_scenario(), &claimed).is_some());
+        // A value held, removed, sent again: does-not-exist, then the new
+        // copy, keeps the rule.
+        let told = vec![dne("c1"), changed("c1")];
+        assert_eq!(check(&test_scenario(), &resent(held_c1(), told)), None);
+        // The removal ignored (the broken client): the new copy's
+        // `changed` does not excuse it.
+        let v = check(&test_scenario(), &resent(held_c1(), vec![changed("c1")]))
+            .expect("the removal of a held value was ignored");
+        assert_eq!(v.event, 8);
+        assert!(
+            v.message.contains("held a value") && v.message.contains("not does-not-exist"),
+            "{v:?}"
+        );
+        // Awaited (no timer yet), removed, sent again: does-not-exist owed.
+        let awaited = vec![step("watch CDS c1"), first(1, &[])];
+        let v = check(
+            &test_scenario(),
+            &resent(awaited.clone(), vec![changed("c1")]),
+        )
+        .expect("an awaited name removed, not told");
+        assert!(v.message.contains("awaited it"), "{v:?}");
+        let told = vec![dne("c1"), changed("c1")];
+        assert_eq!(check(&test_scenario(), &resent(awaited, told)), None);
+        // Kept (ignore_resource_deletion): the new copy rejected is its
+        // own resource error, not the removal's.
+        let ignoring = scenario(
+            "  primary: { server_features: [ignore_resource_deletion] }\n",
+            "",
+        );
+        let rejected = heard(
+            "c1",
+            WatcherNotification::ResourceError(XdsError::new(Code::InvalidArgument, "bad")),
+        );
+        assert_eq!(check(&ignoring, &resent(held_c1(), vec![rejected])), None);
+        assert!(check(&ignoring, &resent(held_c1(), vec![dne("c1")])).is_some());
     }
 
     /// The client broken against the rule (removals ignored), in the
