@@ -150,10 +150,10 @@ impl Servers {
             // timeout, which a hold hides until its release shows the
             // connection end), or it gave the connection up unused
             // (counted so too: it excuses more, never less).
-            ServerEvent::ConnectionClosed { connection } => {
-                if !self.streamed.remove(&(priority, *connection)) {
-                    self.failed.insert(priority);
-                }
+            ServerEvent::ConnectionClosed { connection }
+                if !self.streamed.remove(&(priority, *connection)) =>
+            {
+                self.failed.insert(priority);
             }
             ServerEvent::FaultApplied {
                 fault: Fault::HoldConnections(_),
