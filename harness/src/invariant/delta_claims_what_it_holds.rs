@@ -28,7 +28,7 @@ use xds_fake_server::event::{RecordedResponse, ServerEvent};
 use xds_vocabulary::ResourceType;
 
 use super::{Invariant, Violation, held};
-use crate::scenario::{BootstrapPlan, Scenario};
+use crate::scenario::Scenario;
 use crate::step::cancel_watch::CancelWatch;
 use crate::step::watch::Watch;
 use crate::step::watch_in_callback::WatchInCallback;
@@ -41,9 +41,6 @@ pub const INVARIANT: Invariant = Invariant {
     held_to: held::by_all,
     check,
 };
-
-/// Step kinds whose XdsClients hold what the harness does not see.
-const OTHER_CLIENTS: [&str; 3] = ["dial", "rpc", "serve"];
 
 /// The wildcard subscription.
 const WILDCARD: &str = "*";
@@ -118,18 +115,7 @@ impl<'a> Held<'a> {
 }
 
 fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
-    if let BootstrapPlan::Generated { authorities, .. } = &scenario.bootstrap
-        && !authorities.is_empty()
-    {
-        return None;
-    }
-    if scenario
-        .steps
-        .iter()
-        .any(|s| OTHER_CLIENTS.contains(&s.step.key()))
-    {
-        return None;
-    }
+    super::one_client(scenario)?;
     // (server, stream, nonce) -> the response.
     let mut sent: HashMap<(&str, u64, &str), &RecordedResponse> = HashMap::new();
     // type -> server -> what the client holds of it from that server.

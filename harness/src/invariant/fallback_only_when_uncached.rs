@@ -37,7 +37,7 @@ use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::{ClientEvent, RequestKind, ResourceType};
 
 use super::{Invariant, Violation, held};
-use crate::scenario::{BootstrapPlan, Scenario};
+use crate::scenario::Scenario;
 use crate::step::cancel_watch::CancelWatch;
 use crate::step::watch::Watch;
 use crate::step::watch_in_callback::WatchInCallback;
@@ -51,27 +51,8 @@ pub const INVARIANT: Invariant = Invariant {
     check,
 };
 
-/// Step kinds whose XdsClients watch what the harness does not see.
-const OTHER_WATCHERS: [&str; 3] = ["dial", "rpc", "serve"];
-
 fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
-    let BootstrapPlan::Generated {
-        servers,
-        authorities,
-        ..
-    } = &scenario.bootstrap
-    else {
-        return None;
-    };
-    if servers.len() < 2
-        || !authorities.is_empty()
-        || scenario
-            .steps
-            .iter()
-            .any(|s| OTHER_WATCHERS.contains(&s.step.key()))
-    {
-        return None;
-    }
+    let servers = super::one_client(scenario).filter(|s| s.len() >= 2)?;
     let priority = |server: &str| servers.iter().position(|s| s == server);
     // Whether the client reports its decisions to fall back: then they
     // are judged, not the streams the servers see.

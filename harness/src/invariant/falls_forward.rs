@@ -44,7 +44,7 @@ use xds_fake_server::fault::Fault;
 use xds_vocabulary::RequestKind;
 
 use super::{Invariant, Violation, held};
-use crate::scenario::{BootstrapPlan, Scenario};
+use crate::scenario::Scenario;
 use crate::timeline::{EventKind, TimelineEvent};
 
 pub const INVARIANT: Invariant = Invariant {
@@ -62,26 +62,11 @@ pub const INVARIANT: Invariant = Invariant {
 /// failure it falls back on in the turn it opens the next stream).
 pub(super) const GRACE: Duration = Duration::from_secs(1);
 
-/// Step kinds whose XdsClients the harness does not see.
-const OTHER_CLIENTS: [&str; 3] = ["dial", "rpc", "serve"];
-
 /// The run's servers in priority order, if the run is one the A71
 /// invariants read: two servers or more, no authorities, and no other
 /// XdsClient than the one the script watches with.
 pub(super) fn servers_by_priority(scenario: &Scenario) -> Option<&[String]> {
-    let BootstrapPlan::Generated {
-        servers,
-        authorities,
-        ..
-    } = &scenario.bootstrap
-    else {
-        return None;
-    };
-    let others = scenario
-        .steps
-        .iter()
-        .any(|s| OTHER_CLIENTS.contains(&s.step.key()));
-    (servers.len() >= 2 && authorities.is_empty() && !others).then_some(servers.as_slice())
+    super::one_client(scenario).filter(|s| s.len() >= 2)
 }
 
 /// A server the client answered a response from on a stream still open.

@@ -150,6 +150,31 @@ fn renumber(message: &str, line: &dyn Fn(usize) -> usize) -> String {
     out
 }
 
+/// Step kinds that start XdsClients the harness does not see (a
+/// channel's, an xDS-enabled server's): their watches, holdings and
+/// streams are not the script's.
+const OTHER_CLIENTS: [&str; 3] = ["dial", "rpc", "serve"];
+
+/// The run's servers in priority order, if the script's watches are all
+/// its XdsClient does: a generated bootstrap without authorities, and no
+/// step that starts another XdsClient. The invariants that read what the
+/// client holds, or which server it uses, read only such runs.
+pub(crate) fn one_client(scenario: &Scenario) -> Option<&[String]> {
+    let crate::scenario::BootstrapPlan::Generated {
+        servers,
+        authorities,
+        ..
+    } = &scenario.bootstrap
+    else {
+        return None;
+    };
+    let others = scenario
+        .steps
+        .iter()
+        .any(|s| OTHER_CLIENTS.contains(&s.step.key()));
+    (authorities.is_empty() && !others).then_some(servers.as_slice())
+}
+
 /// The invariant called `name`.
 pub fn named(name: &str) -> Option<&'static Invariant> {
     ALL.iter().find(|invariant| invariant.name == name)

@@ -63,7 +63,7 @@ use xds_fake_server::event::{RecordedResponse, ServerEvent};
 use xds_vocabulary::{ClientEvent, ResourceType};
 
 use super::{Invariant, Violation, held};
-use crate::scenario::{BootstrapPlan, Scenario};
+use crate::scenario::Scenario;
 use crate::step::cancel_watch::CancelWatch;
 use crate::step::watch::Watch;
 use crate::step::watch_in_callback::WatchInCallback;
@@ -76,10 +76,6 @@ pub const INVARIANT: Invariant = Invariant {
     held_to: held::with_watches,
     check,
 };
-
-/// Step kinds whose XdsClients have streams the harness cannot tell from
-/// the watch client's.
-const OTHER_CLIENTS: [&str; 3] = ["dial", "rpc", "serve"];
 
 /// The wildcard watch's name.
 const WILDCARD: &str = "*";
@@ -174,18 +170,7 @@ fn removal_like(notification: &WatcherNotification) -> bool {
 }
 
 fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
-    if let BootstrapPlan::Generated { authorities, .. } = &scenario.bootstrap
-        && !authorities.is_empty()
-    {
-        return None;
-    }
-    if scenario
-        .steps
-        .iter()
-        .any(|s| OTHER_CLIENTS.contains(&s.step.key()))
-    {
-        return None;
-    }
+    super::one_client(scenario)?;
     let a88 = scenario.client.profile.as_deref() == Some("a88");
     let features = |server: &str| {
         scenario
