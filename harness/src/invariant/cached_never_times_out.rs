@@ -27,11 +27,8 @@ use xds_client_under_test::{ObservedEvent, WatcherNotification};
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::ResourceType;
 
-use super::{Invariant, Violation, held};
+use super::{Invariant, Violation, WatchStep, Watches, held};
 use crate::scenario::Scenario;
-use crate::step::cancel_watch::CancelWatch;
-use crate::step::watch::Watch;
-use crate::step::watch_in_callback::WatchInCallback;
 use crate::timeline::{EventKind, TimelineEvent};
 
 pub const INVARIANT: Invariant = Invariant {
@@ -62,7 +59,7 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
             _ => None,
         })
         .collect();
-    let mut watches: HashMap<(ResourceType, &str), usize> = HashMap::new();
+    let mut watches = Watches::default();
     // (type, name) -> the event at which its watchers first heard a value
     // of it, since they last heard it gone (a new watcher's value from the
     // cache is no news).
@@ -80,29 +77,21 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     for (index, event) in events.iter().enumerate() {
         match &event.kind {
             EventKind::Step(text) => {
-                let started = WatchInCallback::described(text).or_else(|| Watch::described(text));
-                if let Some(key) = started {
-                    *watches.entry(key).or_default() += 1;
-                } else if let Some(key) = CancelWatch::described(text) {
-                    let active = watches.entry(key).or_default();
-                    *active = active.saturating_sub(1);
-                    if *active > 0 {
-                        continue;
-                    }
-                    // Unwatched now: the cache may drop it (and, for the
-                    // wildcard, every name no watch names).
-                    if key.1 == WILDCARD {
-                        holds.retain(|(t, name), _| {
-                            *t != key.0 || watches.get(&(*t, *name)).is_some_and(|n| *n > 0)
-                        });
-                    } else {
-                        let wildcard = watches.get(&(key.0, WILDCARD)).is_some_and(|n| *n > 0);
-                        if !wildcard {
-                            holds.remove(&key);
-                        }
-                    }
-                    said_gone.retain(|key| holds.contains_key(key));
+                let Some(WatchStep::Cancelled {
+                    watched,
+                    last: true,
+                }) = watches.read(text)
+                else {
+                    continue;
+                };
+                // Unwatched now: the cache may drop it (and, for the
+                // wildcard, every name no watch names).
+                if watched.1 == WILDCARD {
+                    holds.retain(|(t, name), _| *t != watched.0 || watches.watched((*t, *name)));
+                } else if !watches.wildcard(watched.0) {
+                    holds.remove(&watched);
                 }
+                said_gone.retain(|key| holds.contains_key(key));
             }
             EventKind::Server(server_event) => match &**server_event {
                 // A SotW LDS or CDS request naming it (or all of its type)

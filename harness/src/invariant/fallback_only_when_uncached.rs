@@ -36,11 +36,8 @@ use xds_client_under_test::{ObservedEvent, WatcherNotification};
 use xds_fake_server::event::ServerEvent;
 use xds_vocabulary::{ClientEvent, RequestKind, ResourceType};
 
-use super::{Invariant, Violation, held};
+use super::{Invariant, Violation, WatchStep, Watches, held};
 use crate::scenario::Scenario;
-use crate::step::cancel_watch::CancelWatch;
-use crate::step::watch::Watch;
-use crate::step::watch_in_callback::WatchInCallback;
 use crate::timeline::{EventKind, TimelineEvent};
 
 pub const INVARIANT: Invariant = Invariant {
@@ -62,7 +59,7 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
             EventKind::Client(ObservedEvent::Client(ClientEvent::FallbackStarted { .. }))
         )
     });
-    let mut watches: HashMap<(ResourceType, &str), usize> = HashMap::new();
+    let mut watches = Watches::default();
     // Cached resources, and since when.
     let mut cached: HashMap<(ResourceType, &str), Duration> = HashMap::new();
     // The priority of the server the client uses: where its first stream
@@ -75,20 +72,15 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     for (index, event) in events.iter().enumerate() {
         match &event.kind {
             EventKind::Step(text) => {
-                let started = WatchInCallback::described(text).or_else(|| Watch::described(text));
-                if let Some(key) = started {
-                    *watches.entry(key).or_default() += 1;
-                } else if let Some(key) = CancelWatch::described(text) {
-                    let active = watches.entry(key).or_default();
-                    *active = active.saturating_sub(1);
+                if let Some(WatchStep::Cancelled { watched, last }) = watches.read(text) {
                     // The client may drop what no one watches: cached
                     // again only once a new watcher hears it.
-                    if *active == 0 {
-                        cached.remove(&key);
+                    if last {
+                        cached.remove(&watched);
                     }
                     // No watch left: the client lets its channels go, and
                     // the next watch starts over from the first server.
-                    if watches.values().all(|n| *n == 0) {
+                    if watches.none() {
                         in_use = None;
                     }
                 }
@@ -118,7 +110,7 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                 server,
                 ..
             })) => {
-                if let Some(names) = all_cached(&watches, &cached, None) {
+                if let Some(names) = all_cached(watches.counts(), &cached, None) {
                     return Some(Violation {
                         event: index,
                         message: format!(
@@ -160,7 +152,7 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                 // It decided some time before the server saw the stream:
                 // what its watchers heard only in this instant may have
                 // come after the decision.
-                if let Some(names) = all_cached(&watches, &cached, Some(event.at)) {
+                if let Some(names) = all_cached(watches.counts(), &cached, Some(event.at)) {
                     return Some(Violation {
                         event: index,
                         message: format!(

@@ -18,10 +18,16 @@ pub mod removed_names_gone;
 pub mod silent_after_cancel;
 pub mod wildcard_hears_every_resource;
 
+use std::collections::HashMap;
+
 use xds_client_under_test::Capabilities;
+use xds_vocabulary::ResourceType;
 
 use crate::clock::RunMode;
 use crate::scenario::Scenario;
+use crate::step::cancel_watch::CancelWatch;
+use crate::step::watch::Watch;
+use crate::step::watch_in_callback::WatchInCallback;
 use crate::timeline::TimelineEvent;
 
 /// An invariant: its name (what findings and `--invariant` say), the rule
@@ -173,6 +179,62 @@ pub(crate) fn one_client(scenario: &Scenario) -> Option<&[String]> {
         .iter()
         .any(|s| OTHER_CLIENTS.contains(&s.step.key()));
     (authorities.is_empty() && !others).then_some(servers.as_slice())
+}
+
+/// A resource as a watch step names it: its type and name (`*`: the
+/// wildcard).
+pub(crate) type Watched<'a> = (ResourceType, &'a str);
+
+/// What a step line did to the script's watches.
+pub(crate) enum WatchStep<'a> {
+    /// A watch started. One from a callback starts when the callback
+    /// runs, later: counted from its step, it can only excuse.
+    Started(Watched<'a>),
+    /// A watch cancelled; `last`: no watch of the resource is left.
+    Cancelled { watched: Watched<'a>, last: bool },
+}
+
+/// The script's active watches per resource, counted from its step lines
+/// (the invariants that read what the client holds, or owes its watchers).
+#[derive(Default)]
+pub(crate) struct Watches<'a>(HashMap<Watched<'a>, usize>);
+
+impl<'a> Watches<'a> {
+    /// Counts the watch a step line starts or cancels, and says which.
+    pub(crate) fn read(&mut self, text: &'a str) -> Option<WatchStep<'a>> {
+        let started = WatchInCallback::described(text).or_else(|| Watch::described(text));
+        if let Some(watched) = started {
+            *self.0.entry(watched).or_default() += 1;
+            return Some(WatchStep::Started(watched));
+        }
+        let watched = CancelWatch::described(text)?;
+        let active = self.0.entry(watched).or_default();
+        *active = active.saturating_sub(1);
+        Some(WatchStep::Cancelled {
+            watched,
+            last: *active == 0,
+        })
+    }
+
+    /// Whether a watch of `watched` is active.
+    pub(crate) fn watched(&self, watched: Watched<'a>) -> bool {
+        self.0.get(&watched).is_some_and(|n| *n > 0)
+    }
+
+    /// Whether a wildcard watch of `resource_type` is active.
+    pub(crate) fn wildcard(&self, resource_type: ResourceType) -> bool {
+        self.watched((resource_type, "*"))
+    }
+
+    /// Whether no watch is active.
+    pub(crate) fn none(&self) -> bool {
+        self.0.values().all(|n| *n == 0)
+    }
+
+    /// Active watches per resource (0 once its last watch went).
+    pub(crate) fn counts(&self) -> &HashMap<Watched<'a>, usize> {
+        &self.0
+    }
 }
 
 /// The invariant called `name`.

@@ -8,11 +8,8 @@ use std::collections::HashMap;
 use xds_client_under_test::ObservedEvent;
 use xds_vocabulary::ResourceType;
 
-use super::{Invariant, Violation, held};
+use super::{Invariant, Violation, WatchStep, Watches, held};
 use crate::scenario::Scenario;
-use crate::step::cancel_watch::CancelWatch;
-use crate::step::watch::Watch;
-use crate::step::watch_in_callback::WatchInCallback;
 use crate::timeline::{EventKind, TimelineEvent};
 
 pub const INVARIANT: Invariant = Invariant {
@@ -23,40 +20,30 @@ pub const INVARIANT: Invariant = Invariant {
     check,
 };
 
-/// The wildcard watch's name (`watch: {name: "*"}`).
-const WILDCARD: &str = "*";
-
 fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
-    // (type, name) -> watches active; a name whose last watch went is 0.
-    let mut watches: HashMap<(ResourceType, &str), usize> = HashMap::new();
+    let mut watches = Watches::default();
     // (type, name) -> the event of the cancel that ended its last watch.
     let mut cancelled: HashMap<(ResourceType, &str), usize> = HashMap::new();
     for (index, event) in events.iter().enumerate() {
         match &event.kind {
-            EventKind::Step(text) => {
-                // A watch from a callback starts later, when the callback
-                // runs: counted from here, it can only excuse events.
-                let started = WatchInCallback::described(text).or_else(|| Watch::described(text));
-                if let Some(key) = started {
-                    *watches.entry(key).or_default() += 1;
-                    cancelled.remove(&key);
-                } else if let Some(key) = CancelWatch::described(text) {
-                    let active = watches.entry(key).or_default();
-                    *active = active.saturating_sub(1);
-                    if *active == 0 {
-                        cancelled.insert(key, index);
-                    }
+            EventKind::Step(text) => match watches.read(text) {
+                Some(WatchStep::Started(watched)) => {
+                    cancelled.remove(&watched);
                 }
-            }
+                Some(WatchStep::Cancelled {
+                    watched,
+                    last: true,
+                }) => {
+                    cancelled.insert(watched, index);
+                }
+                _ => {}
+            },
             EventKind::Client(ObservedEvent::Watcher {
                 resource_type,
                 name,
                 ..
             }) => {
-                let wildcard = watches
-                    .get(&(*resource_type, WILDCARD))
-                    .is_some_and(|n| *n > 0);
-                if wildcard {
+                if watches.wildcard(*resource_type) {
                     continue;
                 }
                 if let Some(cancel) = cancelled.get(&(*resource_type, name.as_str())) {
