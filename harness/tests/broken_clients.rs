@@ -264,6 +264,16 @@ fn defect(name: &str) -> Defects {
     "a65/stalled-handshake-times-out-the-connection-attempt",
     ":20:5:"
 )]
+#[case::a46_new_watcher_of_a_nacked_cached_resource(
+    "new_watcher_misses_pending_error",
+    "a46/new-watcher-of-nacked-cached-resource",
+    ":33:5:"
+)]
+#[case::a46_new_watcher_of_nacked_endpoints(
+    "new_watcher_misses_pending_error",
+    "a46/new-watcher-of-nacked-endpoints-hears-the-value-then-the-error",
+    ":36:5:"
+)]
 #[case::a88_new_watcher_after_a_nack(
     "new_watcher_misses_pending_error",
     "a88/new-watcher-after-a-nack-hears-the-value-then-the-error",

@@ -15,6 +15,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use xds_client_under_test::Capabilities;
 use xds_vocabulary::AdsProtocol;
 
+use super::follow_up::FollowUp;
 use crate::check::Spanned;
 use crate::resource::file::ResourceSpec;
 use crate::scenario::file::{BackendSpec, ScenarioFile, ServerSpec};
@@ -117,7 +118,18 @@ pub struct Draft {
     /// The opening watch: a client that watches nothing has no stream for
     /// a fault or a scripted response to act on.
     pub first: StepSpec,
-    pub steps: Vec<StepSpec>,
+    /// Each step, with what follows it if it sends resources (drawn with
+    /// it, so that shrinking drops the two together). What a client tells
+    /// a watcher that joins a resource it holds (its value, a pending
+    /// error) is met only where a watcher joins just after an update or a
+    /// NACK of it, which steps drawn among all kinds and all resources
+    /// rarely line up.
+    pub steps: Vec<(StepSpec, FollowUp)>,
+    /// Whether the fallback servers start with the first one's resources
+    /// (a replicated control plane, which is what A71 fallback is for:
+    /// a client that falls back finds what it needs there, and a client
+    /// that should return to the primary has a reason to stay).
+    pub replicated: bool,
 }
 
 /// The drafts of `shape`.
@@ -158,14 +170,16 @@ fn drafts(shape: &Shape) -> BoxedStrategy<Draft> {
                 watch,
                 // Drawn with room: a step that does not load where it
                 // stands is left out.
-                proptest::collection::vec(step, 0..=steps * 2),
+                proptest::collection::vec((step, FollowUp::strategy()), 0..=steps * 2),
+                proptest::bool::ANY,
             )
         })
-        .prop_map(|(servers, resources, first, steps)| Draft {
+        .prop_map(|(servers, resources, first, steps, replicated)| Draft {
             servers,
             resources,
             first,
             steps,
+            replicated,
         })
         .boxed()
 }
@@ -179,17 +193,22 @@ pub fn schedule(seed: u64, index: u64, shape: &Shape) -> Schedule {
     build(seed, index, shape, &draft, None)
 }
 
-/// Shrinks schedule `index` of `seed` while `still_fails` holds for it,
-/// with proptest's own shrinking of the draft's value tree (drop steps and
-/// resources, simplify each), trying at most `budget` smaller drafts; the
-/// smallest that still fails, described with `broke`.
+/// Where a run of a schedule stopped: the index of the step that found
+/// nothing to act on, or `None` if it played through.
+pub type Stop = Option<usize>;
+
+/// Shrinks schedule `index` of `seed` while `still_fails` holds for it
+/// (saying where that run stopped), with proptest's own shrinking of the
+/// draft's value tree (drop steps and resources, simplify each), trying at
+/// most `budget` smaller drafts; the smallest that still fails, described
+/// with `broke`.
 pub fn shrink(
     seed: u64,
     index: u64,
     shape: &Shape,
     broke: &str,
     budget: usize,
-    still_fails: &mut dyn FnMut(&Schedule) -> bool,
+    still_fails: &mut dyn FnMut(&Schedule) -> Option<Stop>,
 ) -> Schedule {
     let mut tree = drafts(shape)
         .new_tree(&mut runner(seed, index))
@@ -199,13 +218,16 @@ pub fn shrink(
         rule: broke,
         shrunk_from: Some(original),
         stated: false,
+        stop: None,
     };
     let mut smallest = tree.current();
+    let mut stop = still_fails(&build(seed, index, shape, &smallest, Some(shrunk))).flatten();
     if tree.simplify() {
         for _ in 0..budget {
             let candidate = build(seed, index, shape, &tree.current(), Some(shrunk));
-            let more = if still_fails(&candidate) {
+            let more = if let Some(stopped) = still_fails(&candidate) {
                 smallest = tree.current();
+                stop = stopped;
                 tree.simplify()
             } else {
                 tree.complicate()
@@ -218,14 +240,17 @@ pub fn shrink(
     // The file states the rule it breaks as an expectation of its own.
     let stated = Broke {
         stated: true,
+        stop,
         ..shrunk
     };
     build(seed, index, shape, &smallest, Some(stated))
 }
 
 /// Schedule `index` of `seed` as a finding's file, not shrunk: it ends
-/// stating the rule it breaks as its last step (`expect_invariant`).
-pub fn stated(seed: u64, index: u64, shape: &Shape, broke: &str) -> Schedule {
+/// stating the rule it breaks as its last step (`expect_invariant`); for
+/// a run that stopped at a step (`stop`), in place of that step and those
+/// after it.
+pub fn stated(seed: u64, index: u64, shape: &Shape, broke: &str, stop: Stop) -> Schedule {
     let draft = drafts(shape)
         .new_tree(&mut runner(seed, index))
         .expect("the schedule strategies never reject")
@@ -234,6 +259,7 @@ pub fn stated(seed: u64, index: u64, shape: &Shape, broke: &str) -> Schedule {
         rule: broke,
         shrunk_from: None,
         stated: true,
+        stop,
     };
     build(seed, index, shape, &draft, Some(broke))
 }
@@ -249,6 +275,9 @@ struct Broke<'a> {
     /// invariant): replayed with `run`, it fails there on a client that
     /// breaks the rule and passes on one that keeps it.
     stated: bool,
+    /// Where the run that broke it stopped: a stated file ends before that
+    /// step (which would stop its replay before its last step).
+    stop: Stop,
 }
 
 /// The schedule file of `draft`: its resources and steps, each kept where
@@ -323,6 +352,12 @@ fn build(
             file.servers.value[0].resources.pop();
         }
     }
+    if draft.replicated {
+        let resources = file.servers.value[0].resources.clone();
+        for (_, server) in file.servers.value.iter_mut().skip(1) {
+            server.resources = resources.clone();
+        }
+    }
     // The opening watch, or for a client without a watch API a dial of
     // the palette's target; a client that connects at its start (Envoy)
     // may open with neither.
@@ -336,7 +371,7 @@ fn build(
         }
         file.steps.pop();
     }
-    for step in &draft.steps {
+    for (step, follow_up) in &draft.steps {
         if file.steps.len() >= shape.steps {
             break;
         }
@@ -344,10 +379,23 @@ fn build(
             StepSpec::Wait(wait) if shape.real_time() => shortened(wait),
             step => step.clone(),
         };
-        file.steps.push(Spanned::new(step));
+        file.steps.push(Spanned::new(step.clone()));
         if !checks(&file) {
             file.steps.pop();
+            continue;
         }
+        for step in follow_up.steps(&step, &file.steps, &palette, shape.real_time()) {
+            if file.steps.len() >= shape.steps {
+                break;
+            }
+            file.steps.push(Spanned::new(step));
+            if !checks(&file) {
+                file.steps.pop();
+            }
+        }
+    }
+    if let Some(stop) = broke.filter(|b| b.stated).and_then(|b| b.stop) {
+        file.steps.truncate(stop);
     }
     // What the last steps set off plays out before the run ends (timers
     // of 15 s, and 30 s in the A88 profile), so the invariants see it.

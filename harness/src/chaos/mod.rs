@@ -9,6 +9,7 @@
 //! This module must not know which clients exist: it is given a factory.
 
 pub mod against;
+pub mod follow_up;
 pub mod generate;
 pub mod record;
 
@@ -147,6 +148,22 @@ fn unplayable(outcome: &RunOutcome) -> bool {
     matches!(outcome.verdict, Verdict::Fail { .. })
 }
 
+/// Where a run stopped: the index of the step that found nothing to act
+/// on, for a run that stopped at one. Read off the step lines: a schedule
+/// has no expectations, and every other step records its line as it
+/// starts, the failing one too.
+fn stopped_at(outcome: &RunOutcome) -> generate::Stop {
+    if !unplayable(outcome) {
+        return None;
+    }
+    let lines = outcome
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, crate::timeline::EventKind::Step(_)))
+        .count();
+    lines.checked_sub(1)
+}
+
 /// What rule a run broke, if it broke one, with the verdict that says
 /// how: not playing through first, then the invariants in their order
 /// (over the whole timeline, also of a run that stopped early).
@@ -246,7 +263,7 @@ pub fn campaign(
                 timeline: outcome.timeline.clone(),
                 other,
                 // Its file states the invariant it breaks.
-                schedule: generate::stated(seed, index, shape, broke),
+                schedule: generate::stated(seed, index, shape, broke, stopped_at(&outcome)),
                 drawn: None,
             });
         }
@@ -272,7 +289,10 @@ pub fn shrink_finding(
         let outcome = run_scenario(&schedule.scenario, factory.as_ref());
         examine(&schedule.scenario, rules, &outcome)
             .filter(|(broke, _, _)| *broke == finding.broke)
-            .map(|(broke, verdict, other)| (broke, verdict, outcome.timeline, other))
+            .map(|(broke, verdict, other)| {
+                let stop = stopped_at(&outcome);
+                (broke, verdict, outcome.timeline, other, stop)
+            })
     };
     let shrunk = shrink(
         seed,
@@ -280,10 +300,13 @@ pub fn shrink_finding(
         shape,
         finding.broke,
         budget,
-        &mut |s| breaks(s).is_some(),
+        &mut |s| breaks(s).map(|(_, _, _, _, stop)| stop),
     );
-    match breaks(&shrunk) {
-        Some((broke, verdict, timeline, other)) => Finding {
+    // A finding's own file ends where its run stopped: a shrunk draft
+    // that plays through may be longer.
+    let smaller = shrunk.scenario.steps.len() <= finding.schedule.scenario.steps.len();
+    match breaks(&shrunk).filter(|_| smaller) {
+        Some((broke, verdict, timeline, other, _)) => Finding {
             index: finding.index,
             broke,
             verdict,

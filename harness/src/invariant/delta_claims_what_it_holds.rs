@@ -9,6 +9,7 @@
 //! What the client holds from a server is read from the wire: the
 //! resources of each delta response from it the client ACKed, less the
 //! names the response removed, the names the client unsubscribed since,
+//! those it did not subscribe to when they came (it may ignore them),
 //! and the names it took from another server since. Where the wire cannot tell, a name
 //! is left out of the check: a response not answered yet (the client may
 //! have taken it, and its stream may end before the ACK goes out), a
@@ -63,13 +64,14 @@ impl<'a> Held<'a> {
         self.unknown.insert(name);
     }
 
-    /// The client ACKed `response`.
-    fn accept(&mut self, response: &'a RecordedResponse) {
+    /// The client ACKed `response`; `watched`: whether the script
+    /// watches a name (surely, not from a callback still to run).
+    fn accept(&mut self, response: &'a RecordedResponse, watched: &dyn Fn(&str) -> bool) {
         let Some(delta) = &response.delta else {
             return;
         };
         for (name, resource) in response.resource_names.iter().zip(&delta.resources) {
-            if resource.body && resource.ttl.is_none() {
+            if resource.body && resource.ttl.is_none() && watched(name) {
                 self.settle(name);
                 self.versions.insert(name, &resource.version);
             } else {
@@ -124,6 +126,9 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     let mut started: HashSet<(&str, u64, &str)> = HashSet::new();
     // (type, name) -> watches active, from the script.
     let mut watches: HashMap<(ResourceType, &str), usize> = HashMap::new();
+    // Names a watch from a callback watched: it starts when the callback
+    // runs, which the timeline does not say.
+    let mut from_callback: HashSet<(ResourceType, &str)> = HashSet::new();
     for (index, event) in events.iter().enumerate() {
         // A cancel that leaves a name (or `*`) with no watch unsubscribes
         // it even when no request says so: the client may close the
@@ -133,7 +138,10 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
         // back before the unsubscription goes out: unknown until a
         // response settles it.
         if let EventKind::Step(text) = &event.kind {
-            if let Some(key) = WatchInCallback::described(text).or_else(|| Watch::described(text)) {
+            if let Some(key) = WatchInCallback::described(text) {
+                from_callback.insert(key);
+                *watches.entry(key).or_default() += 1;
+            } else if let Some(key) = Watch::described(text) {
                 *watches.entry(key).or_default() += 1;
             } else if let Some((t, name)) = CancelWatch::described(text) {
                 let active = watches.entry((t, name)).or_default();
@@ -194,11 +202,22 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                     && !request.response_nonce.is_empty()
                 {
                     let accepted = request.error_detail.is_none();
+                    // A resource the client did not subscribe to when it
+                    // came: it may ignore it or keep it.
+                    let resource_type = ResourceType::from_type_url(type_url);
+                    let watched = |name: &str| {
+                        resource_type.is_some_and(|t| {
+                            let active = |n: &str| watches.get(&(t, n)).is_some_and(|c| *c > 0);
+                            (active(name) || active(WILDCARD))
+                                && !from_callback.contains(&(t, name))
+                                && !from_callback.contains(&(t, WILDCARD))
+                        })
+                    };
                     for (from, held) in of_type.iter_mut() {
                         if !accepted {
                             held.reject(response);
                         } else if *from == server {
-                            held.accept(response);
+                            held.accept(response, &watched);
                         } else {
                             // Its copies are now this server's.
                             for name in response
@@ -365,6 +384,8 @@ mod tests {
     #[test]
     fn a_reconnect_claims_what_was_accepted_and_nothing_else() {
         let first = vec![
+            crate::invariant::test_events::step("watch CDS c1"),
+            crate::invariant::test_events::step("watch CDS c2"),
             request(1, &["c1", "c2"], "", &[]),
             response(1, "1", &[("c1", "v1"), ("c2", "v7")], false),
             request(1, &[], "1", &[]),
@@ -385,6 +406,29 @@ mod tests {
         let mut events = first.clone();
         events.push(request(2, &["c1"], "", &[("c1", "v1")]));
         assert_eq!(check(&test_scenario(), &events), None);
+    }
+
+    /// Seed 20261126, schedule 8656: a resource the server sent before the
+    /// client watched it (an unsolicited push, ACKed) is the client's to
+    /// ignore: a later stream need not claim it.
+    #[test]
+    fn a_resource_not_watched_when_it_came_need_not_be_claimed() {
+        let mut events = vec![
+            crate::invariant::test_events::step("watch CDS c2"),
+            request(1, &["c2"], "", &[]),
+            response(1, "1", &[("c1", "v1")], false),
+            request(1, &[], "1", &[]),
+            crate::invariant::test_events::step("watch CDS c1"),
+            request(2, &["c1", "c2"], "", &[]),
+        ];
+        assert_eq!(check(&test_scenario(), &events), None);
+        // Claimed, it is not held to be wrong either.
+        events[5] = request(2, &["c1", "c2"], "", &[("c1", "v1")]);
+        assert_eq!(check(&test_scenario(), &events), None);
+        // Watched when it came: it must be claimed.
+        events.swap(0, 4);
+        events[5] = request(2, &["c1", "c2"], "", &[]);
+        assert!(check(&test_scenario(), &events).is_some());
     }
 
     /// Seed 20261126, schedules 5396 and 5403: the last watch of a name

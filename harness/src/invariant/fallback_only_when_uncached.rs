@@ -7,8 +7,9 @@
 //! Read from the watches the script started and what their watchers
 //! heard, so it holds where those are all the client's watches: not in a
 //! run that dials a channel, sends RPCs (which dial) or serves (their
-//! XdsClients watch what their configs name), has a wildcard watch, or
-//! names authorities (each has its own servers).
+//! XdsClients watch what their configs name) or names authorities (each
+//! has its own servers). What only a wildcard watch watched is no longer
+//! cached once the last wildcard watch of its type goes.
 //!
 //! Judged when the client decides to fall back, with what its watchers
 //! had heard by then: a client cannot act on a response it has not read
@@ -48,6 +49,9 @@ pub const INVARIANT: Invariant = Invariant {
     check,
 };
 
+/// The wildcard watch's name.
+const WILDCARD: &str = "*";
+
 fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     let servers = super::one_client(scenario).filter(|s| s.len() >= 2)?;
     let priority = |server: &str| servers.iter().position(|s| s == server);
@@ -77,6 +81,14 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                     // again only once a new watcher hears it.
                     if last {
                         cached.remove(&watched);
+                        // The last wildcard watch: what only it watched
+                        // too (seed 20261126, schedule 12781, delta).
+                        if watched.1 == WILDCARD {
+                            let counts = watches.counts();
+                            cached.retain(|key, _| {
+                                key.0 != watched.0 || counts.get(key).is_some_and(|n| *n > 0)
+                            });
+                        }
                     }
                     // No watch left: the client lets its channels go, and
                     // the next watch starts over from the first server.
@@ -311,6 +323,25 @@ mod tests {
     /// to fall back while c2 was uncached, and only then applied the
     /// primary's response with c2; the server recorded the new stream
     /// after that, in the same instant.
+    /// Seed 20261126, schedule 12781 (delta, of a Listener): a wildcard
+    /// watcher heard the resource, the wildcard watch went, and the client
+    /// forgot it; a watch of it then is of an uncached resource.
+    #[test]
+    fn what_only_a_cancelled_wildcard_watched_is_not_cached() {
+        let mut events = vec![
+            step("watch CDS *"),
+            opened("primary"),
+            heard("c1", changed()),
+            step("cancel watch CDS *"),
+            step("watch CDS c1"),
+            later(1_000, opened("fallback")),
+        ];
+        assert_eq!(check(&test_scenario(), &events), None);
+        // Watched by name all along, it stays cached.
+        events.insert(1, step("watch CDS c1"));
+        assert!(check(&test_scenario(), &events).is_some());
+    }
+
     #[test]
     fn a_fallback_is_judged_when_the_client_decided_it() {
         let events = vec![

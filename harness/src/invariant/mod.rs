@@ -69,9 +69,7 @@ pub const ALL: &[Invariant] = &[
     wildcard_hears_every_resource::INVARIANT,
     does_not_exist_timer::INVARIANT,
     cached_never_times_out::INVARIANT,
-    // Not yet: `new_watcher_hears_value_then_error` holds only A88's
-    // profile, which schedules are not drawn with, and what it reads (a
-    // second watch of a resource whose update was NACKed) is rare in them.
+    new_watcher_hears_value_then_error::INVARIANT,
 ];
 
 /// Which clients an invariant holds.

@@ -8,8 +8,8 @@ use proptest::prelude::*;
 use xds_vocabulary::ResourceType;
 
 use super::file::{
-    ClusterSpec, EndpointsSpec, ListenerSpec, RawSpec, ResourceErrorSpec, ResourceSpec,
-    RouteConfigSpec,
+    ClusterSpec, EndpointsSpec, ListenerSpec, LocalitySpec, RawSpec, ResourceErrorSpec,
+    ResourceSpec, RouteConfigSpec,
 };
 use crate::check::Spanned;
 
@@ -104,6 +104,7 @@ fn one_of(
                 .boxed()
         }
     };
+    let invalid = invalid(t, names, backends);
     let own = names.get(&t).cloned().unwrap_or_default();
     let undecodable = proptest::sample::select(own)
         .prop_map(move |name| {
@@ -116,9 +117,80 @@ fn one_of(
             })
         })
         .boxed();
-    prop_oneof![6 => valid, 1 => undecodable]
+    prop_oneof![6 => valid, 1 => invalid, 1 => undecodable]
         .prop_map(Spanned::new)
         .boxed()
+}
+
+/// A resource of type `t` that decodes, names itself, and is invalid: the
+/// client NACKs it and can tell the resource's watchers why (an
+/// undecodable one it cannot name).
+fn invalid(
+    t: ResourceType,
+    names: &BTreeMap<ResourceType, Vec<String>>,
+    backends: &[String],
+) -> BoxedStrategy<ResourceSpec> {
+    let (names, backends) = (names.clone(), backends.to_vec());
+    proptest::sample::select(names.get(&t).cloned().unwrap_or_default())
+        .prop_map(move |name| invalid_form(t, name, &names, &backends))
+        .boxed()
+}
+
+/// The resource `name` of type `t` in a form that decodes and is invalid,
+/// by a rule gRPC clients keep (as the validation scenarios show); what
+/// it refers to is the palette's first of each type.
+pub fn invalid_form(
+    t: ResourceType,
+    name: String,
+    names: &BTreeMap<ResourceType, Vec<String>>,
+    backends: &[String],
+) -> ResourceSpec {
+    let first = |of: ResourceType| {
+        names
+            .get(&of)
+            .and_then(|list| list.first().cloned())
+            .unwrap_or_else(|| "none".to_string())
+    };
+    match t {
+        // No router filter (gRFC A39: the last filter must be the router).
+        ResourceType::Listener => ResourceSpec::Listener(ListenerSpec {
+            name,
+            rds: Some(first(ResourceType::RouteConfiguration)),
+            http_filters: Some(Vec::new()),
+            ..ListenerSpec::default()
+        }),
+        // Weighted clusters whose weights are all 0 (gRFC A28).
+        ResourceType::RouteConfiguration => ResourceSpec::RouteConfig(RouteConfigSpec {
+            name,
+            weighted: Some([(first(ResourceType::Cluster), 0)].into_iter().collect()),
+            ..RouteConfigSpec::default()
+        }),
+        // An LB policy gRPC does not have (gRFC A27).
+        ResourceType::Cluster => ResourceSpec::Cluster(ClusterSpec {
+            name,
+            lb_policy: Some(Spanned::new("RANDOM".to_string())),
+            ..ClusterSpec::default()
+        }),
+        // Priorities with a gap (gRFC A27: they run from 0 without one).
+        ResourceType::ClusterLoadAssignment => {
+            let address = backends
+                .first()
+                .map_or_else(|| "127.0.0.1:8080".to_string(), |b| format!("backend:{b}"));
+            let locality = |zone: &str, priority| LocalitySpec {
+                region: Some("r1".to_string()),
+                zone: Some(zone.to_string()),
+                sub_zone: None,
+                weight: None,
+                priority: Some(priority),
+                addresses: vec![address.clone()],
+            };
+            ResourceSpec::Endpoints(EndpointsSpec {
+                name,
+                localities: Some(vec![locality("z1", 0), locality("z2", 5)]),
+                ..EndpointsSpec::default()
+            })
+        }
+    }
 }
 
 /// Usually none; sometimes an error the server reports about one of

@@ -32,6 +32,7 @@ pub const NAMES: &[&str] = &[
     "wildcard-hears-every-resource",
     "does-not-exist-timer",
     "cached-never-times-out",
+    "new-watcher-hears-value-then-error",
 ];
 
 /// The invariant's name, e.g. `answered-once`.

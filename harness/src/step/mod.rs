@@ -58,7 +58,7 @@ use crate::matcher::Matcher;
 use crate::timeline::{EventKind, Mark, Source, Timeline};
 
 pub use expect::Window;
-pub use fault::ServerFault;
+pub use fault::{ServerFault, ServerRef};
 pub use generate::Palette;
 pub use rpc::{RpcUntil, UNTIL_BUDGET};
 

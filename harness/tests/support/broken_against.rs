@@ -87,7 +87,7 @@ pub fn broken_against(invariant: &str) -> (BoxedFactory, AdsProtocol) {
             AdsProtocol::Delta,
         ),
         // A new watcher of a cached resource with a pending data error
-        // hears the value only (gRFC A88: the value, then the error).
+        // hears the value only (C-core, grpc-go: the value, then the error).
         "new-watcher-hears-value-then-error" => (
             defective(|d| d.new_watcher_misses_pending_error = true),
             AdsProtocol::Sotw,

@@ -99,20 +99,24 @@ impl ResourceState {
     }
 
     /// What a watcher added to an entry that is already watched hears at
-    /// once, in order.
+    /// once, in order: what the other watchers have seen, in the order they
+    /// saw it (C-core's `WatchResource`, then `NotifyWatchersOnError`;
+    /// grpc-go's `authority.watchResource`).
     ///
-    /// A53 (C-core before A88): the cached value, or else the answer the
-    /// entry has (does not exist, or the NACK).
+    /// A53: the cached value, and then a NACK of it as an ambient error;
+    /// without a value, the answer the entry has (does not exist, or the
+    /// NACK as a resource error). A watcher that joined after the NACK
+    /// and heard the value alone would use a value the others know to be
+    /// in error (found by chaos: `new-watcher-hears-value-then-error`).
     ///
-    /// A88 ("New Watchers Started After Ambient Errors"): what the other
-    /// watchers have seen, in the order they saw it: the cached value, and
-    /// then the pending data error (a NACK, a deletion kept in cache, a
-    /// fired timer, an error from the server), as an ambient error when
-    /// there is a value and a resource error when there is none (C-core's
-    /// `WatchResource` then `NotifyWatchersOnError`).
+    /// A88 ("New Watchers Started After Ambient Errors"): the cached
+    /// value, and then the pending data error (a NACK, a deletion kept in
+    /// cache, a fired timer, an error from the server), as an ambient
+    /// error when there is a value and a resource error when there is
+    /// none.
     pub fn events_for_new_watcher(&self, handling: DataErrorHandling) -> Vec<WatcherEvent> {
         match handling {
-            DataErrorHandling::A53 => self.event_for_new_watcher().into_iter().collect(),
+            DataErrorHandling::A53 => self.events_for_new_watcher_a53(),
             DataErrorHandling::A88 => {
                 let mut events = Vec::new();
                 if let Some(value) = &self.value {
@@ -150,20 +154,24 @@ impl ResourceState {
         Some(XdsError::new(code, self.failed_details.clone()))
     }
 
-    /// [`Self::events_for_new_watcher`] before A88: one event at most.
-    fn event_for_new_watcher(&self) -> Option<WatcherEvent> {
-        if let Some(value) = &self.value {
-            Some(WatcherEvent::Changed(value.clone()))
-        } else if self.status == CacheStatus::DoesNotExist {
-            Some(WatcherEvent::DoesNotExist)
-        } else if self.status == CacheStatus::Nacked {
-            let message = format!("invalid resource: {}", self.failed_details);
-            Some(WatcherEvent::ResourceError(XdsError::new(
+    /// [`Self::events_for_new_watcher`] before A88.
+    fn events_for_new_watcher_a53(&self) -> Vec<WatcherEvent> {
+        let nack = || {
+            XdsError::new(
                 Code::InvalidArgument,
-                message,
-            )))
-        } else {
-            None
+                format!("invalid resource: {}", self.failed_details),
+            )
+        };
+        let nacked = self.status == CacheStatus::Nacked;
+        match &self.value {
+            Some(value) if nacked => vec![
+                WatcherEvent::Changed(value.clone()),
+                WatcherEvent::AmbientError(nack()),
+            ],
+            Some(value) => vec![WatcherEvent::Changed(value.clone())],
+            None if self.status == CacheStatus::DoesNotExist => vec![WatcherEvent::DoesNotExist],
+            None if nacked => vec![WatcherEvent::ResourceError(nack())],
+            None => Vec::new(),
         }
     }
 
@@ -513,8 +521,8 @@ mod tests {
         assert!(!entry.is_cached());
         // A new watcher hears the NACK.
         assert!(matches!(
-            entry.event_for_new_watcher(),
-            Some(WatcherEvent::ResourceError(e)) if e.message == "invalid resource: bad"
+            entry.events_for_new_watcher_a53().as_slice(),
+            [WatcherEvent::ResourceError(e)] if e.message == "invalid resource: bad"
         ));
     }
 
@@ -527,8 +535,8 @@ mod tests {
         assert!(entry.end_ignored_deletion());
         assert_eq!(entry.delete("2", now()), WatcherEvent::DoesNotExist);
         assert_eq!(
-            entry.event_for_new_watcher(),
-            Some(WatcherEvent::DoesNotExist)
+            entry.events_for_new_watcher_a53(),
+            [WatcherEvent::DoesNotExist]
         );
 
         let mut entry = ResourceState::new();
@@ -566,7 +574,7 @@ mod tests {
     }
 
     #[test]
-    fn a88_new_watchers_hear_the_value_then_the_pending_error() {
+    fn new_watchers_hear_the_value_then_the_pending_error() {
         use DataErrorHandling::{A53, A88};
         let kinds = |events: Vec<WatcherEvent>| -> Vec<String> {
             events
@@ -590,8 +598,11 @@ mod tests {
             kinds(entry.events_for_new_watcher(A88)),
             ["changed", "ambient InvalidArgument: invalid resource: bad"]
         );
-        // Before A88, the value alone.
-        assert_eq!(kinds(entry.events_for_new_watcher(A53)), ["changed"]);
+        // Before A88 too.
+        assert_eq!(
+            kinds(entry.events_for_new_watcher(A53)),
+            ["changed", "ambient InvalidArgument: invalid resource: bad"]
+        );
         // A valid update clears it.
         entry.accept(cluster("e2"), vec![2], "3", now(), false);
         assert_eq!(kinds(entry.events_for_new_watcher(A88)), ["changed"]);

@@ -289,11 +289,13 @@ impl AdsStream {
         if self.send_pending == Some(resource_type) && self.connected {
             self.send_pending = None;
         }
-        if self.connected || regardless {
+        if self.connected {
             true
         } else {
+            // Confirmed once connected either way: `regardless` (a defect)
+            // only starts the timers early, the send still waits.
             self.unconfirmed.insert(resource_type);
-            false
+            regardless
         }
     }
 
