@@ -3,7 +3,9 @@
 //! client, each stopped at its first finding of that invariant, within
 //! 1,000 schedules. Prints, per invariant, the median number of schedules
 //! played until it was caught, the slowest seed, and how many seeds caught
-//! it at all.
+//! it at all. Then the same for the reference client's own defects that
+//! issue 22 asks chaos to find (each put back as the defect its regression
+//! scenario's broken client has), by the invariant meant to find it.
 //!
 //! `cargo run --release -p xds-conformance --example chaos_catch -- --seeds 21`
 
@@ -12,6 +14,7 @@ mod broken_against;
 
 use xds_client_under_test::ReferenceClient;
 use xds_conformance::chaos::{Rules, Shape, campaign, invariant};
+use xds_vocabulary::AdsProtocol;
 
 /// Schedules a broken client must be caught within (issue 22).
 const WITHIN: u64 = 1_000;
@@ -33,43 +36,108 @@ fn main() {
     let mut all_caught = true;
     for invariant in invariant::ALL {
         let (factory, protocol) = broken_against::broken_against(invariant.name);
-        let shape = Shape {
-            protocol,
-            ..Shape::default()
-        };
-        let mut counts = Vec::new();
-        for seed in 1..=seeds {
-            let caught = (0..WITHIN).find(|index| {
-                let done = campaign(
-                    (&factory, &rules),
-                    seed,
-                    (*index, 1),
-                    None,
-                    &shape,
-                    None,
-                    &mut |_, _| {},
-                );
-                done.findings.iter().any(|f| f.broke == invariant.name)
-            });
-            // Schedules played until caught: the index of the catching one
-            // plus one.
-            counts.push(caught.map(|index| index + 1));
-        }
-        let mut caught: Vec<u64> = counts.iter().flatten().copied().collect();
-        caught.sort_unstable();
-        all_caught &= caught.len() as u64 == seeds;
-        let median = caught
-            .get(caught.len() / 2)
-            .map_or("-".to_string(), u64::to_string);
-        let slowest = caught.last().map_or("-".to_string(), u64::to_string);
-        println!(
-            "| `{}` ({protocol}) | {median} | {slowest} | {}/{seeds} |",
-            invariant.name,
-            caught.len()
-        );
+        let label = format!("`{}`", invariant.name);
+        all_caught &= row(&rules, seeds, (&factory, protocol), invariant.name, &label);
+    }
+    println!();
+    println!(
+        "| reference defect (its regression scenario) | invariant | caught after (median schedules) | slowest seed | caught within {WITHIN} |"
+    );
+    println!("|---|---|---:|---:|---:|");
+    for (defect, set, scenario, name, protocol) in REFERENCE_DEFECTS {
+        let factory = broken_against::defective(*set);
+        let label = format!("`{defect}` ({scenario}) | `{name}`");
+        row(&rules, seeds, (&factory, *protocol), name, &label);
     }
     if !all_caught {
         eprintln!("a broken client went uncaught within {WITHIN} schedules of some seed");
         std::process::exit(1);
     }
+}
+
+/// A reference defect: its name, how to put it back, its regression
+/// scenario, the invariant meant to catch it, the protocol it shows on.
+type ReferenceDefect = (
+    &'static str,
+    fn(&mut xds_reference_client::Defects),
+    &'static str,
+    &'static str,
+    AdsProtocol,
+);
+
+/// The reference client's defects chaos is to find on its own (issue 22).
+const REFERENCE_DEFECTS: &[ReferenceDefect] = &[
+    (
+        "new_watcher_misses_pending_error",
+        |d| d.new_watcher_misses_pending_error = true,
+        "a46/new-watcher-of-nacked-endpoints-hears-the-value-then-the-error",
+        "new-watcher-hears-value-then-error",
+        AdsProtocol::Sotw,
+    ),
+    (
+        "delta_wildcard_claims_nothing",
+        |d| d.delta_wildcard_claims_nothing = true,
+        "delta/wildcard-reconnect-claims-what-it-holds",
+        "delta-claims-what-it-holds",
+        AdsProtocol::Delta,
+    ),
+    (
+        "delta_claims_replaced_copies",
+        |d| d.delta_claims_replaced_copies = true,
+        "delta/back-on-the-primary-claims-nothing-the-fallback-replaced",
+        "delta-claims-what-it-holds",
+        AdsProtocol::Delta,
+    ),
+    (
+        "wildcard_misses_named_first",
+        |d| d.wildcard_misses_named_first = true,
+        "delta/wildcard-hears-a-resource-first-watched-by-name",
+        "wildcard-hears-every-resource",
+        AdsProtocol::Delta,
+    ),
+];
+
+/// Plays `seeds` campaigns on the client `factory` makes, each until its
+/// first finding of `invariant` (at most [`WITHIN`] schedules), and prints
+/// the row `label`: true if every seed caught it.
+fn row(
+    rules: &Rules,
+    seeds: u64,
+    (factory, protocol): (&xds_conformance::suite::BoxedFactory, AdsProtocol),
+    invariant: &str,
+    label: &str,
+) -> bool {
+    let shape = Shape {
+        protocol,
+        ..Shape::default()
+    };
+    let mut counts = Vec::new();
+    for seed in 1..=seeds {
+        let caught = (0..WITHIN).find(|index| {
+            let done = campaign(
+                (factory, rules),
+                seed,
+                (*index, 1),
+                None,
+                &shape,
+                None,
+                &mut |_, _| {},
+            );
+            done.findings.iter().any(|f| f.broke == invariant)
+        });
+        // Schedules played until caught: the index of the catching one
+        // plus one.
+        counts.push(caught.map(|index| index + 1));
+    }
+    let mut caught: Vec<u64> = counts.iter().flatten().copied().collect();
+    caught.sort_unstable();
+    let median = caught
+        .get(caught.len() / 2)
+        .map_or("-".to_string(), u64::to_string);
+    let slowest = caught.last().map_or("-".to_string(), u64::to_string);
+    println!(
+        "| {label} ({protocol}) | {median} | {slowest} | {}/{seeds} |",
+        caught.len()
+    );
+    caught.len() as u64 == seeds
 }

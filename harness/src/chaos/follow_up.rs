@@ -15,7 +15,7 @@ use crate::check::Spanned;
 use crate::resource::file::ResourceSpec;
 use crate::step::ServerRef;
 use crate::step::close_stream::CloseStreamSpec;
-use crate::step::connections::AcceptConnectionsSpec;
+use crate::step::connections::{AcceptConnectionsSpec, RefuseConnectionsSpec};
 use crate::step::hang::ResumeSpec;
 use crate::step::hold_connections::ReleaseConnectionsSpec;
 use crate::step::set_resources::SetResourcesSpec;
@@ -36,10 +36,11 @@ pub enum FollowUp {
     Revisit,
     /// After resources are sent: that resource is sent again invalid (the
     /// client NACKs it, keeping what it held), then a second watcher
-    /// joins. After a fault: the server's streams end, the client needs a
-    /// resource it has not watched yet (A71: an uncached resource on a
-    /// failing server is what makes it fall back), then the fault heals
-    /// (and the client should fall forward).
+    /// joins. After a fault: the server goes down (it refuses
+    /// connections, its streams end), the client needs a resource it has
+    /// not watched yet (A71: an uncached resource on a failing server is
+    /// what makes it fall back), then the server is back and the fault
+    /// heals (and the client should fall forward).
     Provoke,
 }
 
@@ -120,9 +121,11 @@ impl FollowUp {
         follow
     }
 
-    /// The fault healing after a while; for `Provoke`, first the server's
-    /// streams closed and a watch of a resource the script does not watch
-    /// yet (the first of the palette's).
+    /// The fault healing after a while; for `Provoke`, an outage of the
+    /// server first: it refuses connections and its streams end (what
+    /// makes a client fail over: a hang or a hold it cannot tell from a
+    /// quiet server), and the client needs a resource it does not watch
+    /// yet (the first of the palette's), then the server is back.
     fn after_fault(
         self,
         server: ServerRef,
@@ -133,7 +136,16 @@ impl FollowUp {
     ) -> Vec<StepSpec> {
         let outage = if real_time { SETTLE } else { OUTAGE };
         let mut follow = Vec::new();
+        let mut back = None;
         if self == FollowUp::Provoke {
+            if !matches!(heal, StepSpec::AcceptConnections(_)) {
+                follow.push(StepSpec::RefuseConnections(RefuseConnectionsSpec(
+                    server.clone(),
+                )));
+                back = Some(StepSpec::AcceptConnections(AcceptConnectionsSpec(
+                    server.clone(),
+                )));
+            }
             follow.push(StepSpec::CloseStream(CloseStreamSpec {
                 server: server.server.clone(),
                 code: None,
@@ -157,7 +169,9 @@ impl FollowUp {
                 }));
             }
         }
-        follow.extend([wait(outage), heal, wait(SETTLE)]);
+        follow.push(wait(outage));
+        follow.extend(back);
+        follow.extend([heal, wait(SETTLE)]);
         follow
     }
 }
