@@ -207,7 +207,7 @@ enum Command {
         minutes: Option<f64>,
         /// Shrink each finding, trying at most this many smaller schedules
         /// (0: keep findings as drawn).
-        #[arg(long, default_value_t = 300)]
+        #[arg(long, default_value_t = 2000)]
         shrink: usize,
         /// Only shard K of N of the schedules (`--partition 2/3`: those
         /// whose index is 1 modulo 3); the shards' report folders merge

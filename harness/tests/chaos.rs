@@ -289,7 +289,7 @@ fn a_finding_shrinks_to_a_smaller_file_that_still_breaks_the_rule() {
             &mut |_, _| {},
         );
         let finding = done.findings.first().expect("caught within 40 schedules");
-        let shrunk = shrink_finding((&factory, &rules()), 11, &shape, finding, 300);
+        let shrunk = shrink_finding((&factory, &rules()), 11, &shape, finding, 2000);
         assert_eq!(shrunk.broke, name);
         assert_eq!(
             shrunk.drawn.as_deref(),
@@ -355,24 +355,35 @@ fn a_finding_shrinks_to_a_smaller_file_that_still_breaks_the_rule() {
     }
 }
 
-/// A reference defect found while triaging the release campaign's
-/// findings (`delta_claims_replaced_copies`: back on the primary after a
+/// The reference defects found while triaging the release campaign's
+/// findings, each held by an invariant on the scenario that now proves its
+/// fix: the broken client breaks the invariant there, the fixed one keeps
+/// it. `delta_claims_replaced_copies`: back on the primary after a
 /// fallback, a delta stream claimed the primary's old version of the
-/// fallback's copy, so the primary never resent it), held by an invariant
-/// on the scenario that now proves its fix: the broken client breaks
-/// `delta-claims-what-it-holds` there, the fixed one keeps it. (Its
-/// sibling, `wildcard_misses_named_first`, is caught by its scenario but
-/// not by `wildcard-hears-every-resource`: the timeline does not say which
-/// watcher heard a notification, and the named watcher of the resource
-/// heard it.)
+/// fallback's copy, so the primary never resent it
+/// (`delta-claims-what-it-holds`). `wildcard_misses_named_first`: a
+/// resource first watched by name while a wildcard watch was on never
+/// reached the wildcard watcher (`every-watcher-hears-each-change`, which
+/// counts the watchers told; `wildcard-hears-every-resource` cannot see it:
+/// the named watcher heard it).
 #[test]
 fn the_invariants_catch_the_defects_their_regression_scenarios_prove() {
     let root =
         xds_conformance::suite::manifest_dir(env!("CARGO_MANIFEST_DIR")).join("../scenarios/delta");
-    let file = "back-on-the-primary-claims-nothing-the-fallback-replaced.yaml";
-    let invariant = "delta-claims-what-it-holds";
-    let set: fn(&mut Defects) = |d| d.delta_claims_replaced_copies = true;
-    {
+    type Case = (&'static str, &'static str, fn(&mut Defects));
+    let defects: [Case; 2] = [
+        (
+            "back-on-the-primary-claims-nothing-the-fallback-replaced.yaml",
+            "delta-claims-what-it-holds",
+            |d| d.delta_claims_replaced_copies = true,
+        ),
+        (
+            "wildcard-hears-a-resource-first-watched-by-name.yaml",
+            "every-watcher-hears-each-change",
+            |d| d.wildcard_misses_named_first = true,
+        ),
+    ];
+    for (file, invariant, set) in defects {
         let scenario = xds_conformance::scenario::load_file(&root.join(file))
             .unwrap_or_else(|e| panic!("{e}"));
         for run in scenario.variants() {

@@ -25,22 +25,25 @@ use crate::step::watch::WatchSpec;
 use crate::step::{Palette, StepSpec};
 
 /// What follows a drafted step; what each means depends on the step (a
-/// step that neither sends resources nor starts a fault that heals has
-/// none).
+/// step that neither sends resources, nor starts a fault that heals, nor
+/// starts a wildcard watch has none).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FollowUp {
     #[default]
     Nothing,
     /// After resources are sent: a second watcher joins one of them the
-    /// script watches. After a fault: it heals.
+    /// script watches. After a fault: it heals. After a wildcard watch: a
+    /// resource of its type is watched by name too.
     Revisit,
     /// After resources are sent: that resource is sent again invalid (the
     /// client NACKs it, keeping what it held), then a second watcher
-    /// joins. After a fault: the server goes down (it refuses
+    /// joins. After a fault: the primary goes down (it refuses
     /// connections, its streams end), the client needs a resource it has
     /// not watched yet (A71: an uncached resource on a failing server is
-    /// what makes it fall back), then the server is back and the fault
-    /// heals (and the client should fall forward).
+    /// what makes it fall back), then the primary is back and the fault
+    /// heals (and the client should fall forward). After a wildcard
+    /// watch: a resource of its type is watched by name, then set on the
+    /// first server.
     Provoke,
 }
 
@@ -74,7 +77,70 @@ impl FollowUp {
         if let Some((server, heal)) = healed_by(step) {
             return self.after_fault(server, heal, steps, palette, real_time);
         }
+        if let StepSpec::Watch(watch) = step
+            && watch.name == WILDCARD
+        {
+            return self.after_wildcard(watch, steps, palette);
+        }
         Vec::new()
+    }
+
+    /// After a wildcard watch: a watch by name of a resource of its type
+    /// (one the first server does not start with, if there is one); for
+    /// `Provoke`, that resource then set on the first server. A resource
+    /// first watched by name while a wildcard watch is on must reach both
+    /// watchers.
+    fn after_wildcard(
+        self,
+        wildcard: &WatchSpec,
+        steps: &[Spanned<StepSpec>],
+        palette: &Palette,
+    ) -> Vec<StepSpec> {
+        let Some(resource_type) = ResourceType::parse(&wildcard.resource_type.value) else {
+            return Vec::new();
+        };
+        let names = palette
+            .names
+            .get(&resource_type)
+            .cloned()
+            .unwrap_or_default();
+        let named: Vec<&str> = watches(steps)
+            .filter(|w| w.resource_type.value == wildcard.resource_type.value)
+            .map(|w| w.name.as_str())
+            .collect();
+        let Some(name) = names
+            .iter()
+            .find(|n| !named.contains(&n.as_str()))
+            .or(names.first())
+            .cloned()
+        else {
+            return Vec::new();
+        };
+        let mut follow = vec![
+            wait(SETTLE),
+            StepSpec::Watch(WatchSpec {
+                resource_type: wildcard.resource_type.clone(),
+                name: name.clone(),
+            }),
+        ];
+        if self == FollowUp::Provoke {
+            let resource = crate::resource::generate::valid_form(
+                resource_type,
+                name,
+                &palette.names,
+                &palette.backends,
+            );
+            follow.extend([
+                wait(SETTLE),
+                StepSpec::SetResources(SetResourcesSpec {
+                    server: palette.servers.first().cloned().map(Spanned::new),
+                    version: None,
+                    resources: vec![Spanned::new(resource)],
+                }),
+                wait(SETTLE),
+            ]);
+        }
+        follow
     }
 
     /// A watch of the last resource `sent` that the script watches, else
@@ -122,10 +188,11 @@ impl FollowUp {
     }
 
     /// The fault healing after a while; for `Provoke`, an outage of the
-    /// server first: it refuses connections and its streams end (what
+    /// primary first (the server the client uses first, whichever server
+    /// the fault hit): it refuses connections and its streams end (what
     /// makes a client fail over: a hang or a hold it cannot tell from a
     /// quiet server), and the client needs a resource it does not watch
-    /// yet (the first of the palette's), then the server is back.
+    /// yet (the first of the palette's), then the primary is back.
     fn after_fault(
         self,
         server: ServerRef,
@@ -138,16 +205,26 @@ impl FollowUp {
         let mut follow = Vec::new();
         let mut back = None;
         if self == FollowUp::Provoke {
-            if !matches!(heal, StepSpec::AcceptConnections(_)) {
+            // The primary as the fault named its server: left out where
+            // there is only one.
+            let primary = ServerRef {
+                server: server
+                    .server
+                    .as_ref()
+                    .and(palette.servers.first().cloned().map(Spanned::new)),
+            };
+            let hit_primary = server.server.as_ref().map(|s| &s.value) == palette.servers.first()
+                || server.server.is_none();
+            if !(hit_primary && matches!(heal, StepSpec::AcceptConnections(_))) {
                 follow.push(StepSpec::RefuseConnections(RefuseConnectionsSpec(
-                    server.clone(),
+                    primary.clone(),
                 )));
                 back = Some(StepSpec::AcceptConnections(AcceptConnectionsSpec(
-                    server.clone(),
+                    primary.clone(),
                 )));
             }
             follow.push(StepSpec::CloseStream(CloseStreamSpec {
-                server: server.server.clone(),
+                server: primary.server.clone(),
                 code: None,
                 message: None,
             }));
@@ -176,10 +253,13 @@ impl FollowUp {
     }
 }
 
-/// The script's watch steps, in order.
+/// The wildcard watch's name.
+const WILDCARD: &str = "*";
+
+/// The script's watch steps by name, in order.
 fn watches(steps: &[Spanned<StepSpec>]) -> impl DoubleEndedIterator<Item = &WatchSpec> {
     steps.iter().filter_map(|s| match &s.value {
-        StepSpec::Watch(w) if w.name != "*" => Some(w),
+        StepSpec::Watch(w) if w.name != WILDCARD => Some(w),
         _ => None,
     })
 }

@@ -125,11 +125,24 @@ pub struct Draft {
     /// NACK of it, which steps drawn among all kinds and all resources
     /// rarely line up.
     pub steps: Vec<(StepSpec, FollowUp)>,
-    /// Whether the fallback servers start with the first one's resources
-    /// (a replicated control plane, which is what A71 fallback is for:
-    /// a client that falls back finds what it needs there, and a client
-    /// that should return to the primary has a reason to stay).
-    pub replicated: bool,
+    /// What the fallback servers start with.
+    pub fallbacks: Fallbacks,
+}
+
+/// What a schedule's fallback servers start with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fallbacks {
+    /// Nothing: what they serve, steps set.
+    Empty,
+    /// The first server's resources (a replicated control plane, which is
+    /// what A71 fallback is for: a client that falls back finds what it
+    /// needs there, and one that should return to the primary has a
+    /// reason to stay).
+    Replicas,
+    /// Their own version of each: the same names, other values (a copy
+    /// that replaces the primary's in the client's cache, which it must
+    /// not claim as the primary's when it returns).
+    Variants,
 }
 
 /// The drafts of `shape`.
@@ -171,15 +184,19 @@ fn drafts(shape: &Shape) -> BoxedStrategy<Draft> {
                 // Drawn with room: a step that does not load where it
                 // stands is left out.
                 proptest::collection::vec((step, FollowUp::strategy()), 0..=steps * 2),
-                proptest::bool::ANY,
+                proptest::prop_oneof![
+                    Just(Fallbacks::Empty),
+                    Just(Fallbacks::Replicas),
+                    Just(Fallbacks::Variants),
+                ],
             )
         })
-        .prop_map(|(servers, resources, first, steps, replicated)| Draft {
+        .prop_map(|(servers, resources, first, steps, fallbacks)| Draft {
             servers,
             resources,
             first,
             steps,
-            replicated,
+            fallbacks,
         })
         .boxed()
 }
@@ -352,8 +369,14 @@ fn build(
             file.servers.value[0].resources.pop();
         }
     }
-    if draft.replicated {
-        let resources = file.servers.value[0].resources.clone();
+    if draft.fallbacks != Fallbacks::Empty {
+        let mut resources = file.servers.value[0].resources.clone();
+        if draft.fallbacks == Fallbacks::Variants {
+            for resource in &mut resources {
+                resource.value =
+                    crate::resource::generate::variant(&resource.value, &palette.backends);
+            }
+        }
         for (_, server) in file.servers.value.iter_mut().skip(1) {
             server.resources = resources.clone();
         }

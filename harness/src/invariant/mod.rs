@@ -10,6 +10,7 @@ pub mod cached_never_times_out;
 pub mod delta_claims_what_it_holds;
 pub mod does_not_exist_timer;
 pub mod errors_only_when_all_failed;
+pub mod every_watcher_hears_each_change;
 pub mod fallback_only_when_uncached;
 pub mod falls_forward;
 pub mod new_watcher_hears_value_then_error;
@@ -70,6 +71,7 @@ pub const ALL: &[Invariant] = &[
     does_not_exist_timer::INVARIANT,
     cached_never_times_out::INVARIANT,
     new_watcher_hears_value_then_error::INVARIANT,
+    every_watcher_hears_each_change::INVARIANT,
 ];
 
 /// Which clients an invariant holds.

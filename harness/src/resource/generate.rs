@@ -136,6 +136,80 @@ fn invalid(
         .boxed()
 }
 
+/// `resource` with another value of the same validity, where its kind has
+/// one to spare: a Cluster with its own EDS service name, endpoints at the
+/// other backend, a route to the other cluster. Others as they are.
+pub fn variant(resource: &ResourceSpec, backends: &[String]) -> ResourceSpec {
+    let mut other = resource.clone();
+    match &mut other {
+        ResourceSpec::Cluster(cluster) => {
+            cluster.eds_service_name = Some(format!("{}-elsewhere", cluster.name));
+        }
+        ResourceSpec::Endpoints(EndpointsSpec {
+            addresses: Some(addresses),
+            ..
+        }) => {
+            for address in addresses.iter_mut() {
+                if let Some(next) = backends
+                    .iter()
+                    .map(|b| format!("backend:{b}"))
+                    .find(|b| b != address)
+                {
+                    *address = next;
+                }
+            }
+        }
+        ResourceSpec::RouteConfig(RouteConfigSpec {
+            routes_to: Some(cluster),
+            ..
+        }) => {
+            *cluster = format!("{cluster}-elsewhere");
+        }
+        _ => {}
+    }
+    other
+}
+
+/// The resource `name` of type `t` in a valid form; what it refers to is
+/// the palette's first of each type.
+pub fn valid_form(
+    t: ResourceType,
+    name: String,
+    names: &BTreeMap<ResourceType, Vec<String>>,
+    backends: &[String],
+) -> ResourceSpec {
+    let first = |of: ResourceType| {
+        names
+            .get(&of)
+            .and_then(|list| list.first().cloned())
+            .unwrap_or_else(|| "none".to_string())
+    };
+    match t {
+        ResourceType::Listener => ResourceSpec::Listener(ListenerSpec {
+            name,
+            rds: Some(first(ResourceType::RouteConfiguration)),
+            ..ListenerSpec::default()
+        }),
+        ResourceType::RouteConfiguration => ResourceSpec::RouteConfig(RouteConfigSpec {
+            name,
+            routes_to: Some(first(ResourceType::Cluster)),
+            ..RouteConfigSpec::default()
+        }),
+        ResourceType::Cluster => ResourceSpec::Cluster(ClusterSpec {
+            name,
+            ..ClusterSpec::default()
+        }),
+        ResourceType::ClusterLoadAssignment => ResourceSpec::Endpoints(EndpointsSpec {
+            name,
+            addresses: Some(vec![backends.first().map_or_else(
+                || "127.0.0.1:8080".to_string(),
+                |b| format!("backend:{b}"),
+            )]),
+            ..EndpointsSpec::default()
+        }),
+    }
+}
+
 /// The resource `name` of type `t` in a form that decodes and is invalid,
 /// by a rule gRPC clients keep (as the validation scenarios show); what
 /// it refers to is the palette's first of each type.

@@ -33,6 +33,7 @@ pub const NAMES: &[&str] = &[
     "does-not-exist-timer",
     "cached-never-times-out",
     "new-watcher-hears-value-then-error",
+    "every-watcher-hears-each-change",
 ];
 
 /// The invariant's name, e.g. `answered-once`.

@@ -92,6 +92,12 @@ pub fn broken_against(invariant: &str) -> (BoxedFactory, AdsProtocol) {
             defective(|d| d.new_watcher_misses_pending_error = true),
             AdsProtocol::Sotw,
         ),
+        // A resource first watched by name while a wildcard watch is on is
+        // never told to the wildcard watcher.
+        "every-watcher-hears-each-change" => (
+            defective(|d| d.wildcard_misses_named_first = true),
+            AdsProtocol::Sotw,
+        ),
         other => panic!("no client broken against {other}"),
     }
 }
