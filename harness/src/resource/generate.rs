@@ -170,6 +170,22 @@ pub fn variant(resource: &ResourceSpec, backends: &[String]) -> ResourceSpec {
     other
 }
 
+/// The palette's first name of type `of` (`none` if it has none): what a
+/// resource written here refers to.
+fn first_of(names: &BTreeMap<ResourceType, Vec<String>>, of: ResourceType) -> String {
+    names
+        .get(&of)
+        .and_then(|list| list.first().cloned())
+        .unwrap_or_else(|| "none".to_string())
+}
+
+/// The palette's first backend as an endpoint address.
+fn first_backend(backends: &[String]) -> String {
+    backends
+        .first()
+        .map_or_else(|| "127.0.0.1:8080".to_string(), |b| format!("backend:{b}"))
+}
+
 /// The resource `name` of type `t` in a valid form; what it refers to is
 /// the palette's first of each type.
 pub fn valid_form(
@@ -178,12 +194,7 @@ pub fn valid_form(
     names: &BTreeMap<ResourceType, Vec<String>>,
     backends: &[String],
 ) -> ResourceSpec {
-    let first = |of: ResourceType| {
-        names
-            .get(&of)
-            .and_then(|list| list.first().cloned())
-            .unwrap_or_else(|| "none".to_string())
-    };
+    let first = |of: ResourceType| first_of(names, of);
     match t {
         ResourceType::Listener => ResourceSpec::Listener(ListenerSpec {
             name,
@@ -201,10 +212,7 @@ pub fn valid_form(
         }),
         ResourceType::ClusterLoadAssignment => ResourceSpec::Endpoints(EndpointsSpec {
             name,
-            addresses: Some(vec![backends.first().map_or_else(
-                || "127.0.0.1:8080".to_string(),
-                |b| format!("backend:{b}"),
-            )]),
+            addresses: Some(vec![first_backend(backends)]),
             ..EndpointsSpec::default()
         }),
     }
@@ -219,12 +227,7 @@ pub fn invalid_form(
     names: &BTreeMap<ResourceType, Vec<String>>,
     backends: &[String],
 ) -> ResourceSpec {
-    let first = |of: ResourceType| {
-        names
-            .get(&of)
-            .and_then(|list| list.first().cloned())
-            .unwrap_or_else(|| "none".to_string())
-    };
+    let first = |of: ResourceType| first_of(names, of);
     match t {
         // No router filter (gRFC A39: the last filter must be the router).
         ResourceType::Listener => ResourceSpec::Listener(ListenerSpec {
@@ -247,9 +250,7 @@ pub fn invalid_form(
         }),
         // Priorities with a gap (gRFC A27: they run from 0 without one).
         ResourceType::ClusterLoadAssignment => {
-            let address = backends
-                .first()
-                .map_or_else(|| "127.0.0.1:8080".to_string(), |b| format!("backend:{b}"));
+            let address = first_backend(backends);
             let locality = |zone: &str, priority| LocalitySpec {
                 region: Some("r1".to_string()),
                 zone: Some(zone.to_string()),
