@@ -18,6 +18,7 @@ pub mod grpc_rust;
 mod guardian;
 mod process;
 mod reference;
+pub mod summary;
 
 pub use child::remove_temp_files;
 pub use envoy::{EnvoyClient, EnvoyLogging};

@@ -1158,14 +1158,13 @@ fn summarise(resource_type: ResourceType, encoded: &str) -> Result<String, Event
     let any = <envoy_types::pb::google::protobuf::Any as prost::Message>::decode(bytes.as_slice())
         .map_err(|e| EventProblem::BadResource(e.to_string()))?;
     Ok(
-        match xds_reference_client::resource::decode_entry(resource_type, &any).result {
-            Ok(resource) => resource.summary(),
-            Err(e) => format!(
+        crate::summary::of_entry(resource_type, &any).unwrap_or_else(|e| {
+            format!(
                 "{} ({} bytes, accepted by the client; the reference client would reject it: {e})",
                 resource_type.short_name(),
                 any.value.len()
-            ),
-        },
+            )
+        }),
     )
 }
 

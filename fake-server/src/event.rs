@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
 use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryRequest, DiscoveryRequest};
+use envoy_types::pb::google::protobuf::Any;
 use xds_vocabulary::{AdsProtocol, RequestKind};
 
 use crate::fault::Fault;
@@ -412,6 +413,25 @@ pub struct RecordedResponse {
     pub delta: Option<RecordedDeltaResponse>,
     /// Its `resource_errors` (xRFC TP3), in order.
     pub resource_errors: Vec<RecordedResourceError>,
+    /// One per entry of `resource_names`: the entry as sent (SotW: the
+    /// `Any` in `resources`, maybe a `Resource` wrapper; delta: the
+    /// `Resource`'s body), so that what a server last said of a resource
+    /// can be compared with what the client's watchers heard (the chaos
+    /// invariant `eventually-consistent`). `None` for an entry without a
+    /// body or over [`MAX_RECORDED_BODY`] bytes: a recording holds what it
+    /// needs, not every byte a scenario sends.
+    pub bodies: Vec<Option<Any>>,
+}
+
+/// The largest entry body a recorded response keeps. Chaos schedules'
+/// resources are a few hundred bytes; a scenario that sends megabytes
+/// keeps its names only.
+pub const MAX_RECORDED_BODY: usize = 4096;
+
+/// `body` as a recording keeps it (see [`RecordedResponse::bodies`]).
+pub fn recorded_body(body: Option<&Any>) -> Option<Any> {
+    body.filter(|any| any.value.len() + any.type_url.len() <= MAX_RECORDED_BODY)
+        .cloned()
 }
 
 /// One of a response's `resource_errors`.
@@ -506,6 +526,21 @@ mod tests {
             fields["xds-conformance.left_out"],
             string("1 fields".into())
         );
+    }
+
+    #[test]
+    fn a_recorded_body_is_kept_up_to_its_bound() {
+        let any = |len: usize| Any {
+            type_url: "t".into(),
+            value: vec![0; len],
+        };
+        assert_eq!(recorded_body(Some(&any(10))), Some(any(10)));
+        assert_eq!(
+            recorded_body(Some(&any(MAX_RECORDED_BODY - 1))),
+            Some(any(MAX_RECORDED_BODY - 1))
+        );
+        assert_eq!(recorded_body(Some(&any(MAX_RECORDED_BODY))), None);
+        assert_eq!(recorded_body(None), None);
     }
 
     fn request(nonce: &str, error: bool) -> DiscoveryRequest {

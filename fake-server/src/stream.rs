@@ -15,6 +15,7 @@ use xds_vocabulary::{AdsProtocol, RequestKind};
 use crate::delta::rules::DeltaType;
 use crate::event::{
     RecordedDeltaResource, RecordedDeltaResponse, RecordedResourceError, RecordedResponse,
+    recorded_body,
 };
 use crate::outbox::{Outbox, Refused};
 use crate::sotw::rules::SotwType;
@@ -114,6 +115,7 @@ impl Outgoing {
                     .iter()
                     .map(RecordedResourceError::from_proto)
                     .collect(),
+                bodies: r.resources.iter().map(|e| recorded_body(Some(e))).collect(),
             },
             Outgoing::Delta(r) => RecordedResponse {
                 type_url: r.type_url.clone(),
@@ -136,6 +138,11 @@ impl Outgoing {
                         .collect(),
                     removed_resources: r.removed_resources.clone(),
                 }),
+                bodies: r
+                    .resources
+                    .iter()
+                    .map(|e| recorded_body(e.resource.as_ref()))
+                    .collect(),
                 resource_errors: r
                     .resource_errors
                     .iter()

@@ -1171,6 +1171,7 @@ mod tests {
                 encoded_len: 0,
                 delta: None,
                 resource_errors: Vec::new(),
+                bodies: Vec::new(),
                 type_url: ResourceType::Cluster.type_url().to_string(),
                 version_info: "1".into(),
                 nonce: nonce.into(),

@@ -631,7 +631,7 @@ fn chaos_on_grpc_rust_against_the_reference_fits_its_schedules_and_reports_diffe
         "--seed",
         "5",
         "--first",
-        "106",
+        "46",
         "--schedules",
         "1",
         "--protocol",
@@ -653,16 +653,16 @@ fn chaos_on_grpc_rust_against_the_reference_fits_its_schedules_and_reports_diffe
         "{err}"
     );
     assert!(err.contains("(1 played, 0 n/a"), "{err}");
-    // Schedule 106: its does-not-exist comes 30 s after the watch, the
+    // Schedule 46: its does-not-exist comes 30 s after the watch, the
     // reference's 15 s after the request.
     assert_eq!(code, Some(1), "{err}");
     let record: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("campaign.json")).unwrap()).unwrap();
     assert_eq!(record["against"], "reference");
     let findings = &record["protocols"][0]["findings"];
-    assert_eq!(findings[0]["index"], 106, "{record}");
+    assert_eq!(findings[0]["index"], 46, "{record}");
     assert_eq!(findings[0]["broke"], "same-as-against");
-    let text = std::fs::read_to_string(dir.join("seed-5-106-sotw.txt")).unwrap();
+    let text = std::fs::read_to_string(dir.join("seed-5-46-sotw.txt")).unwrap();
     assert!(
         text.contains("30.000s watcher ClusterLoadAssignment c1: does not exist"),
         "{text}"
@@ -671,7 +671,7 @@ fn chaos_on_grpc_rust_against_the_reference_fits_its_schedules_and_reports_diffe
         text.contains("15.000s watcher ClusterLoadAssignment c1: does not exist"),
         "{text}"
     );
-    assert!(dir.join("seed-5-106-sotw-reference.txt").is_file());
+    assert!(dir.join("seed-5-46-sotw-reference.txt").is_file());
     // --print shows the schedule it played, fitted to grpc-rust.
     let printed = Command::new(env!("CARGO_BIN_EXE_xds-conformance"))
         .args([
@@ -681,7 +681,7 @@ fn chaos_on_grpc_rust_against_the_reference_fits_its_schedules_and_reports_diffe
             "--seed",
             "5",
             "--first",
-            "106",
+            "46",
             "--schedules",
             "1",
             "--protocol",
@@ -692,7 +692,7 @@ fn chaos_on_grpc_rust_against_the_reference_fits_its_schedules_and_reports_diffe
         .output()
         .unwrap();
     let yaml = String::from_utf8_lossy(&printed.stdout);
-    let played = std::fs::read_to_string(dir.join("seed-5-106-sotw.yaml")).unwrap();
+    let played = std::fs::read_to_string(dir.join("seed-5-46-sotw.yaml")).unwrap();
     // The same schedule; the finding's description says what it found.
     let steps = |text: &str| {
         text[text.find("\nbackends:").unwrap()..]

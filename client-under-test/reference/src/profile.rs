@@ -121,6 +121,16 @@ pub struct Defects {
     /// is on is not told to the wildcard watchers (only to its named
     /// watchers).
     pub wildcard_misses_named_first: bool,
+    /// A held resource keeps its cached value when the first response of
+    /// its type on a new stream carries another one (a client that reads a
+    /// reconnect's first response as a replay of what it holds): the
+    /// response is ACKed as if taken, and the watchers hear nothing. The
+    /// server's value changed meanwhile, or another server's copy differs
+    /// (A71: a fallback's data replaces what the client holds).
+    pub new_stream_keeps_cached: bool,
+    /// Tell watchers a resource again when a response re-sends it
+    /// unchanged (C-core and grpc-go compare and tell only changes).
+    pub renotifies_unchanged: bool,
     /// TLS: accept any server certificate (A65: it must chain to
     /// `ca_certificate_file` and be valid for the server's host).
     pub tls_accepts_any_server: bool,

@@ -85,7 +85,6 @@ use xds_client::{
     ServerConfig, TokioRuntime, TonicTransport, TransportBuilder, XdsClient,
 };
 use xds_reference_client::bootstrap::{ChannelCreds, NodeConfig, TlsCreds};
-use xds_reference_client::resource::decode_entry;
 use xds_reference_client::{Bootstrap, XdsServerConfig};
 use xds_vocabulary::transport::{BoxIo, TcpTransport, XdsTransportFactory};
 use xds_vocabulary::{ResourceType, XdsError};
@@ -340,8 +339,8 @@ impl<P: WatchedProto> Watched<P> {
             type_url: P::TYPE_URL.to_string(),
             value: self.bytes.to_vec(),
         };
-        match decode_entry(P::RESOURCE_TYPE, &any).result {
-            Ok(resource) => resource.summary(),
+        match crate::summary::of_entry(P::RESOURCE_TYPE, &any) {
+            Ok(summary) => summary,
             Err(e) => format!(
                 "{} {:?} ({} bytes, accepted unvalidated; the reference client would reject it: {e})",
                 P::RESOURCE_TYPE.short_name(),

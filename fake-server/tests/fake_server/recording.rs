@@ -155,6 +155,8 @@ async fn a_session_records_connections_and_streams_in_order() {
                 response: xds_fake_server::event::RecordedResponse {
                     delta: None,
                     resource_errors: Vec::new(),
+                    // Each entry as sent.
+                    bodies: response.resources.iter().cloned().map(Some).collect(),
                     type_url: RDS.into(),
                     version_info: "1".into(),
                     nonce: response.nonce.clone(),

@@ -61,6 +61,7 @@ async fn send_response_sends_exactly_what_it_is_given() {
             response: RecordedResponse {
                 delta: None,
                 resource_errors: Vec::new(),
+                bodies: resources.iter().map(|r| Some(r.entry.clone())).collect(),
                 type_url: CDS.into(),
                 version_info: "v-script".into(),
                 nonce: "n-script".into(),

@@ -45,15 +45,28 @@ pub enum FollowUp {
     /// watch: a resource of its type is watched by name, then set on the
     /// first server.
     Provoke,
+    /// As `Provoke`; after a fault, while the primary is down, a resource
+    /// the client watches also changes on it (a variant of it: the
+    /// configuration moved on while the client could not hear), so that
+    /// the client, back on the primary, must take the new value from the
+    /// first response of its new stream.
+    Moved,
 }
 
 impl FollowUp {
-    /// Nothing half the time. Shrinks to nothing.
+    /// Whether it provokes (`Provoke`, or `Moved`, which is `Provoke`
+    /// where nothing moves).
+    fn provokes(self) -> bool {
+        matches!(self, FollowUp::Provoke | FollowUp::Moved)
+    }
+
+    /// Nothing two times in five. Shrinks to nothing.
     pub fn strategy() -> BoxedStrategy<FollowUp> {
         proptest::prop_oneof![
             2 => Just(FollowUp::Nothing),
             1 => Just(FollowUp::Revisit),
             1 => Just(FollowUp::Provoke),
+            1 => Just(FollowUp::Moved),
         ]
         .boxed()
     }
@@ -123,7 +136,7 @@ impl FollowUp {
                 name: name.clone(),
             }),
         ];
-        if self == FollowUp::Provoke {
+        if self.provokes() {
             let resource = crate::resource::generate::valid_form(
                 resource_type,
                 name,
@@ -167,7 +180,7 @@ impl FollowUp {
         // they sent: each follow-up comes once the client has read the
         // step before it.
         let mut follow = vec![wait(SETTLE)];
-        if self == FollowUp::Provoke
+        if self.provokes()
             && let Some(resource_type) = ResourceType::parse(&watch.resource_type.value)
         {
             let invalid = crate::resource::generate::invalid_form(
@@ -196,15 +209,18 @@ impl FollowUp {
     fn after_fault(
         self,
         server: ServerRef,
-        heal: StepSpec,
+        heal: Option<StepSpec>,
         steps: &[Spanned<StepSpec>],
         palette: &Palette,
         real_time: bool,
     ) -> Vec<StepSpec> {
+        if heal.is_none() && !self.provokes() {
+            return Vec::new();
+        }
         let outage = if real_time { SETTLE } else { OUTAGE };
         let mut follow = Vec::new();
         let mut back = None;
-        if self == FollowUp::Provoke {
+        if self.provokes() {
             // The primary as the fault named its server: left out where
             // there is only one.
             let primary = ServerRef {
@@ -215,7 +231,7 @@ impl FollowUp {
             };
             let hit_primary = server.server.as_ref().map(|s| &s.value) == palette.servers.first()
                 || server.server.is_none();
-            if !(hit_primary && matches!(heal, StepSpec::AcceptConnections(_))) {
+            if !(hit_primary && matches!(heal, Some(StepSpec::AcceptConnections(_)))) {
                 follow.push(StepSpec::RefuseConnections(RefuseConnectionsSpec(
                     primary.clone(),
                 )));
@@ -229,6 +245,19 @@ impl FollowUp {
                 message: None,
             }));
             follow.push(wait(SETTLE));
+            if self == FollowUp::Moved
+                && let Some(watch) = watches(steps).last()
+                && let Some(t) = ResourceType::parse(&watch.resource_type.value)
+            {
+                let generate = crate::resource::generate::valid_form;
+                let now = generate(t, watch.name.clone(), &palette.names, &palette.backends);
+                let moved = crate::resource::generate::variant(&now, &palette.backends);
+                follow.push(StepSpec::SetResources(SetResourcesSpec {
+                    server: primary.server.clone(),
+                    version: None,
+                    resources: vec![Spanned::new(moved)],
+                }));
+            }
             let watched: Vec<(String, String)> = watches(steps)
                 .map(|w| (w.resource_type.value.clone(), w.name.clone()))
                 .collect();
@@ -248,7 +277,8 @@ impl FollowUp {
         }
         follow.push(wait(outage));
         follow.extend(back);
-        follow.extend([heal, wait(SETTLE)]);
+        follow.extend(heal);
+        follow.push(wait(SETTLE));
         follow
     }
 }
@@ -279,8 +309,22 @@ fn sent(step: &StepSpec) -> Option<(&Server, &[Spanned<ResourceSpec>])> {
 }
 
 /// The server a fault step hits and the step that heals it, for a fault
-/// that heals.
-fn healed_by(step: &StepSpec) -> Option<(ServerRef, StepSpec)> {
+/// that heals (`None`: one over at once, a stream closed or a restart,
+/// which only a provoked outage follows).
+fn healed_by(step: &StepSpec) -> Option<(ServerRef, Option<StepSpec>)> {
+    let server = |server: &Server| ServerRef {
+        server: server.clone(),
+    };
+    let heals = |(server, heal)| Some((server, Some(heal)));
+    match step {
+        StepSpec::CloseStream(s) => Some((server(&s.server), None)),
+        StepSpec::Restart(s) => Some((server(&s.server), None)),
+        _ => healed_by_step(step).and_then(heals),
+    }
+}
+
+/// [`healed_by`] for the faults a step heals.
+fn healed_by_step(step: &StepSpec) -> Option<(ServerRef, StepSpec)> {
     let server = |server: &Server| ServerRef {
         server: server.clone(),
     };

@@ -36,7 +36,6 @@ use xds_vocabulary::ResourceType;
 
 use super::{Invariant, Violation, WatchStep, Watches, held};
 use crate::scenario::Scenario;
-use crate::step::watch_in_callback::WatchInCallback;
 use crate::timeline::{EventKind, TimelineEvent};
 
 pub const INVARIANT: Invariant = Invariant {
@@ -70,13 +69,7 @@ struct Told<'a> {
 fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     super::one_client(scenario)?;
     // Types a watch from a callback watches.
-    let from_callback: HashSet<ResourceType> = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Step(text) => WatchInCallback::described(text).map(|(t, _)| t),
-            _ => None,
-        })
-        .collect();
+    let from_callback: HashSet<ResourceType> = super::types_watched_from_callbacks(events);
     let mut watches = Watches::default();
     let mut instant: Option<Duration> = None;
     // This instant's `changed` events per resource, and the resources

@@ -10,6 +10,7 @@ pub mod cached_never_times_out;
 pub mod delta_claims_what_it_holds;
 pub mod does_not_exist_timer;
 pub mod errors_only_when_all_failed;
+pub mod eventually_consistent;
 pub mod every_watcher_hears_each_change;
 pub mod fallback_only_when_uncached;
 pub mod falls_forward;
@@ -17,6 +18,7 @@ pub mod new_watcher_hears_value_then_error;
 pub mod node_on_first_request;
 pub mod removed_names_gone;
 pub mod silent_after_cancel;
+pub mod unchanged_not_notified_again;
 pub mod wildcard_hears_every_resource;
 
 use std::collections::HashMap;
@@ -72,6 +74,10 @@ pub const ALL: &[Invariant] = &[
     cached_never_times_out::INVARIANT,
     new_watcher_hears_value_then_error::INVARIANT,
     every_watcher_hears_each_change::INVARIANT,
+    unchanged_not_notified_again::INVARIANT,
+    // Last: a client that breaks another rule often leaves its watchers
+    // with something else than the server said too.
+    eventually_consistent::INVARIANT,
 ];
 
 /// Which clients an invariant holds.
@@ -159,7 +165,7 @@ fn renumber(message: &str, line: &dyn Fn(usize) -> usize) -> String {
 /// Step kinds that start XdsClients the harness does not see (a
 /// channel's, an xDS-enabled server's): their watches, holdings and
 /// streams are not the script's.
-const OTHER_CLIENTS: [&str; 3] = ["dial", "rpc", "serve"];
+pub(crate) const OTHER_CLIENTS: [&str; 3] = ["dial", "rpc", "serve"];
 
 /// The run's servers in priority order, if the script's watches are all
 /// its XdsClient does: a generated bootstrap without authorities, and no
@@ -179,6 +185,23 @@ pub(crate) fn one_client(scenario: &Scenario) -> Option<&[String]> {
         .iter()
         .any(|s| OTHER_CLIENTS.contains(&s.step.key()));
     (authorities.is_empty() && !others).then_some(servers.as_slice())
+}
+
+/// The types a watch from a callback watches: such a watch starts when
+/// the callback runs, in some other step's instant, so what counts
+/// watchers per instant leaves these types alone.
+pub(crate) fn types_watched_from_callbacks(
+    events: &[TimelineEvent],
+) -> std::collections::HashSet<ResourceType> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            crate::timeline::EventKind::Step(text) => {
+                WatchInCallback::described(text).map(|(t, _)| t)
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// A resource as a watch step names it: its type and name (`*`: the
@@ -383,6 +406,7 @@ pub(crate) mod test_events {
                     encoded_len: 0,
                     delta: None,
                     resource_errors: Vec::new(),
+                    bodies: Vec::new(),
                 },
             }),
         )

@@ -607,6 +607,7 @@ mod tests {
                         removed_resources: removed.iter().map(|n| n.to_string()).collect(),
                     }),
                     resource_errors: Vec::new(),
+                    bodies: Vec::new(),
                 },
             }),
         )

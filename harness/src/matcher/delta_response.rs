@@ -188,6 +188,7 @@ mod tests {
                         removed_resources: removed.iter().map(|s| s.to_string()).collect(),
                     }),
                     resource_errors: Vec::new(),
+                    bodies: Vec::new(),
                 },
             })),
         }

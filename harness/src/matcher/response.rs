@@ -126,6 +126,7 @@ mod tests {
                     encoded_len: 0,
                     delta: None,
                     resource_errors: Vec::new(),
+                    bodies: Vec::new(),
                     type_url: ResourceType::Cluster.type_url().into(),
                     version_info: version.into(),
                     nonce: "1".into(),

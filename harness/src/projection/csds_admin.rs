@@ -322,6 +322,7 @@ mod tests {
                 encoded_len: 0,
                 delta: None,
                 resource_errors: Vec::new(),
+                bodies: Vec::new(),
             },
         })))
     }

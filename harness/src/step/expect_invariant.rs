@@ -34,6 +34,8 @@ pub const NAMES: &[&str] = &[
     "cached-never-times-out",
     "new-watcher-hears-value-then-error",
     "every-watcher-hears-each-change",
+    "unchanged-not-notified-again",
+    "eventually-consistent",
 ];
 
 /// The invariant's name, e.g. `answered-once`.

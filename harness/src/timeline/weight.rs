@@ -98,6 +98,14 @@ fn response_bytes(response: &RecordedResponse) -> usize {
                 e.name.as_deref().map_or(0, string)
                     + e.status.as_ref().map_or(0, |(_, m)| string(m))
             })
+            .sum::<usize>()
+        + response
+            .bodies
+            .iter()
+            .map(|b| {
+                size_of::<Option<prost_types::Any>>()
+                    + b.as_ref().map_or(0, |a| a.type_url.len() + a.value.len())
+            })
             .sum::<usize>();
     if let Some(delta) = &response.delta {
         bytes += strings(&delta.removed_resources)

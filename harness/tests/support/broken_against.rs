@@ -98,6 +98,19 @@ pub fn broken_against(invariant: &str) -> (BoxedFactory, AdsProtocol) {
             defective(|d| d.wildcard_misses_named_first = true),
             AdsProtocol::Sotw,
         ),
+        // Tells watchers of every resource each response carries, changed
+        // or not.
+        "unchanged-not-notified-again" => (
+            defective(|d| d.renotifies_unchanged = true),
+            AdsProtocol::Sotw,
+        ),
+        // Keeps what it holds when a new stream's first response says
+        // otherwise (the server's value changed meanwhile, or another
+        // server's copy differs).
+        "eventually-consistent" => (
+            defective(|d| d.new_stream_keeps_cached = true),
+            AdsProtocol::Sotw,
+        ),
         other => panic!("no client broken against {other}"),
     }
 }

@@ -411,6 +411,13 @@ impl AdsStream {
         )
     }
 
+    /// Whether a response of `resource_type` was handled on this stream.
+    pub fn answered(&self, resource_type: ResourceType) -> bool {
+        self.types
+            .get(&resource_type)
+            .is_some_and(|state| !state.nonce.is_empty())
+    }
+
     /// A response of `resource_type` was handled: the next request carries
     /// its nonce, and `nack` if it was rejected.
     pub fn responded(&mut self, resource_type: ResourceType, nonce: String, nack: Option<String>) {

@@ -151,7 +151,13 @@ impl Worker {
                 parsed.errors.join("; ")
             )
         });
-        self.apply_updates(server, resource_type, parsed);
+        // Defects::new_stream_keeps_cached: the stream's first response of
+        // the type read as a replay of what the client holds.
+        let keep_cached = self.shared.profile.defects.new_stream_keeps_cached
+            && self
+                .call_mut(server)
+                .is_some_and(|call| !call.answered(resource_type));
+        self.apply_updates(server, resource_type, parsed, keep_cached);
         self.apply_server_errors(server, resource_type, &version, server_errors);
         if let Some(call) = self.call_mut(server) {
             call.responded(resource_type, nonce.clone(), nack.clone());
@@ -199,6 +205,7 @@ impl Worker {
         server: &XdsServerConfig,
         resource_type: ResourceType,
         parsed: ParsedResponse,
+        keep_cached: bool,
     ) {
         let now = self.now();
         let channel_failing = self.channel_failing(server)
@@ -211,6 +218,7 @@ impl Worker {
         let mut events: Vec<(String, Vec<WatchId>, WatcherEvent)> = Vec::new();
         let mut logs = Vec::new();
         let tell_wildcards = !self.shared.profile.defects.wildcard_misses_new;
+        let renotify = self.shared.profile.defects.renotifies_unchanged;
         for entry in parsed.entries {
             let Some(state) = self
                 .authorities
@@ -238,6 +246,11 @@ impl Worker {
                         && state.holds(&value) =>
                 {
                     None
+                }
+                Ok((_, _)) if keep_cached && state.cached().is_some() => None,
+                Ok((value, serialized)) if renotify && state.holds(&value) => {
+                    state.accept(value.clone(), serialized, &entry.version, now, false);
+                    Some(WatcherEvent::Changed(value))
                 }
                 Ok((value, serialized)) => {
                     state.accept(value, serialized, &entry.version, now, channel_failing)
