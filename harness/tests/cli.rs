@@ -631,7 +631,7 @@ fn chaos_on_grpc_rust_against_the_reference_fits_its_schedules_and_reports_diffe
         "--seed",
         "5",
         "--first",
-        "46",
+        "14",
         "--schedules",
         "1",
         "--protocol",
@@ -653,16 +653,16 @@ fn chaos_on_grpc_rust_against_the_reference_fits_its_schedules_and_reports_diffe
         "{err}"
     );
     assert!(err.contains("(1 played, 0 n/a"), "{err}");
-    // Schedule 46: its does-not-exist comes 30 s after the watch, the
+    // Schedule 14: its does-not-exist comes 30 s after the watch, the
     // reference's 15 s after the request.
     assert_eq!(code, Some(1), "{err}");
     let record: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("campaign.json")).unwrap()).unwrap();
     assert_eq!(record["against"], "reference");
     let findings = &record["protocols"][0]["findings"];
-    assert_eq!(findings[0]["index"], 46, "{record}");
+    assert_eq!(findings[0]["index"], 14, "{record}");
     assert_eq!(findings[0]["broke"], "same-as-against");
-    let text = std::fs::read_to_string(dir.join("seed-5-46-sotw.txt")).unwrap();
+    let text = std::fs::read_to_string(dir.join("seed-5-14-sotw.txt")).unwrap();
     assert!(
         text.contains("30.000s watcher ClusterLoadAssignment c1: does not exist"),
         "{text}"
@@ -671,7 +671,7 @@ fn chaos_on_grpc_rust_against_the_reference_fits_its_schedules_and_reports_diffe
         text.contains("15.000s watcher ClusterLoadAssignment c1: does not exist"),
         "{text}"
     );
-    assert!(dir.join("seed-5-46-sotw-reference.txt").is_file());
+    assert!(dir.join("seed-5-14-sotw-reference.txt").is_file());
     // --print shows the schedule it played, fitted to grpc-rust.
     let printed = Command::new(env!("CARGO_BIN_EXE_xds-conformance"))
         .args([
@@ -681,7 +681,7 @@ fn chaos_on_grpc_rust_against_the_reference_fits_its_schedules_and_reports_diffe
             "--seed",
             "5",
             "--first",
-            "46",
+            "14",
             "--schedules",
             "1",
             "--protocol",
@@ -692,7 +692,7 @@ fn chaos_on_grpc_rust_against_the_reference_fits_its_schedules_and_reports_diffe
         .output()
         .unwrap();
     let yaml = String::from_utf8_lossy(&printed.stdout);
-    let played = std::fs::read_to_string(dir.join("seed-5-46-sotw.yaml")).unwrap();
+    let played = std::fs::read_to_string(dir.join("seed-5-14-sotw.yaml")).unwrap();
     // The same schedule; the finding's description says what it found.
     let steps = |text: &str| {
         text[text.find("\nbackends:").unwrap()..]
@@ -725,7 +725,11 @@ fn a_chaos_finding_is_a_file_stating_its_invariant_that_fails_on_the_client_and_
         "--seed",
         "5",
         "--first",
-        "7",
+        // Two watches of one stream from the start: grpc-rust's runs are
+        // not deterministic, so a schedule whose second request on a
+        // stream comes only with some timings shrinks differently from
+        // run to run (seed 5, schedules 1 and 3).
+        "2",
         "--schedules",
         "1",
         "--protocol",
@@ -740,7 +744,7 @@ fn a_chaos_finding_is_a_file_stating_its_invariant_that_fails_on_the_client_and_
         ),
         "{err}"
     );
-    let file = out.join("seed-5-7-sotw.yaml");
+    let file = out.join("seed-5-2-sotw.yaml");
     let yaml = std::fs::read_to_string(&file).unwrap();
     assert!(
         yaml.contains("It found a client breaking `node-on-first-request`; its last step expects the run to keep it."),

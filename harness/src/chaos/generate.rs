@@ -18,7 +18,7 @@ use xds_vocabulary::AdsProtocol;
 use super::follow_up::FollowUp;
 use crate::check::Spanned;
 use crate::resource::file::ResourceSpec;
-use crate::scenario::file::{BackendSpec, ScenarioFile, ServerSpec};
+use crate::scenario::file::{AuthoritySpec, BackendSpec, BootstrapSpec, ScenarioFile, ServerSpec};
 use crate::scenario::{Scenario, check_built, load_str, to_yaml};
 use crate::step::expect_invariant::{ExpectInvariantSpec, NAMES as EXPECT_NAMES};
 use crate::step::wait::WaitSpec;
@@ -85,6 +85,39 @@ impl Shape {
 /// Server names by count: a primary, then fallbacks.
 const SERVERS: [&str; 3] = ["primary", "fallback", "last-resort"];
 
+/// The authority a schedule may have (gRFC A47), and its one server.
+pub const AUTHORITY: &str = "auth-a";
+const AUTHORITY_SERVER: &str = "auth-a-server";
+
+/// How the palette's names in [`AUTHORITY`] begin.
+const AUTHORITY_PREFIX: &str = "xdstp://auth-a/";
+
+/// The palette of a schedule with `servers` top-level servers, and with
+/// `authority`, the authority's server (last) and a Cluster and its
+/// endpoints named in it (`xdstp://auth-a/<type>/c3`): watches, faults
+/// and resource churn reach the authority's server as any other.
+fn palette(servers: usize, authority: bool) -> Palette {
+    let mut palette = Palette::small(&SERVERS[..servers]);
+    if authority {
+        palette.servers.push(AUTHORITY_SERVER.to_string());
+        for t in [
+            xds_vocabulary::ResourceType::Cluster,
+            xds_vocabulary::ResourceType::ClusterLoadAssignment,
+        ] {
+            let message = t
+                .type_url()
+                .trim_start_matches("type.googleapis.com/")
+                .to_string();
+            palette
+                .names
+                .entry(t)
+                .or_default()
+                .push(format!("{AUTHORITY_PREFIX}{message}/c3"));
+        }
+    }
+    palette
+}
+
 /// A generated schedule: its file (to write where a finding is kept) and
 /// the scenario it loads as.
 #[derive(Clone, Debug)]
@@ -127,6 +160,9 @@ pub struct Draft {
     pub steps: Vec<(StepSpec, FollowUp)>,
     /// What the fallback servers start with.
     pub fallbacks: Fallbacks,
+    /// Whether the bootstrap has an authority (gRFC A47) of its own
+    /// server, and the palette names in it ([`AUTHORITY`]).
+    pub authority: bool,
 }
 
 /// What a schedule's fallback servers start with.
@@ -154,9 +190,15 @@ fn drafts(shape: &Shape) -> BoxedStrategy<Draft> {
     // runs without them (`invariant::one_client`), and with every kind
     // alike half the runs had one.
     let watch_api = shape.fit.as_ref().is_none_or(|caps| caps.watch);
-    (1usize..=SERVERS.len())
-        .prop_flat_map(move |servers| {
-            let palette = Palette::small(&SERVERS[..servers]);
+    // An authority a quarter of the time, for a client that has them.
+    let authority = if shape.fit.as_ref().is_none_or(|caps| caps.authorities) {
+        proptest::bool::weighted(0.25).boxed()
+    } else {
+        Just(false).boxed()
+    };
+    (1usize..=SERVERS.len(), authority)
+        .prop_flat_map(move |(servers, authority)| {
+            let palette = palette(servers, authority);
             // A scripted response of the other protocol finds no stream to
             // go on.
             let other = match protocol {
@@ -190,7 +232,7 @@ fn drafts(shape: &Shape) -> BoxedStrategy<Draft> {
             .boxed();
             let step = Union::new_weighted(vec![(WAITS, wait), (100 - WAITS, any)]);
             (
-                Just(servers),
+                Just((servers, authority)),
                 proptest::collection::vec(
                     crate::resource::generate::resource(&palette.names, &palette.backends),
                     0..=6,
@@ -209,13 +251,16 @@ fn drafts(shape: &Shape) -> BoxedStrategy<Draft> {
                 ],
             )
         })
-        .prop_map(|(servers, resources, first, steps, fallbacks)| Draft {
-            servers,
-            resources,
-            first,
-            steps,
-            fallbacks,
-        })
+        .prop_map(
+            |((servers, authority), resources, first, steps, fallbacks)| Draft {
+                servers,
+                resources,
+                first,
+                steps,
+                fallbacks,
+                authority,
+            },
+        )
         .boxed()
 }
 
@@ -328,11 +373,16 @@ fn build(
     broke: Option<Broke<'_>>,
 ) -> Schedule {
     let servers = draft.servers;
-    let palette = Palette::small(&SERVERS[..servers]);
+    let palette = palette(servers, draft.authority);
     let mut description = format!(
-        "Chaos schedule {index} of seed {seed} ({servers} server{}, {}): generated \
+        "Chaos schedule {index} of seed {seed} ({servers} server{}{}, {}): generated \
          faults, resource churn and client churn, checked by the invariants.",
         if servers == 1 { "" } else { "s" },
+        if draft.authority {
+            format!(" and authority {AUTHORITY} on {AUTHORITY_SERVER}")
+        } else {
+            String::new()
+        },
         shape.protocol
     );
     // A finding's file states an invariant it breaks as its last step;
@@ -369,6 +419,24 @@ fn build(
             .map(|b| (b.clone(), BackendSpec {}))
             .collect(),
         snapshot: Some(false),
+        bootstrap: draft.authority.then(|| BootstrapSpec {
+            servers: Some(
+                SERVERS[..servers]
+                    .iter()
+                    .map(|s| Spanned::new(s.to_string()))
+                    .collect(),
+            ),
+            authorities: [(
+                AUTHORITY.to_string(),
+                AuthoritySpec {
+                    servers: vec![Spanned::new(AUTHORITY_SERVER.to_string())],
+                    client_listener_resource_name_template: None,
+                },
+            )]
+            .into_iter()
+            .collect(),
+            ..BootstrapSpec::default()
+        }),
         ..ScenarioFile::default()
     };
     // The first server's resources, each kept if the file still checks
@@ -381,10 +449,18 @@ fn build(
     let checks = |file: &ScenarioFile| {
         check_built(&source, file).is_ok_and(|scenario| shape.fits(&scenario))
     };
+    // A name in the authority is its server's to serve.
+    let authority_server = file.servers.value.len() - 1;
     for resource in &draft.resources {
-        file.servers.value[0].resources.push(resource.clone());
+        let (_, name) = resource.value.identity();
+        let on = if name.starts_with(AUTHORITY_PREFIX) {
+            authority_server
+        } else {
+            0
+        };
+        file.servers.value[on].resources.push(resource.clone());
         if !checks(&file) {
-            file.servers.value[0].resources.pop();
+            file.servers.value[on].resources.pop();
         }
     }
     if draft.fallbacks != Fallbacks::Empty {
@@ -395,7 +471,7 @@ fn build(
                     crate::resource::generate::variant(&resource.value, &palette.backends);
             }
         }
-        for (_, server) in file.servers.value.iter_mut().skip(1) {
+        for (_, server) in file.servers.value.iter_mut().take(servers).skip(1) {
             server.resources = resources.clone();
         }
     }
@@ -524,6 +600,7 @@ mod tests {
     fn schedules_load_back_from_their_yaml_and_vary() {
         let mut kinds = std::collections::BTreeSet::new();
         let mut servers = std::collections::BTreeSet::new();
+        let mut with_authority = 0;
         let mut total = 0;
         for protocol in [AdsProtocol::Sotw, AdsProtocol::Delta] {
             for index in 0..40 {
@@ -542,9 +619,16 @@ mod tests {
                 assert!(s.scenario.steps.len() <= 21, "{}", s.yaml);
                 total += s.scenario.steps.len();
                 kinds.extend(s.scenario.steps.iter().map(|st| st.step.key()));
-                servers.insert(s.scenario.servers.len());
+                let top = |d: &&crate::scenario::ServerDef| d.name != AUTHORITY_SERVER;
+                servers.insert(s.scenario.servers.iter().filter(top).count());
+                if s.scenario.servers.len() > s.scenario.servers.iter().filter(top).count() {
+                    with_authority += 1;
+                    assert!(s.yaml.contains("authorities:"), "{}", s.yaml);
+                }
             }
         }
+        // A quarter of the schedules have an authority of their own server.
+        assert!((8..=40).contains(&with_authority), "{with_authority} of 80");
         // A draft draws up to twice the steps, some of which do not load
         // where they stand: schedules are ten steps long on average.
         assert!(total >= 80 * 10, "{total} steps in 80 schedules");

@@ -31,7 +31,9 @@
 //!   on real time tells its watchers after it ACKs);
 //! - runs that stopped early, with no one server settled on, other
 //!   XdsClients or authorities (`one_client`), and types a watch from a
-//!   callback watches.
+//!   callback watches;
+//! - resources only a wildcard watch watches: that its watchers hear of
+//!   every resource of the type is `wildcard-hears-every-resource`'s rule.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
@@ -252,9 +254,12 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     let mut judged: Vec<(&Key<'_>, &Word<'_>)> = words
         .get(server)?
         .iter()
+        // Resources watched by name: that a wildcard watcher hears of
+        // every resource of its type at all is `wildcard-hears-every-resource`'s
+        // rule (grpc-js, whose wildcard watchers hear nothing, breaks that
+        // one: seed 7, schedule 4).
         .filter(|((t, name), _)| {
-            let watched = watches.watched((*t, name)) || watches.wildcard(*t);
-            watched && *name != WILDCARD && !from_callback.contains(t)
+            watches.watched((*t, name)) && *name != WILDCARD && !from_callback.contains(t)
         })
         .collect();
     judged.sort_by_key(|(_, word)| word.acked);
@@ -821,9 +826,12 @@ mod tests {
                 },
             },
         );
-        let wildcard = scenario_of("  - watch: { type: CDS, name: \"*\" }\n");
+        let wildcard = scenario_of(
+            "  - watch: { type: CDS, name: \"*\" }\n  - watch: { type: CDS, name: c2 }\n",
+        );
         let mut events = vec![
             at(0, Source::Step, EventKind::Step("watch CDS *".into())),
+            at(0, Source::Step, EventKind::Step("watch CDS c2".into())),
             opened("primary", 1),
             removal,
             delta_request(1, 100, "1", &[]),
@@ -838,7 +846,7 @@ mod tests {
             },
         );
         held.at = Duration::from_millis(50);
-        events.insert(2, held);
+        events.insert(3, held);
         let v = check(&wildcard, &events).expect("still held");
         assert!(v.message.contains("said that it is gone"), "{v:?}");
     }

@@ -73,6 +73,11 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     // "once such a resource is received"), so a stream opened to a higher
     // one that never answers changes nothing.
     let mut in_use: Option<usize> = None;
+    // When a last watch of a resource was last cancelled: a watch and its
+    // cancel in one instant may have made the client fall back before the
+    // cancel (seed 21, schedule 884: r1 watched while the primary failed,
+    // and cancelled at once; the fallback came from r1).
+    let mut last_cancel: Option<Duration> = None;
     for (index, event) in events.iter().enumerate() {
         match &event.kind {
             EventKind::Step(text) => {
@@ -80,6 +85,7 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                     // The client may drop what no one watches: cached
                     // again only once a new watcher hears it.
                     if last {
+                        last_cancel = Some(event.at);
                         cached.remove(&watched);
                         // The last wildcard watch: what only it watched
                         // too (seed 20261126, schedule 12781, delta).
@@ -121,7 +127,7 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
             EventKind::Client(ObservedEvent::Client(ClientEvent::FallbackStarted {
                 server,
                 ..
-            })) => {
+            })) if last_cancel != Some(event.at) => {
                 if let Some(names) = all_cached(watches.counts(), &cached, None) {
                     return Some(Violation {
                         event: index,
@@ -158,7 +164,7 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                     in_use = Some(opened);
                 }
                 // A client that reports its decision was judged there.
-                if !fell_back || reports {
+                if !fell_back || reports || last_cancel == Some(event.at) {
                     continue;
                 }
                 // It decided some time before the server saw the stream:
@@ -374,5 +380,25 @@ mod tests {
         let v = check(&test_scenario(), &unreported).expect("a stream opened while cached");
         assert_eq!(v.event, last);
         assert!(v.message.contains("opened a stream to fallback"), "{v:?}");
+    }
+
+    /// Seed 21, schedule 884: r1 watched while the primary fails (a stream
+    /// ended before any response) and cancelled in the same instant; the
+    /// client fell back for r1 before it handled the cancel.
+    #[test]
+    fn a_watch_cancelled_in_the_instant_of_the_fallback_may_have_caused_it() {
+        let mut events = vec![
+            step("watch CDS c1"),
+            opened("primary"),
+            later(15_000, heard("c1", WatcherNotification::DoesNotExist)),
+            later(47_000, step("watch CDS c2")),
+            later(47_000, step("cancel watch CDS c2")),
+            later(47_000, fallback_started("fallback")),
+        ];
+        assert_eq!(check(&test_scenario(), &events), None);
+        // The cancel an instant earlier: nothing uncached is watched.
+        events[4].at = Duration::from_millis(46_000);
+        events[3].at = Duration::from_millis(46_000);
+        assert!(check(&test_scenario(), &events).is_some());
     }
 }

@@ -119,6 +119,12 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     let mut watched_at: HashMap<(ResourceType, &str), std::time::Duration> = HashMap::new();
     // (server, stream) -> its responses not answered yet, in order.
     let mut outstanding: HashMap<(&str, u64), Vec<Outstanding<'_>>> = HashMap::new();
+    // (server, stream, type) -> the names a new delta stream's first
+    // request claimed: the stream's first response of the type confirms
+    // those it does not send, which counts as sending them again
+    // (seed 20261126, schedule 16548: a restarted server back at the
+    // version the client claimed, the NACK's error cleared silently).
+    let mut claimed: HashMap<(&str, u64, &str), Vec<&str>> = HashMap::new();
     for (index, event) in events.iter().enumerate() {
         match &event.kind {
             EventKind::Step(text) => {
@@ -214,8 +220,21 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                             .push(Outstanding { response, index });
                     }
                     ServerEvent::RequestReceived { stream, request }
-                        if !request.response_nonce.is_empty() =>
+                        if request.response_nonce.is_empty() =>
                     {
+                        if let Some(delta) = &request.delta {
+                            claimed
+                                .entry((server, *stream, request.type_url.as_str()))
+                                .or_insert_with(|| {
+                                    delta
+                                        .initial_resource_versions
+                                        .keys()
+                                        .map(String::as_str)
+                                        .collect()
+                                });
+                        }
+                    }
+                    ServerEvent::RequestReceived { stream, request } => {
                         // The client answers in order: an answer settles
                         // every response before it on the stream (those it
                         // did not answer on their own it read meanwhile).
@@ -229,13 +248,16 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                             continue;
                         };
                         for answered in queue.drain(..=at) {
-                            read(&mut known, &answered, false);
+                            let confirmed =
+                                first_confirms(&mut claimed, server, *stream, &answered);
+                            read(&mut known, &answered, &confirmed, false);
                         }
                     }
                     ServerEvent::StreamClosed { stream, .. } => {
                         // Read or not: unknown.
                         for lost in outstanding.remove(&(server, *stream)).unwrap_or_default() {
-                            read(&mut known, &lost, true);
+                            let confirmed = first_confirms(&mut claimed, server, *stream, &lost);
+                            read(&mut known, &lost, &confirmed, true);
                         }
                     }
                     _ => {}
@@ -247,17 +269,35 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     None
 }
 
+/// The names `response` confirms without sending them: those its stream's
+/// first delta request of its type claimed, if it is the first response of
+/// that type the client reads on the stream (then none are left).
+fn first_confirms<'a>(
+    claimed: &mut HashMap<(&'a str, u64, &'a str), Vec<&'a str>>,
+    server: &'a str,
+    stream: u64,
+    response: &Outstanding<'a>,
+) -> Vec<&'a str> {
+    let type_url = response.response.type_url.as_str();
+    claimed
+        .get_mut(&(server, stream, type_url))
+        .map(std::mem::take)
+        .unwrap_or_default()
+}
+
 /// The client read `response` (or may have: `maybe`): a resource it names
+/// (or `confirmed`, a delta claim its stream's first response confirms)
 /// whose pending error came before it may have been cleared silently.
 fn read<'a>(
     known: &mut HashMap<(ResourceType, &'a str), Known<'a>>,
     response: &Outstanding<'a>,
+    confirmed: &[&'a str],
     maybe: bool,
 ) {
     let Some(resource_type) = ResourceType::from_type_url(&response.response.type_url) else {
         return;
     };
-    for name in names_of(response.response) {
+    for name in names_of(response.response).chain(confirmed.iter().copied()) {
         let Some(k) = known.get_mut(&(resource_type, name)) else {
             continue;
         };
@@ -579,6 +619,41 @@ mod tests {
         let mut after = value_only.clone();
         after.push(response(1, CDS, "3", &["c2"]));
         assert_eq!(check(&a88(), &after), None);
+        // Seed 20261126, schedule 16548 (delta): a new stream claims c1,
+        // and its first response, sending nothing, confirms it: as good as
+        // sending it again.
+        let claim = |nonce: &str, claims: &[&str]| {
+            let mut event = request(2, CDS, &[], "", nonce, false);
+            if let EventKind::Server(e) = &mut event.kind
+                && let ServerEvent::RequestReceived { request, .. } = &mut **e
+            {
+                request.delta = Some(xds_fake_server::event::RecordedDeltaRequest {
+                    subscribe: vec!["c1".into()],
+                    unsubscribe: Vec::new(),
+                    initial_resource_versions: claims
+                        .iter()
+                        .map(|n| (n.to_string(), "1".to_string()))
+                        .collect(),
+                    subscription: Default::default(),
+                });
+            }
+            event
+        };
+        let mut confirmed = value_only.clone();
+        for (offset, event) in [
+            claim("", &["c1"]),
+            response(2, CDS, "3", &[]),
+            claim("3", &[]),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            confirmed.insert(8 + offset, event);
+        }
+        assert_eq!(check(&a88(), &confirmed), None);
+        // Claiming something else confirms nothing of c1.
+        confirmed[8] = claim("", &["c2"]);
+        assert!(check(&a88(), &confirmed).is_some());
     }
 
     #[test]
