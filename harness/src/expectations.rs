@@ -14,6 +14,8 @@
 //!   expect: fail
 //!   reason: "NACKs carry the rejected version (client issue #12)"
 //!   link: https://example.com/issues/12
+//!   # Only this failure is the known one: another is a FAIL.
+//!   check: expected a request CDS nack
 //! a57/delta-resubscribe@delta:
 //!   expect: skip
 //!   reason: hangs the client's process
@@ -22,13 +24,19 @@
 //! Keys are run IDs: a scenario's name (its path under `scenarios/`
 //! without `.yaml`, or its `name:`), and `@delta` for the delta run of a
 //! file played over both protocols.
+//!
+//! `--update-expectations` edits the file as a person would: it removes
+//! the entries of runs that passed (with the comment lines right above
+//! each), appends an entry per new failure, and leaves every other line,
+//! comment and order as it was. What it writes holds no local path and
+//! no timing, so an update's diff is only what changed.
 
 use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use xds_conformance_reports::{ScenarioReport, Verdict};
+use xds_conformance_reports::Verdict;
 
 use crate::check::Spanned;
 
@@ -62,6 +70,11 @@ pub struct Entry {
     pub reason: String,
     /// Where to read more (the client's issue, a spec section).
     pub link: Option<String>,
+    /// With `expect: fail`, which failure is the known one: text its
+    /// failure's first line holds (as `--update-expectations` writes it,
+    /// the failed check without its file, times or timeline lines). A
+    /// run that fails otherwise is a FAIL.
+    pub check: Option<String>,
 }
 
 /// A client's expectations file.
@@ -71,6 +84,9 @@ pub struct Expectations {
     pub source: PathBuf,
     /// Run ID -> entry, in the file's order.
     pub entries: IndexMap<String, Entry>,
+    /// The text it was read from, and the line each entry's key is on:
+    /// what an update edits.
+    text: Option<(String, IndexMap<String, u64>)>,
 }
 
 /// An expectations file that cannot be used: where, and what is wrong.
@@ -128,6 +144,10 @@ impl Expectations {
                 }
             })?;
         let mut entries = IndexMap::new();
+        let mut lines = IndexMap::new();
+        // A key not at the start of its line is a flow mapping's
+        // (`{a: ..., b: ...}`): such a file is written anew on update.
+        let mut block = true;
         for (id, entry) in parsed.unwrap_or_default() {
             if id.value.trim().is_empty() || id.value.chars().any(char::is_control) {
                 return Err(ExpectationsError {
@@ -148,11 +168,33 @@ impl Expectations {
                     message: format!("{}: a reason is required", id.value),
                 });
             }
+            if entry.check.is_some() && entry.expect != Expected::Fail {
+                return Err(ExpectationsError {
+                    file,
+                    line: id.line,
+                    column: id.column,
+                    message: format!(
+                        "{}: `check` names the expected failure of an `expect: fail` entry",
+                        id.value
+                    ),
+                });
+            }
+            if entry.check.as_deref().is_some_and(|c| c.trim().is_empty()) {
+                return Err(ExpectationsError {
+                    file,
+                    line: id.line,
+                    column: id.column,
+                    message: format!("{}: an empty `check` matches every failure", id.value),
+                });
+            }
+            block &= id.column == 1;
+            lines.insert(id.value.clone(), id.line);
             entries.insert(id.value, entry);
         }
         Ok(Expectations {
             source: path.to_path_buf(),
             entries,
+            text: block.then(|| (text.to_string(), lines)),
         })
     }
 
@@ -171,6 +213,18 @@ impl Expectations {
         };
         let file = self.source.display();
         match (entry.expect, verdict) {
+            (Expected::Fail, Verdict::Fail { message })
+                if entry.check.as_ref().is_some_and(|c| !fails_at(&message, c)) =>
+            {
+                Verdict::Fail {
+                    message: format!(
+                        "{file} expects {id} to fail at {:?} ({}), but it failed otherwise: \
+                         {message}",
+                        entry.check.as_deref().unwrap_or_default(),
+                        entry.reason
+                    ),
+                }
+            }
             (Expected::Fail | Expected::Flaky, Verdict::Fail { message }) => {
                 Verdict::KnownFailure {
                     reason: entry.reason.clone(),
@@ -208,46 +262,51 @@ impl Expectations {
             .filter_map(|(id, entry)| Some((id.strip_prefix(INVARIANT_PREFIX)?, entry)))
     }
 
-    /// The expectations a run shows: every run that failed (FAIL, or a
-    /// known failure) is expected to fail, keeping an existing entry's
-    /// reason and link; entries of runs that passed go; `skip` and
-    /// `flaky` entries, and entries of runs not in `results`, stay.
-    pub fn updated(&self, results: &[ScenarioReport]) -> Expectations {
-        let mut entries = self.entries.clone();
-        for result in results {
-            let kept = entries.get(&result.name).cloned();
-            match (&result.verdict, kept) {
+    /// The expectations a run shows, from what each run showed before
+    /// these expectations were held to it (`observed`: an entry turns a
+    /// failure into a known failure, and a pass into a FAIL): every run
+    /// that failed is expected to fail, keeping an existing entry (its
+    /// reason, link and comments); a new entry's reason and `check` are
+    /// the failure's first line without its file, times or timeline
+    /// lines; entries of runs that passed go; `skip` and `flaky`
+    /// entries, and entries of runs not in `runs`, stay.
+    pub fn updated<'a>(&self, runs: impl IntoIterator<Item = (&'a str, &'a Verdict)>) -> Update {
+        let mut update = Update {
+            expectations: self.clone(),
+            removed: Vec::new(),
+            added: Vec::new(),
+        };
+        let entries = &mut update.expectations.entries;
+        for (id, observed) in runs {
+            let kept = entries.get(id);
+            match (observed, kept) {
                 (_, Some(entry)) if entry.expect != Expected::Fail => {}
-                (Verdict::Fail { message }, kept) => {
-                    let reason = match kept {
-                        Some(entry) => entry.reason,
-                        None => first_line(message),
-                    };
-                    let link = entries.get(&result.name).and_then(|e| e.link.clone());
+                (Verdict::Fail { .. }, Some(_)) => {}
+                (Verdict::Fail { message }, None) => {
+                    let check = failed_check(message);
                     entries.insert(
-                        result.name.clone(),
+                        id.to_string(),
                         Entry {
                             expect: Expected::Fail,
-                            reason,
-                            link,
+                            reason: format!("fails: {check}"),
+                            link: None,
+                            check: Some(check),
                         },
                     );
+                    update.added.push(id.to_string());
                 }
-                (Verdict::KnownFailure { .. }, _) => {}
-                (Verdict::Pass | Verdict::Divergent { .. }, Some(_)) => {
-                    entries.shift_remove(&result.name);
+                (Verdict::Pass | Verdict::Divergent { .. } | Verdict::Flaky { .. }, Some(_)) => {
+                    entries.shift_remove(id);
+                    update.removed.push(id.to_string());
                 }
                 _ => {}
             }
         }
-        Expectations {
-            source: self.source.clone(),
-            entries,
-        }
+        update
     }
 
-    /// The file's text.
-    pub fn to_yaml(&self) -> String {
+    /// The file's text when written anew (no text of its own to edit).
+    fn written_anew(&self) -> String {
         let body = if self.entries.is_empty() {
             "{}\n".to_string()
         } else {
@@ -255,38 +314,152 @@ impl Expectations {
         };
         format!(
             "# Expected results on the xds-conformance scenarios (--expectations);\n\
-             # rewritten from a run by --update-expectations.\n{body}"
+             # --update-expectations edits it from a run.\n{body}"
         )
     }
 }
 
-/// A failure's first line, as a reason to start from.
-fn first_line(message: &str) -> String {
-    let line = message.lines().next().unwrap_or_default();
-    xds_vocabulary::cut::cut(line, 300).into_owned()
+/// What `--update-expectations` makes of a file: the expectations, and
+/// what changed.
+pub struct Update {
+    pub expectations: Expectations,
+    /// Run IDs whose entries went (their runs passed).
+    pub removed: Vec<String>,
+    /// Run IDs given an entry (their runs failed).
+    pub added: Vec<String>,
+}
+
+impl Update {
+    /// The file's new text: the old text with the removed entries' lines
+    /// (and the comment lines right above each) taken out and the added
+    /// entries appended, every other line as it was; a file with no text
+    /// of its own, or a flow mapping, is written anew.
+    pub fn to_yaml(&self) -> String {
+        let old = &self.expectations;
+        let Some((text, key_lines)) = &old.text else {
+            return old.written_anew();
+        };
+        if self.removed.is_empty() && self.added.is_empty() {
+            return text.clone();
+        }
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        // Each entry runs from its key's line to the line before the next
+        // key, less the blank and comment lines that end it (they belong
+        // to what follows).
+        let mut starts: Vec<(usize, &str)> = key_lines
+            .iter()
+            .map(|(id, line)| ((*line as usize).saturating_sub(1), id.as_str()))
+            .collect();
+        starts.sort();
+        let mut drop = vec![false; lines.len()];
+        for (i, (start, id)) in starts.iter().enumerate() {
+            if !self.removed.iter().any(|r| r == id) {
+                continue;
+            }
+            let next = starts.get(i + 1).map_or(lines.len(), |(n, _)| *n);
+            let mut end = next;
+            while end > *start + 1 && is_blank_or_comment(lines[end - 1]) {
+                end -= 1;
+            }
+            // The comment lines right above are the entry's, unless they
+            // open the file (its header).
+            let mut first = *start;
+            while first > 0 && lines[first - 1].starts_with('#') {
+                first -= 1;
+            }
+            if first == 0 && lines.get(first).is_some_and(|l| l.starts_with('#')) {
+                first = *start;
+            }
+            for d in drop.iter_mut().take(end.min(lines.len())).skip(first) {
+                *d = true;
+            }
+        }
+        let mut out: String = lines
+            .iter()
+            .zip(&drop)
+            .filter(|(_, d)| !**d)
+            .map(|(l, _)| *l)
+            .collect();
+        // `{}` alone is an empty file's mapping; entries replace it. (A
+        // file left with comments only reads as no entries.)
+        if !self.added.is_empty() {
+            out = out
+                .split_inclusive('\n')
+                .filter(|l| l.trim() != "{}")
+                .collect();
+            if !out.is_empty() && !out.ends_with('\n') {
+                out.push('\n');
+            }
+            for id in &self.added {
+                let mut one = IndexMap::new();
+                one.insert(id.clone(), old.entries[id].clone());
+                out.push_str(&serde_saphyr::to_string(&one).unwrap_or_default());
+            }
+        }
+        out
+    }
+}
+
+fn is_blank_or_comment(line: &str) -> bool {
+    line.trim().is_empty() || line.starts_with('#')
+}
+
+/// Whether a failure `message` is the one `check` names: its first line,
+/// as written or as [`failed_check`] reads it, holds the text.
+fn fails_at(message: &str, check: &str) -> bool {
+    let first = message.lines().next().unwrap_or_default();
+    first.contains(check) || failed_check(message).contains(check)
+}
+
+/// A failure's first line as a stable description of the check that
+/// failed: without the scenario file's path (`path:line:column: `), the
+/// times of the window it was looked for in (`(from 1.2s to 3.4s)`), the
+/// timeline lines after `;`, and any other path but its file name. The
+/// same failure gives the same text on every machine and run.
+pub fn failed_check(message: &str) -> String {
+    let mut line = message.lines().next().unwrap_or_default().trim();
+    // `some/file.yaml:12:5: expected ...`
+    if let Some((place, rest)) = line.split_once(": ")
+        && place.rsplitn(3, ':').count() == 3
+        && place
+            .rsplitn(3, ':')
+            .take(2)
+            .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    {
+        line = rest;
+    }
+    let line = line.split("; ").next().unwrap_or_default();
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(open) = rest.find(" (from ") {
+        out.push_str(&rest[..open]);
+        rest = rest[open..]
+            .find(')')
+            .map_or("", |close| &rest[open + close + 1..]);
+    }
+    out.push_str(rest);
+    let words: Vec<String> = out
+        .split(' ')
+        .map(|word| {
+            if word.starts_with('/') && word.len() > 1 {
+                let trimmed = word.trim_end_matches([',', ':', ')', '.']);
+                let tail = &word[trimmed.len()..];
+                let name = trimmed.rsplit('/').next().unwrap_or_default();
+                format!("{name}{tail}")
+            } else {
+                word.to_string()
+            }
+        })
+        .collect();
+    xds_vocabulary::cut::cut(words.join(" ").trim(), 300).into_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn parse(text: &str) -> Result<Expectations, ExpectationsError> {
         Expectations::parse(Path::new("e.yaml"), text)
-    }
-
-    fn report(name: &str, verdict: Verdict) -> ScenarioReport {
-        ScenarioReport {
-            name: name.into(),
-            description: String::new(),
-            spec: Vec::new(),
-            source: String::new(),
-            verdict,
-            virtual_duration: Duration::ZERO,
-            wall_duration: Duration::ZERO,
-            timeline: String::new(),
-            failed_tries: Vec::new(),
-        }
     }
 
     fn fail(message: &str) -> Verdict {
@@ -363,18 +536,93 @@ chaos:node-on-first-request: {expect: fail, reason: r2}
              a/skip: {expect: skip, reason: hangs}\n",
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        let updated = e.updated(&[
-            report("a/fixed", Verdict::Pass),
-            report("a/still", fail("again")),
-            report("a/new", fail("first line\nmore")),
-            report("a/skip", Verdict::NotApplicable { reason: "s".into() }),
+        let new = fail(
+            "/tmp/x/t.yaml:3:5: expected a thing within 5s (from 1.234s to 6.234s); nothing from #2\nmore",
+        );
+        let na = Verdict::NotApplicable { reason: "s".into() };
+        let updated = e.updated([
+            ("a/fixed", &Verdict::Pass),
+            ("a/still", &fail("again")),
+            ("a/new", &new),
+            ("a/skip", &na),
         ]);
+        assert_eq!(updated.removed, ["a/fixed"]);
+        assert_eq!(updated.added, ["a/new"]);
         let text = updated.to_yaml();
         let reread = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         let ids: Vec<&str> = reread.entries.keys().map(String::as_str).collect();
         assert_eq!(ids, ["a/still", "a/skip", "a/new"], "{text}");
         assert_eq!(reread.entries["a/still"].reason, "kept");
         assert_eq!(reread.entries["a/still"].link.as_deref(), Some("l"));
-        assert_eq!(reread.entries["a/new"].reason, "first line");
+        assert_eq!(
+            reread.entries["a/new"].check.as_deref(),
+            Some("expected a thing within 5s")
+        );
+        assert!(!text.contains("/tmp") && !text.contains("1.234"), "{text}");
+    }
+
+    #[test]
+    fn an_update_keeps_comments_and_order_and_takes_a_removed_entrys_comment() {
+        let text = "# my client's expectations\n\n# why x fails: issue 1\na/x:\n  expect: fail\n  \
+                    reason: r1   # trailing\n\n# y is racy\na/y: {expect: flaky, reason: r2}\n\
+                    # z hangs\na/z: {expect: fail, reason: r3}\n";
+        let e = parse(text).unwrap_or_else(|e| panic!("{e}"));
+        let updated = e.updated([("a/x", &Verdict::Pass), ("a/y", &Verdict::Pass)]);
+        assert_eq!(
+            updated.to_yaml(),
+            "# my client's expectations\n\n\n# y is racy\na/y: {expect: flaky, reason: r2}\n\
+             # z hangs\na/z: {expect: fail, reason: r3}\n"
+        );
+        // Nothing changed: the text as it was, byte for byte.
+        let same = e.updated([("a/z", &fail("m"))]);
+        assert_eq!(same.to_yaml(), text);
+        // The header is not the first entry's comment.
+        let e =
+            parse("# header\na/x: {expect: fail, reason: r}\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(e.updated([("a/x", &Verdict::Pass)]).to_yaml(), "# header\n");
+        // An empty file's `{}` gives way to the first entry.
+        let e = parse("{}\n").unwrap_or_else(|e| panic!("{e}"));
+        let text = e.updated([("a/n", &fail("boom"))]).to_yaml();
+        assert_eq!(
+            parse(&text).unwrap_or_else(|e| panic!("{e}")).entries.len(),
+            1,
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_check_names_the_failure_that_is_known() {
+        let e = parse("a/x: {expect: fail, reason: r, check: expected a request}\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(
+            e.apply(
+                "a/x",
+                fail("s.yaml:1:2: expected a request CDS (from 1s to 2s)")
+            ),
+            Verdict::KnownFailure { .. }
+        ));
+        let Verdict::Fail { message } =
+            e.apply("a/x", fail("s.yaml:9:2: expected a watcher event"))
+        else {
+            panic!("another failure is a FAIL")
+        };
+        assert!(message.contains("but it failed otherwise"), "{message}");
+        let bad = parse("a/x: {expect: skip, reason: r, check: c}\n").expect_err("check on skip");
+        assert!(bad.message.contains("`check`"), "{bad}");
+        assert!(parse("a/x: {expect: fail, reason: r, check: \"\"}\n").is_err());
+    }
+
+    #[test]
+    fn failed_check_drops_paths_times_and_timeline_lines() {
+        assert_eq!(
+            failed_check(
+                "/home/u/s/a.yaml:8:5: expected x within 9s (from 0.100s to 9.100s); nothing matched from #2 on"
+            ),
+            "expected x within 9s"
+        );
+        assert_eq!(
+            failed_check("cannot read /tmp/abc/boot.json: gone"),
+            "cannot read boot.json: gone"
+        );
     }
 }

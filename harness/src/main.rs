@@ -777,14 +777,25 @@ fn run(
     progress.finish();
     warn_unknown_expectations(&client, &report);
     if update_expectations {
-        let updated = client.expectations.updated(&report.results);
+        // What each run showed before the file was held to it: a stale
+        // entry's pass is a pass here, not the FAIL it was reported as.
+        let updated = client.expectations.updated(
+            report
+                .results
+                .iter()
+                .map(|r| (r.name.as_str(), r.observed.as_ref().unwrap_or(&r.verdict))),
+        );
         let path = &client.expectations.source;
         match write_whole(path, updated.to_yaml().as_bytes()) {
             Ok(()) => eprintln!(
-                "{}: {} entries (was {})",
+                "{}: {} entries (was {}): {} removed (passed){}, {} added (failed){}",
                 path.display(),
-                updated.entries.len(),
-                client.expectations.entries.len()
+                updated.expectations.entries.len(),
+                client.expectations.entries.len(),
+                updated.removed.len(),
+                listed(&updated.removed),
+                updated.added.len(),
+                listed(&updated.added),
             ),
             Err(e) => {
                 eprintln!("cannot write {}: {e}", path.display());
@@ -826,6 +837,15 @@ fn run(
         }
     }
     exit_code(broken, report.failed())
+}
+
+/// ` (a, b)` for a non-empty list of run IDs.
+fn listed(ids: &[String]) -> String {
+    if ids.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", ids.join(", "))
+    }
 }
 
 /// Exit codes (also in `--help`): 0 every scenario passed (or is n/a, a

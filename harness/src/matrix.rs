@@ -389,6 +389,7 @@ fn error_cell(source: &str, message: &str) -> (MatrixCell, ScenarioReport) {
         wall_duration: Default::default(),
         timeline: String::new(),
         failed_tries: Vec::new(),
+        observed: None,
     };
     (cell, report)
 }
@@ -456,6 +457,7 @@ fn cell(
         wall_duration: outcome.wall_duration,
         timeline: outcome.timeline,
         failed_tries: outcome.failed_tries,
+        observed: outcome.observed,
     };
     (cell, report)
 }

@@ -154,7 +154,10 @@ fn run_expecting(
     };
     runs.into_iter()
         .map(|(run, mut outcome)| {
-            outcome.verdict = expectations.apply(&run.name, outcome.verdict);
+            let held = expectations.apply(&run.name, outcome.verdict.clone());
+            if held != outcome.verdict {
+                outcome.observed = Some(std::mem::replace(&mut outcome.verdict, held));
+            }
             (run, outcome)
         })
         .collect()

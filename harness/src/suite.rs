@@ -587,6 +587,7 @@ pub fn run_files(
                         wall_duration: outcome.wall_duration,
                         timeline: outcome.timeline,
                         failed_tries: outcome.failed_tries,
+                        observed: outcome.observed,
                     });
                 }
             }
@@ -677,6 +678,7 @@ fn load_error(source: &str, error: &ScenarioError) -> ScenarioReport {
         wall_duration: Duration::ZERO,
         timeline: String::new(),
         failed_tries: Vec::new(),
+        observed: None,
     }
 }
 

@@ -123,6 +123,73 @@ fn expectations_hold_the_gate_both_ways_and_are_written_from_a_run() {
         "{err}"
     );
 
+    // An update removes a stale entry (its run passed: the FAIL it was
+    // reported as is the file's, not the run's), keeps the file's own
+    // comments and order, and writes no path or time.
+    std::fs::write(
+        &file,
+        "# my client's known failures\n\n# fixed in 2.1\na46/wrong-type-url: {expect: fail, \
+         reason: an old bug}\n\n# a race, upstream issue 7\nno/such: {expect: flaky, reason: r}\n",
+    )
+    .expect("write");
+    let (code, err) = run(&[
+        PASSING,
+        FAILING,
+        "--expectations",
+        file_arg,
+        "--update-expectations",
+    ]);
+    assert_eq!(code, Some(1), "held to the file as it was: {err}");
+    assert!(
+        err.contains("1 removed (passed) (a46/wrong-type-url), 1 added (failed)"),
+        "{err}"
+    );
+    let written = std::fs::read_to_string(&file).expect("the file is written");
+    assert!(
+        written.starts_with(
+            "# my client's known failures\n\n\n# a race, upstream issue 7\nno/such: {expect: \
+             flaky, reason: r}\n"
+        ),
+        "{written}"
+    );
+    assert!(
+        written.contains(&format!("{failing_id}:\n  expect: fail\n")),
+        "{written}"
+    );
+    assert!(
+        written.contains("check: expected watcher event type=CDS name=never-served"),
+        "{written}"
+    );
+    assert!(
+        !written.contains("harness/tests") && !written.contains("(from"),
+        "{written}"
+    );
+    let (code, err) = run(&[PASSING, FAILING, "--expectations", file_arg]);
+    assert_eq!(code, Some(0), "{err}");
+    // A second update changes nothing.
+    let before = std::fs::read_to_string(&file).expect("read");
+    run(&[
+        PASSING,
+        FAILING,
+        "--expectations",
+        file_arg,
+        "--update-expectations",
+    ]);
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), before);
+
+    // A `check` names the failure that is known: another failure is a FAIL.
+    std::fs::write(
+        &file,
+        format!("{failing_id}: {{expect: fail, reason: r, check: expected a request}}\n"),
+    )
+    .expect("write");
+    let (code, err) = run(&[FAILING, "--expectations", file_arg]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("to fail at \"expected a request\" (r), but it failed otherwise"),
+        "{err}"
+    );
+
     // A broken file is broken input, located.
     std::fs::write(&file, "a/x: {expect: sometimes, reason: r}\n").expect("write");
     let (code, err) = run(&[PASSING, "--expectations", file_arg]);

@@ -59,6 +59,11 @@ pub struct ScenarioReport {
     /// see [`Verdict::Flaky`]), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed_tries: Vec<FailedTry>,
+    /// What the run showed before the client's expectations were held to
+    /// it, where an entry changed the verdict (a failure made a known
+    /// failure, a pass made a FAIL): what `--update-expectations` reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<Verdict>,
 }
 
 /// A try of a run that failed, kept when the run was tried again.
@@ -422,6 +427,7 @@ mod tests {
             wall_duration: Duration::from_micros(2_500),
             timeline: "   0.000s  primary  <- DiscoveryRequest CDS\n".into(),
             failed_tries: Vec::new(),
+            observed: None,
         };
         RunReport {
             client: "reference".into(),
@@ -459,7 +465,8 @@ mod tests {
                             message: "expected Y within 1s\nsaw nothing".into(),
                             passed_on: 2,
                         },
-                    )
+                    ),
+                    observed: None,
                 },
             ],
             wall_duration: Duration::from_millis(12),

@@ -69,6 +69,9 @@ pub struct RunOutcome {
     pub mark: Option<crate::timeline::Mark>,
     /// Earlier tries of this run that failed (see `schedule`'s retries).
     pub failed_tries: Vec<xds_conformance_reports::FailedTry>,
+    /// The verdict before the client's expectations were held to it,
+    /// where an entry changed it (see `ScenarioReport::observed`).
+    pub observed: Option<Verdict>,
     /// Turns this run's real addresses in event text back into the
     /// scenario's (identity on in-memory runs): what `timeline` went
     /// through, for whoever reads `events`.
@@ -98,6 +101,7 @@ impl RunOutcome {
             peak_rss_bytes: None,
             mark: None,
             failed_tries: Vec::new(),
+            observed: None,
             normalizer: Default::default(),
             missing: Vec::new(),
         }
@@ -163,6 +167,7 @@ pub fn run_scenario_in(
         peak_rss_bytes: None,
         mark: None,
         failed_tries: Vec::new(),
+        observed: None,
         normalizer: Default::default(),
         missing: Vec::new(),
     };
@@ -261,6 +266,7 @@ pub fn run_scenario_in(
         peak_rss_bytes,
         mark,
         failed_tries: Vec::new(),
+        observed: None,
         normalizer,
         missing: Vec::new(),
     }
