@@ -465,8 +465,7 @@ mod tests {
                             message: "expected Y within 1s\nsaw nothing".into(),
                             passed_on: 2,
                         },
-                    ),
-                    observed: None,
+                    )
                 },
             ],
             wall_duration: Duration::from_millis(12),
