@@ -217,6 +217,9 @@ pub struct AdapterManifest {
     pub expectations: Option<PathBuf>,
 }
 
+/// The most an adapter manifest may hold: a few hundred bytes in practice.
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
 impl AdapterManifest {
     pub const FILE_NAME: &'static str = "adapter.json";
 
@@ -232,13 +235,18 @@ impl AdapterManifest {
         })
     }
 
-    /// Reads and checks `<adapter_dir>/adapter.json`.
+    /// Reads and checks `<adapter_dir>/adapter.json` (at most
+    /// [`MAX_MANIFEST_BYTES`]).
     pub fn load(adapter_dir: &Path) -> Result<AdapterManifest, ProcessError> {
         let path = adapter_dir.join(Self::FILE_NAME);
-        let text = std::fs::read_to_string(&path).map_err(|source| ProcessError::ReadManifest {
-            path: path.clone(),
-            source,
-        })?;
+        // A manifest is a small JSON file: a FIFO or a device in its place
+        // is refused at once, not waited on or read forever.
+        let text = xds_vocabulary::files::read_regular_text(&path, MAX_MANIFEST_BYTES).map_err(
+            |source| ProcessError::ReadManifest {
+                path: path.clone(),
+                source,
+            },
+        )?;
         Self::parse(&text, &path)
     }
 
@@ -288,7 +296,10 @@ impl From<io::Error> for InstallLockError {
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
     #[error("cannot read {}: {source}", path.display())]
-    ReadManifest { path: PathBuf, source: io::Error },
+    ReadManifest {
+        path: PathBuf,
+        source: xds_vocabulary::files::ReadError,
+    },
     #[error("{}: {source}", path.display())]
     ParseManifest {
         path: PathBuf,

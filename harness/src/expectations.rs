@@ -112,17 +112,7 @@ impl Expectations {
             column,
             message,
         };
-        let size = std::fs::metadata(path)
-            .map_err(|e| error(0, 0, format!("cannot read the expectations file: {e}")))?
-            .len();
-        if size > MAX_BYTES {
-            return Err(error(
-                0,
-                0,
-                format!("the file is {size} bytes, more than the {MAX_BYTES} allowed"),
-            ));
-        }
-        let text = std::fs::read_to_string(path)
+        let text = xds_vocabulary::files::read_regular_text(path, MAX_BYTES)
             .map_err(|e| error(0, 0, format!("cannot read the expectations file: {e}")))?;
         Self::parse(path, &text)
     }

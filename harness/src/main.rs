@@ -132,7 +132,8 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         clients: Vec<String>,
         /// A client's expectations file, `CLIENT=FILE` (repeatable; CLIENT
-        /// as in --clients). See README, "Expectations".
+        /// as in --clients, or as reports name it: an adapter folder's
+        /// manifest `name`). See README, "Expectations".
         #[arg(long, value_name = "CLIENT=FILE", value_parser = parse_client_file)]
         expectations: Vec<(String, PathBuf)>,
         /// Only scenarios whose name or path contains this.
@@ -529,6 +530,13 @@ fn chaos(
     let Some(protocols) = chaos_protocols(protocol) else {
         return ExitCode::from(2);
     };
+    if let Err(e) = xds_conformance_reports::check_writable(report_dir) {
+        eprintln!(
+            "cannot write findings to {}: {e} (nothing was run)",
+            report_dir.display()
+        );
+        return ExitCode::from(EXIT_BROKEN_INPUT);
+    }
     let factory = match xds_conformance::suite::client_factory(client) {
         Ok(f) => f,
         Err(e) => {
@@ -771,10 +779,23 @@ fn run(
         return ExitCode::from(EXIT_BROKEN_INPUT);
     }
     let progress = Progress::new();
-    let report = run_files(&files, &selection, &client, jobs, snapshots, &|f| {
-        progress.report(f)
-    });
+    let started = Instant::now();
+    let played = run_matrix(
+        &files,
+        &selection,
+        std::slice::from_ref(&client),
+        jobs,
+        snapshots,
+        &|f| progress.report(f),
+    );
     progress.finish();
+    // A run's own record as a one-client matrix's: `merge` joins the
+    // shards of `run --partition` as it joins a matrix's.
+    let record = played.record(&SuiteVersion::of(&files), selection.partition);
+    let Some(mut report) = played.reports.into_iter().next() else {
+        return ExitCode::from(EXIT_BROKEN_INPUT);
+    };
+    report.wall_duration = started.elapsed();
     warn_unknown_expectations(&client, &report);
     if update_expectations {
         // What each run showed before the file was held to it: a stale
@@ -817,12 +838,19 @@ fn run(
         }
     }
     let results = ResultsFile::new(&report, &SuiteVersion::of(&files), selection.partition);
-    let written = xds_conformance_reports::write_all(&report, &report_dir).and_then(|_| {
-        write_whole(
-            &report_dir.join("results.json"),
-            results.to_json().as_bytes(),
-        )
-    });
+    let written = xds_conformance_reports::write_all(&report, &report_dir)
+        .and_then(|_| {
+            write_whole(
+                &report_dir.join("results.json"),
+                results.to_json().as_bytes(),
+            )
+        })
+        .and_then(|()| {
+            write_whole(
+                &report_dir.join("matrix.json"),
+                &serde_json::to_vec(&record).map_err(std::io::Error::other)?,
+            )
+        });
     match written {
         Ok(()) => println!(
             "\n{} scenarios: {} in {:.3}s; reports in {}",
@@ -908,18 +936,43 @@ fn matrix(
     } else {
         clients
     };
-    if let Some((client, _)) = expectations.iter().find(|(c, _)| !names.contains(c)) {
-        eprintln!("--expectations for {client}, which is not among the clients run");
+    // A client is named in --clients as the harness finds it (a name, or
+    // an adapter's folder) and in reports as it names itself (its
+    // manifest's `name`): --expectations takes either.
+    let mut own_names = Vec::new();
+    for name in &names {
+        match xds_conformance::suite::client_factory(name) {
+            Ok(factory) => own_names.push(factory().name().to_string()),
+            Err(e) => {
+                eprintln!("{}", printable(&e));
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let names_client = |client: &str, i: usize| names[i] == client || own_names[i] == client;
+    if let Some((client, _)) = expectations
+        .iter()
+        .find(|(c, _)| !(0..names.len()).any(|i| names_client(c, i)))
+    {
+        eprintln!(
+            "--expectations for {client}, which is not among the clients run ({})",
+            own_names.join(", ")
+        );
         return ExitCode::from(2);
     }
     let mut matrix_clients = Vec::new();
-    for name in &names {
+    for (i, name) in names.iter().enumerate() {
         eprintln!("preparing client {name}...");
-        let file = expectations
+        let given: Vec<&Path> = expectations
             .iter()
-            .find(|(client, _)| client == name)
-            .map(|(_, file)| file.as_path());
-        match TestedClient::new(name, file) {
+            .filter(|(client, _)| names_client(client, i))
+            .map(|(_, file)| file.as_path())
+            .collect();
+        if given.len() > 1 {
+            eprintln!("--expectations: {} files for {name}", given.len());
+            return ExitCode::from(2);
+        }
+        match TestedClient::new(name, given.first().copied()) {
             Ok(client) => matrix_clients.push(client),
             Err(e) => {
                 eprintln!("{}", printable(&e.to_string()));
@@ -946,7 +999,7 @@ fn matrix(
         return ExitCode::from(EXIT_BROKEN_INPUT);
     }
     let progress = Progress::new();
-    let run = run_matrix(&files, &selection, &matrix_clients, jobs, &|f| {
+    let run = run_matrix(&files, &selection, &matrix_clients, jobs, None, &|f| {
         progress.report(f)
     });
     progress.finish();
@@ -1004,6 +1057,10 @@ fn warn_unknown_expectations(client: &TestedClient, report: &xds_conformance_rep
 use xds_conformance_reports::write_whole;
 
 fn merge(shards: Vec<PathBuf>, report_dir: PathBuf) -> ExitCode {
+    if let Err(e) = report_dir_is_a_folder(&report_dir) {
+        eprintln!("cannot write the merge to {}: {e}", report_dir.display());
+        return ExitCode::from(EXIT_BROKEN_INPUT);
+    }
     // Shards of a chaos campaign (`chaos --partition`) have a campaign
     // record where a matrix shard has its matrix.
     if shards
@@ -1079,6 +1136,17 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
             return ExitCode::from(2);
         }
     };
+    // Broken input is found before anything is measured.
+    let mut broken = false;
+    for file in files.iter().chain(scenario.as_ref()) {
+        if let Err(e) = load(file) {
+            eprintln!("{}", printable(&e.to_string()));
+            broken = true;
+        }
+    }
+    if broken {
+        return ExitCode::from(EXIT_BROKEN_INPUT);
+    }
     // Warm-up: lazily built state (descriptor pool) is not what we measure.
     let warm = run_files(
         &files,
@@ -1183,11 +1251,15 @@ fn bench_peers(options: xds_conformance::peer_bench::BenchOptions) -> ExitCode {
 }
 
 fn serve(path: PathBuf, bootstrap_out: PathBuf) -> ExitCode {
+    if let Err(e) = xds_vocabulary::files::check_replaceable(&bootstrap_out) {
+        eprintln!("--bootstrap-out {}: {e}", bootstrap_out.display());
+        return ExitCode::from(EXIT_BROKEN_INPUT);
+    }
     let scenario = match load(&path) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{}", printable(&e.to_string()));
-            return ExitCode::FAILURE;
+            return ExitCode::from(EXIT_BROKEN_INPUT);
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -1279,13 +1351,47 @@ fn merge_campaigns(shards: &[PathBuf], report_dir: &Path) -> ExitCode {
     }
 }
 
+/// That `dir` is a folder or nothing yet: checked before a merge reads
+/// anything, without creating it (a merge that fails writes nothing).
+fn report_dir_is_a_folder(dir: &Path) -> std::io::Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "not a folder (it is {})",
+                xds_vocabulary::files::kind_of(m.file_type())
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Each shard's `file`, read; `None` (after saying which and why) if one
-/// cannot be.
+/// cannot be: a folder that is no report directory of `run`, `matrix` or
+/// `chaos` is named as such.
 fn read_shards<T: serde::de::DeserializeOwned>(shards: &[PathBuf], file: &str) -> Option<Vec<T>> {
+    /// A record holds every run's timeline: large, not unbounded.
+    const MAX_RECORD_BYTES: u64 = 2 << 30;
     let mut records = Vec::new();
     for shard in shards {
+        if !shard.is_dir() {
+            eprintln!(
+                "{}: not a report directory (merge takes the --report-dir folders of `run`, \
+                 `matrix` or `chaos` runs)",
+                shard.display()
+            );
+            return None;
+        }
         let path = shard.join(file);
-        let record = std::fs::read(&path)
+        if !path.exists() {
+            eprintln!(
+                "{}: no {file} here: merge takes the --report-dir folders of `run --partition`, \
+                 `matrix --partition` or `chaos --partition` runs",
+                shard.display()
+            );
+            return None;
+        }
+        let record = xds_vocabulary::files::read_regular(&path, MAX_RECORD_BYTES)
             .map_err(|e| e.to_string())
             .and_then(|bytes| serde_json::from_slice::<T>(&bytes).map_err(|e| e.to_string()));
         match record {

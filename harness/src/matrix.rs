@@ -15,7 +15,8 @@ use xds_vocabulary::RequestKind;
 
 use crate::runner::RunOutcome;
 use crate::scenario::Scenario;
-use crate::schedule::{Progress, ScenarioRuns, run_all};
+use crate::schedule::{HeldTo, Progress, ScenarioRuns, run_all};
+use crate::snapshot_files::SnapshotMode;
 use crate::suite::{Loaded, Partition, ResultsFile, SuiteVersion, TestedClient, load_selected};
 use crate::timeline::Mark;
 use crate::timeline::{EventKind, TimelineEvent, describe, type_name};
@@ -42,6 +43,7 @@ pub fn run_matrix(
     selection: &crate::suite::Selection,
     clients: &[TestedClient],
     jobs: usize,
+    snapshots: Option<SnapshotMode>,
     progress: &Progress<'_>,
 ) -> MatrixRun {
     let loaded = load_selected(files, selection);
@@ -61,7 +63,10 @@ pub fn run_matrix(
                         jobs,
                         selection.retries(),
                         &client.name,
-                        &client.expectations,
+                        HeldTo {
+                            expectations: &client.expectations,
+                            snapshots,
+                        },
                         progress,
                     )
                 })
@@ -269,6 +274,74 @@ pub enum MergeError {
     OtherClients(String, String),
     #[error("{0} is in two shards")]
     Overlap(String),
+    /// Shards merged without the rest of their run: a partial matrix
+    /// must not read as a result.
+    #[error(
+        "shard{s} {missing} of {count} {are} missing (given: {given}): a partial matrix is not \
+         a result; merge every shard of the run",
+        s = if missing.contains(',') { "s" } else { "" },
+        are = if missing.contains(',') { "are" } else { "is" }
+    )]
+    Incomplete {
+        missing: String,
+        count: u32,
+        given: String,
+    },
+    /// A record that is not a shard (no `--partition`), among others.
+    #[error("{0}: merge takes the shards of one run (`--partition K/N`, every K of one N)")]
+    NotAShard(String),
+    #[error("shard {0} is given twice")]
+    Twice(String),
+}
+
+/// Checks that `partitions` (each record's `K/N`, or `None` for a run
+/// that was not sharded) are every shard of one run, each once: a single
+/// unsharded record is complete too.
+fn check_complete(partitions: &[Option<String>]) -> Result<(), MergeError> {
+    if let [None] = partitions {
+        return Ok(());
+    }
+    let mut parsed = Vec::new();
+    for p in partitions {
+        let text = p.clone().unwrap_or_else(|| "a record".into());
+        let shard = p
+            .as_deref()
+            .and_then(|p| Partition::parse(p).ok())
+            .ok_or(MergeError::NotAShard(text))?;
+        parsed.push(shard);
+    }
+    let count = parsed.first().map_or(1, |p| p.count);
+    if let Some(other) = parsed.iter().find(|p| p.count != count) {
+        return Err(MergeError::NotAShard(format!(
+            "{}/{} among shards of {count}",
+            other.index, other.count
+        )));
+    }
+    let mut seen = vec![false; count as usize];
+    for p in &parsed {
+        let slot = &mut seen[p.index as usize - 1];
+        if *slot {
+            return Err(MergeError::Twice(format!("{}/{count}", p.index)));
+        }
+        *slot = true;
+    }
+    let missing: Vec<String> = (1..=count)
+        .filter(|k| !seen[*k as usize - 1])
+        .map(|k| format!("{k}/{count}"))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut given: Vec<String> = parsed
+        .iter()
+        .map(|p| format!("{}/{count}", p.index))
+        .collect();
+    given.sort();
+    Err(MergeError::Incomplete {
+        missing: missing.join(", "),
+        count,
+        given: given.join(", "),
+    })
 }
 
 /// One matrix of several shards' (`--partition K/N` runs of one suite on
@@ -276,6 +349,15 @@ pub enum MergeError {
 /// them, each client's results likewise. Apart from times, the result is
 /// what one unsharded run writes.
 pub fn merge(records: Vec<MatrixRecord>) -> Result<MatrixRecord, MergeError> {
+    if records.is_empty() {
+        return Err(MergeError::Nothing);
+    }
+    check_complete(
+        &records
+            .iter()
+            .map(|r| r.partition.clone())
+            .collect::<Vec<_>>(),
+    )?;
     let mut records = records.into_iter();
     let first = records.next().ok_or(MergeError::Nothing)?;
     let names = |m: &Matrix| {

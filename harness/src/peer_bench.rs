@@ -739,6 +739,14 @@ pub fn bench_peers(options: &BenchOptions) -> Result<bool, BenchError> {
     if options.size == 0 || options.size > MAX_SIZE {
         return Err(BenchError::Size(options.size));
     }
+    // Before any client is installed or started: a folder that cannot
+    // take the scenarios is found now, not after minutes of setup.
+    if let Some(dir) = &options.write_scenarios {
+        xds_conformance_reports::check_writable(dir).map_err(|source| BenchError::Write {
+            path: dir.clone(),
+            source,
+        })?;
+    }
     let runs = options.runs.max(1);
     if cfg!(debug_assertions) {
         eprintln!(
@@ -772,9 +780,11 @@ pub fn bench_peers(options: &BenchOptions) -> Result<bool, BenchError> {
                 ));
                 std::fs::create_dir_all(dir)
                     .and_then(|()| {
-                        std::fs::write(
+                        xds_conformance_reports::write_whole(
                             &path,
-                            workload.scenario_yaml(options.size, client.subscription),
+                            workload
+                                .scenario_yaml(options.size, client.subscription)
+                                .as_bytes(),
                         )
                     })
                     .map_err(|source| BenchError::Write {

@@ -22,6 +22,7 @@ use xds_conformance_reports::{FailedTry, Verdict};
 
 use crate::runner::RunOutcome;
 use crate::scenario::Scenario;
+use crate::snapshot_files::{self, SnapshotMode};
 
 /// A client factory that worker threads can share.
 pub type SharedFactory = dyn Fn() -> Box<dyn xds_client_under_test::ClientUnderTest> + Send + Sync;
@@ -62,20 +63,41 @@ pub const DEFAULT_RETRIES: u32 = 2;
 /// up with the start-up of that many client processes.
 pub const DEFAULT_JOBS: usize = 4;
 
+/// What a client's runs are held to besides their scenarios: its
+/// expectations file, and the timeline snapshots kept beside the scenario
+/// files (`run --snapshots`).
+#[derive(Clone, Copy)]
+pub struct HeldTo<'a> {
+    pub expectations: &'a Expectations,
+    pub snapshots: Option<SnapshotMode>,
+}
+
+impl<'a> HeldTo<'a> {
+    /// The expectations alone.
+    pub fn expectations(expectations: &'a Expectations) -> Self {
+        HeldTo {
+            expectations,
+            snapshots: None,
+        }
+    }
+}
+
 /// Every run of every scenario (one per protocol variant, see
 /// [`run_variants`]) on clients from `factory`, `jobs` scenarios at a time,
 /// in the order of `scenarios`; a scenario with a real-time run that
-/// failed is played again, up to `retries` times.
-#[allow(clippy::too_many_arguments)]
+/// failed is played again, up to `retries` times. Each run's verdict is
+/// final before progress is told of it: held to the expectations, then to
+/// its snapshot.
 pub fn run_all(
     scenarios: &[&Scenario],
     factory: &SharedFactory,
     jobs: usize,
     retries: u32,
     client: &str,
-    expectations: &Expectations,
+    held: HeldTo<'_>,
     progress: &Progress<'_>,
 ) -> Vec<ScenarioRuns> {
+    let expectations = held.expectations;
     let jobs = jobs.clamp(1, scenarios.len().max(1));
     let next = AtomicUsize::new(0);
     let total: usize = scenarios.iter().map(|s| s.protocols.len()).sum();
@@ -90,11 +112,24 @@ pub fn run_all(
             };
             // After an interrupt no new run starts; the rest are reported
             // as not run.
-            let runs = if crate::interrupt::token().is_cancelled() {
+            let mut runs = if crate::interrupt::token().is_cancelled() {
                 not_run(scenario)
             } else {
                 run_retrying(scenario, factory, expectations, retries)
             };
+            if let Some(mode) = held.snapshots {
+                for (run, outcome) in &mut runs {
+                    let verdict = std::mem::replace(&mut outcome.verdict, Verdict::Pass);
+                    outcome.verdict = snapshot_files::apply(
+                        mode,
+                        std::path::Path::new(&run.source),
+                        run,
+                        client,
+                        outcome.snapshot(),
+                        verdict,
+                    );
+                }
+            }
             for (run, outcome) in &runs {
                 progress(&Finished {
                     client,
@@ -318,7 +353,7 @@ mod tests {
             1,
             DEFAULT_RETRIES,
             "reference",
-            &Expectations::default(),
+            HeldTo::expectations(&Expectations::default()),
             &record,
         );
         // Told of each run as it finished, counting up to the total.
@@ -332,7 +367,7 @@ mod tests {
             3,
             DEFAULT_RETRIES,
             "reference",
-            &Expectations::default(),
+            HeldTo::expectations(&Expectations::default()),
             &no_progress,
         );
         let names = |runs: &Vec<ScenarioRuns>| -> Vec<String> {
@@ -357,7 +392,7 @@ mod tests {
                 4,
                 DEFAULT_RETRIES,
                 "reference",
-                &Expectations::default(),
+                HeldTo::expectations(&Expectations::default()),
                 &no_progress
             )
             .is_empty()

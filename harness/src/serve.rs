@@ -74,7 +74,7 @@ pub async fn serve_tcp(scenario: &Scenario, bootstrap_out: &Path) -> Result<(), 
     if let Some(dir) = bootstrap_out.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    std::fs::write(bootstrap_out, &json)
+    xds_conformance_reports::write_whole(bootstrap_out, json.as_bytes())
         .map_err(|e| format!("{}: {e}", bootstrap_out.display()))?;
     println!(
         "bootstrap written to {} (GRPC_XDS_BOOTSTRAP={0})",

@@ -8,12 +8,12 @@ use xds_client_under_test::{
     AdapterManifest, ClientUnderTest, Driver, EnvoyClient, GrpcRustClient, ProcessClient,
     ReferenceClient,
 };
-use xds_conformance_reports::{RunReport, ScenarioReport, Verdict};
+use xds_conformance_reports::{RunReport, Verdict};
 
 use crate::expectations::Expectations;
 use crate::scenario::{LoadOptions, Scenario, ScenarioError, load_file_with};
-use crate::schedule::{Progress, SharedFactory, run_all};
-use crate::snapshot_files::{self, SnapshotMode};
+use crate::schedule::{Progress, SharedFactory};
+use crate::snapshot_files::SnapshotMode;
 
 /// In-process clients this build can drive, by name. External clients
 /// come from adapter manifests (`client-under-test/adapters/*/adapter.json`).
@@ -153,9 +153,11 @@ pub fn client_factory(name: &str) -> Result<BoxedFactory, String> {
             // of one of the repository's.
             let dir = if name.contains('/') {
                 let dir = PathBuf::from(name);
-                if !dir.join("adapter.json").is_file() {
+                // What is there is read by the manifest's loader, which
+                // says what it is if it is no file.
+                if !dir.join("adapter.json").exists() {
                     return Err(format!(
-                        "no adapter at {name}: {} is not a file",
+                        "no adapter at {name}: there is no {}",
                         dir.join("adapter.json").display()
                     ));
                 }
@@ -532,7 +534,9 @@ impl TestedClient {
 
 /// Loads and runs each file, `jobs` scenarios at a time (see
 /// [`crate::schedule`]); a file that does not load is an ERROR result
-/// naming the file, line and column, and the run goes on.
+/// naming the file, line and column, and the run goes on. The matrix of
+/// one client: [`crate::matrix::run_matrix`] has the rest of what it
+/// played.
 pub fn run_files(
     files: &[PathBuf],
     selection: &Selection,
@@ -542,62 +546,21 @@ pub fn run_files(
     progress: &Progress<'_>,
 ) -> RunReport {
     let started = std::time::Instant::now();
-    let loaded = load_selected(files, selection);
-    let scenarios: Vec<&Scenario> = loaded
-        .iter()
-        .filter_map(|l| l.scenario.as_ref().ok())
-        .collect();
-    let mut runs = run_all(
-        &scenarios,
-        client.factory.as_ref(),
+    let run = crate::matrix::run_matrix(
+        files,
+        selection,
+        std::slice::from_ref(client),
         jobs,
-        selection.retries(),
-        &client.name,
-        &client.expectations,
+        snapshots,
         progress,
-    )
-    .into_iter();
-    let mut results = Vec::new();
-    for Loaded {
-        source, scenario, ..
-    } in &loaded
-    {
-        match scenario {
-            Err(e) => results.push(load_error(source, e)),
-            Ok(_) => {
-                for (run, outcome) in runs.next().unwrap_or_default() {
-                    let verdict = match snapshots {
-                        Some(mode) => snapshot_files::apply(
-                            mode,
-                            Path::new(source),
-                            &run,
-                            &client.name,
-                            outcome.snapshot(),
-                            outcome.verdict.clone(),
-                        ),
-                        None => outcome.verdict,
-                    };
-                    results.push(ScenarioReport {
-                        name: run.name,
-                        description: run.description,
-                        spec: run.spec,
-                        source: source.clone(),
-                        verdict,
-                        virtual_duration: outcome.virtual_duration,
-                        wall_duration: outcome.wall_duration,
-                        timeline: outcome.timeline,
-                        failed_tries: outcome.failed_tries,
-                        observed: outcome.observed,
-                    });
-                }
-            }
-        }
-    }
-    RunReport {
+    );
+    let mut report = run.reports.into_iter().next().unwrap_or_else(|| RunReport {
         client: client.name.clone(),
-        results,
-        wall_duration: started.elapsed(),
-    }
+        results: Vec::new(),
+        wall_duration: Default::default(),
+    });
+    report.wall_duration = started.elapsed();
+    report
 }
 
 /// A scenario file as named in reports, and what loading it gave.
@@ -663,23 +626,6 @@ pub fn load_selected(files: &[PathBuf], selection: &Selection) -> Vec<Loaded> {
             })
         })
         .collect()
-}
-
-fn load_error(source: &str, error: &ScenarioError) -> ScenarioReport {
-    ScenarioReport {
-        name: source.to_string(),
-        description: String::new(),
-        spec: Vec::new(),
-        source: source.to_string(),
-        verdict: Verdict::Error {
-            message: error.to_string(),
-        },
-        virtual_duration: Duration::ZERO,
-        wall_duration: Duration::ZERO,
-        timeline: String::new(),
-        failed_tries: Vec::new(),
-        observed: None,
-    }
 }
 
 #[cfg(test)]

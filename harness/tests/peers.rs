@@ -51,6 +51,7 @@ fn matrix() {
         &Selection::default(),
         &clients,
         DEFAULT_JOBS,
+        None,
         &xds_conformance::schedule::no_progress,
     );
     let report_dir = root.join("reports-out/matrix");

@@ -16,7 +16,7 @@ use xds_client_under_test::{ClientUnderTest, ReferenceClient};
 use xds_conformance::expectations::Expectations;
 use xds_conformance::runner::RunMode;
 use xds_conformance::scenario::{Scenario, load_str};
-use xds_conformance::schedule::{no_progress, run_all};
+use xds_conformance::schedule::{HeldTo, no_progress, run_all};
 use xds_conformance_reports::Verdict;
 
 fn scenario() -> Scenario {
@@ -57,7 +57,7 @@ fn play(
         1,
         retries,
         "tried",
-        &Expectations::default(),
+        HeldTo::expectations(&Expectations::default()),
         &no_progress,
     );
     let (_, outcome) = runs.remove(0).remove(0);

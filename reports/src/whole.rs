@@ -10,6 +10,15 @@ use std::path::{Path, PathBuf};
 /// (a rename within one file system replaces the old file at once). On an
 /// error the temporary file is removed and nothing at `path` changes.
 pub fn write_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    // A FIFO, a device or a folder where the file goes is not replaced
+    // (as root, a rename over /dev/null would replace the device).
+    xds_vocabulary::files::check_replaceable(path).map_err(|e| match e {
+        xds_vocabulary::files::ReadError::Io(e) => e,
+        other => io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: {other}", path.display()),
+        ),
+    })?;
     let partial = partial_path(path);
     let written = std::fs::File::create(&partial)
         .and_then(|mut file| file.write_all(bytes))
@@ -32,6 +41,18 @@ fn partial_path(path: &Path) -> PathBuf {
 /// a run, so a report folder that is a file or read-only is found before
 /// anything runs, not after.
 pub fn check_writable(dir: &Path) -> io::Result<()> {
+    // Something else there (a file, a FIFO, a device) is named as such.
+    if let Ok(metadata) = std::fs::metadata(dir)
+        && !metadata.is_dir()
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "not a folder (it is {})",
+                xds_vocabulary::files::kind_of(metadata.file_type())
+            ),
+        ));
+    }
     std::fs::create_dir_all(dir)?;
     let probe = dir.join(format!(".write-probe.{}", std::process::id()));
     write_whole(&probe, b"")?;

@@ -17,6 +17,7 @@ pub mod client_event;
 pub mod codec;
 pub mod cut;
 pub mod data_plane;
+pub mod files;
 pub mod network;
 pub mod protocol;
 pub mod request_kind;

@@ -53,7 +53,7 @@ enum AdapterError {
     #[error("cannot read the bootstrap file {path}: {source}")]
     ReadBootstrap {
         path: String,
-        source: std::io::Error,
+        source: xds_vocabulary::files::ReadError,
     },
     #[error("XDS_CONFORMANCE_SEED={0:?} is not an unsigned 64-bit integer")]
     BadSeed(String),
@@ -82,11 +82,14 @@ async fn main() {
 async fn run() -> Result<(), AdapterError> {
     let path = std::env::var("GRPC_XDS_BOOTSTRAP")
         .map_err(|_| AdapterError::MissingEnv("GRPC_XDS_BOOTSTRAP"))?;
+    // A bootstrap is a small JSON file: a FIFO or device is refused.
     let bootstrap_json =
-        std::fs::read_to_string(&path).map_err(|source| AdapterError::ReadBootstrap {
-            path: path.clone(),
-            source,
-        })?;
+        xds_vocabulary::files::read_regular_text(std::path::Path::new(&path), 16 << 20).map_err(
+            |source| AdapterError::ReadBootstrap {
+                path: path.clone(),
+                source,
+            },
+        )?;
     let rng_seed = match std::env::var("XDS_CONFORMANCE_SEED") {
         // The scenario format's default seed.
         Err(_) => 1,

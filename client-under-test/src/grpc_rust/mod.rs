@@ -553,7 +553,7 @@ impl TransportBuilder for HarnessTransportBuilder {
 /// the identity for mTLS.
 fn tonic_tls_config(tls: &TlsCreds) -> xds_client::Result<ClientTlsConfig> {
     let read = |path: &std::path::Path| {
-        std::fs::read(path).map_err(|e| {
+        xds_vocabulary::files::read_regular(path, 1 << 20).map_err(|e| {
             xds_client::Error::TlsConfig(format!("cannot read {}: {e}", path.display()).into())
         })
     };

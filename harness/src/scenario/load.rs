@@ -72,33 +72,22 @@ pub fn load_file_with(path: &Path, options: LoadOptions<'_>) -> Result<Scenario,
 pub enum ReadProblem {
     #[error("cannot read the scenario file: {0}")]
     Io(#[from] std::io::Error),
-    #[error("not a regular file (a folder, FIFO, device or socket): not read")]
-    NotRegular,
+    #[error("{0}")]
+    NotRegular(String),
     #[error("the file is larger than the {MAX_FILE_BYTES} bytes a scenario file may have")]
     TooLarge(u64),
 }
 
 /// A scenario file's bytes, read safely, for loading and for the suite's
-/// digest alike: regular files only, asked before opening (a FIFO would
-/// block the open, a device behind a symlink, `/dev/zero`, never ends),
-/// and at most one byte past the limit even if the file grows meanwhile.
+/// digest alike ([`xds_vocabulary::files::read_regular`]: a regular file
+/// only, a FIFO or device refused at once, never past the limit).
 pub fn read_bounded(path: &Path) -> Result<Vec<u8>, ReadProblem> {
-    use std::io::Read as _;
-    let metadata = std::fs::metadata(path)?;
-    if !metadata.is_file() {
-        return Err(ReadProblem::NotRegular);
-    }
-    if metadata.len() > MAX_FILE_BYTES {
-        return Err(ReadProblem::TooLarge(metadata.len()));
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(ReadProblem::TooLarge(bytes.len() as u64));
-    }
-    Ok(bytes)
+    use xds_vocabulary::files::{ReadError, read_regular};
+    read_regular(path, MAX_FILE_BYTES).map_err(|e| match e {
+        ReadError::Io(e) => ReadProblem::Io(e),
+        e @ ReadError::NotRegular(_) => ReadProblem::NotRegular(e.to_string()),
+        ReadError::TooLarge { size, .. } => ReadProblem::TooLarge(size),
+    })
 }
 
 /// `message`, saying in which part of the file when that helps: a
