@@ -164,7 +164,7 @@ pub fn run_all(
 /// skip is not played; the others' verdicts are held to their entries.
 /// (With one variant skipped the others are played alone, without the
 /// comparison of protocols `run_variants` makes.)
-fn run_expecting(
+pub fn run_expecting(
     scenario: &Scenario,
     factory: &SharedFactory,
     expectations: &Expectations,

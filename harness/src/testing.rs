@@ -14,11 +14,15 @@
 //! }
 //! ```
 //!
-//! `cargo test --test conformance -- a46/` runs a folder; `cargo nextest
-//! run --partition hash:1/2` shards it. A scenario the client cannot play
-//! (a capability it does not claim) or that its expectations skip is an
-//! ignored test, with why; a known failure passes; a run its expectations
-//! say fails and that passes fails.
+//! Each run is a test, named by its run ID as the CLI's reports and
+//! expectations name it (`a27/ack-fields`, `a27/ack-fields@delta`).
+//! `cargo test --test conformance -- a46/ own/` runs two folders;
+//! `cargo nextest run --partition hash:1/2` shards it. A run the client
+//! cannot play (a capability it does not claim) or that its expectations
+//! skip is an ignored test (the reasons are listed after the tests); a
+//! known failure passes; a run its expectations say fails and that passes
+//! fails. A failure's message stands alone: it cites timeline lines as
+//! `#N`, and the timeline it prints is numbered so.
 //!
 //! # Writing a client for in-process, virtual-time runs
 //!
@@ -43,7 +47,7 @@
 //! time over TCP instead: don't claim `virtual_time`.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use xds_client_under_test::ClientUnderTest;
@@ -104,19 +108,15 @@ impl Conformance {
         self
     }
 
-    /// A test per scenario file, named by its ID.
+    /// A test per run: the run ID (`a27/ack-fields`, and
+    /// `a27/ack-fields@delta` for a file's delta run), as the CLI's
+    /// reports and expectations name it. The runs of one file are played
+    /// together, once, by whichever of their tests comes first (the
+    /// protocols are compared), unless one is not run.
     pub fn trials(self) -> Vec<Trial> {
         self.cases()
             .into_iter()
-            .map(|case| {
-                let trial = Trial::test(case.name, case.test);
-                match case.skipped {
-                    // libtest-mimic shows no reason for an ignored test:
-                    // the kind carries it.
-                    Some(reason) => trial.with_ignored_flag(true).with_kind(reason),
-                    None => trial,
-                }
-            })
+            .map(|case| Trial::test(case.name, case.test).with_ignored_flag(case.skipped.is_some()))
             .collect()
     }
 
@@ -125,64 +125,115 @@ impl Conformance {
         let files = discover(&self.scenarios).unwrap_or_else(|e| panic!("{e}"));
         let caps = (self.factory)().capabilities();
         let shared = Arc::new(self);
-        files
-            .into_iter()
-            .map(|path| match load_file(&path) {
+        let mut cases = Vec::new();
+        for path in files {
+            let scenario = match load_file(&path) {
+                Ok(scenario) => scenario,
                 Err(e) => {
                     let message = e.to_string();
-                    Case {
+                    cases.push(Case {
                         name: path.display().to_string(),
                         skipped: None,
                         test: Box::new(move || Err(message.into())),
-                    }
-                }
-                Ok(scenario) => {
-                    let skipped = not_applicable(&scenario, &caps).or_else(|| {
-                        scenario
-                            .variants()
-                            .iter()
-                            .find_map(|v| shared.expectations.skip(&v.name))
                     });
-                    let suite = shared.clone();
-                    Case {
-                        name: scenario.name.clone(),
-                        skipped,
-                        test: Box::new(move || suite.play(&scenario)),
-                    }
+                    continue;
                 }
-            })
-            .collect()
+            };
+            let file = Arc::new(File {
+                scenario,
+                runs: OnceLock::new(),
+            });
+            for (index, variant) in file.scenario.variants().iter().enumerate() {
+                let skipped = not_applicable(variant, &caps)
+                    .or_else(|| shared.expectations.skip(&variant.name));
+                let (suite, file) = (shared.clone(), file.clone());
+                cases.push(Case {
+                    name: variant.name.clone(),
+                    skipped,
+                    test: Box::new(move || suite.play(&file, index)),
+                });
+            }
+        }
+        cases
     }
 
-    /// Runs the tests as a test binary's `main` does, and exits.
+    /// Runs the tests as a test binary's `main` does, and exits. Takes
+    /// libtest's arguments, several filters too (`-- a46/ own/`: a run
+    /// matching any is run), and lists why each ignored run is not run.
     pub fn run(self) -> ! {
-        libtest_mimic::run(&Arguments::from_args(), self.trials()).exit()
+        let (arguments, filters) = arguments(std::env::args().collect());
+        let cases = self.cases();
+        let selected = |name: &str| {
+            let matches = |f: &String| {
+                if arguments.exact {
+                    name == f
+                } else {
+                    name.contains(f.as_str())
+                }
+            };
+            (filters.is_empty() || filters.iter().any(matches))
+                && !arguments.skip.iter().any(|s| {
+                    if arguments.exact {
+                        name == s
+                    } else {
+                        name.contains(s.as_str())
+                    }
+                })
+        };
+        let mut why_ignored = Vec::new();
+        let mut trials = Vec::new();
+        for case in cases.into_iter().filter(|c| selected(&c.name)) {
+            if let Some(reason) = &case.skipped {
+                why_ignored.push(format!("{}: {reason}", case.name));
+            }
+            trials
+                .push(Trial::test(case.name, case.test).with_ignored_flag(case.skipped.is_some()));
+        }
+        let listing = arguments.list;
+        let conclusion = libtest_mimic::run(&arguments, trials);
+        if !listing && !why_ignored.is_empty() && !arguments.ignored && !arguments.include_ignored {
+            println!("ignored runs, and why:");
+            for line in why_ignored {
+                println!("    {line}");
+            }
+        }
+        conclusion.exit()
     }
 
-    fn play(&self, scenario: &Scenario) -> Result<(), Failed> {
-        let factory = self.factory.clone();
-        let runs = crate::differential::run_variants(scenario, &move || factory());
-        for (run, outcome) in runs {
-            let verdict = self.expectations.apply(&run.name, outcome.verdict.clone());
-            if let Some(message) = failure(&verdict) {
-                return Err(format!(
-                    "{} ({}): {}\n\n{message}\n\ntimeline:\n{}",
-                    run.name,
-                    run.source,
-                    verdict.label(),
-                    outcome.timeline
-                )
-                .into());
-            }
-            if let Some(dir) = &self.snapshots
-                && verdict == Verdict::Pass
-                && run.snapshot
-            {
-                compare_snapshot(dir, &run, &outcome)?;
-            }
+    /// The test of the `index`th run of `file`: its verdict, held to the
+    /// expectations, then to its snapshot.
+    fn play(&self, file: &File, index: usize) -> Result<(), Failed> {
+        let runs = file.runs.get_or_init(|| {
+            let factory = self.factory.clone();
+            crate::schedule::run_expecting(&file.scenario, &move || factory(), &self.expectations)
+        });
+        let Some((run, outcome)) = runs.get(index) else {
+            return Err(format!("{}: run {index} was not played", file.scenario.name).into());
+        };
+        if let Some(message) = failure(&outcome.verdict) {
+            return Err(format!(
+                "{} ({}): {}\n\n{message}\n\ntimeline (#N: line N of the timeline below):\n{}",
+                run.name,
+                run.source,
+                outcome.verdict.label(),
+                numbered(&outcome.timeline)
+            )
+            .into());
+        }
+        if let Some(dir) = &self.snapshots
+            && outcome.verdict == Verdict::Pass
+            && run.snapshot
+        {
+            compare_snapshot(dir, run, outcome)?;
         }
         Ok(())
     }
+}
+
+/// A scenario file and its runs, played once for all its tests.
+struct File {
+    scenario: Scenario,
+    runs: OnceLock<crate::schedule::ScenarioRuns>,
 }
 
 /// One test: its name, why it is not run (if it is not), and the test.
@@ -190,6 +241,45 @@ struct Case {
     name: String,
     skipped: Option<String>,
     test: Box<dyn FnOnce() -> Result<(), Failed> + Send>,
+}
+
+/// libtest's arguments without their filters, and the filters: libtest
+/// takes several (`cargo test -- a46/ own/`), libtest-mimic one.
+fn arguments(args: Vec<String>) -> (Arguments, Vec<String>) {
+    /// The options that take a value.
+    const VALUED: &[&str] = &[
+        "--test-threads",
+        "--logfile",
+        "--skip",
+        "--color",
+        "--format",
+        "-Z",
+    ];
+    let mut rest = Vec::new();
+    let mut filters = Vec::new();
+    let mut args = args.into_iter();
+    rest.extend(args.next());
+    while let Some(arg) = args.next() {
+        if VALUED.contains(&arg.as_str()) {
+            rest.push(arg);
+            rest.extend(args.next());
+        } else if arg.starts_with('-') {
+            rest.push(arg);
+        } else {
+            filters.push(arg);
+        }
+    }
+    (Arguments::from_iter(rest), filters)
+}
+
+/// A timeline with each line's number, as failure messages cite them
+/// (`#15`).
+fn numbered(timeline: &str) -> String {
+    timeline
+        .lines()
+        .enumerate()
+        .map(|(i, line)| format!("#{:<4}{line}\n", i + 1))
+        .collect()
 }
 
 /// What fails a test: FAIL, ERROR, an interrupt.
@@ -211,6 +301,8 @@ fn compare_snapshot(dir: &Path, run: &Scenario, outcome: &RunOutcome) -> Result<
         settings.set_prepend_module_to_snapshot(false);
         settings.set_omit_expression(true);
         settings.set_description(run.description.trim());
+        // The header names the scenario the timeline is of.
+        settings.set_input_file(&run.source);
         settings.bind(|| insta::assert_snapshot!(name.as_str(), outcome.snapshot()));
     });
     compared.map_err(|_| {
@@ -265,7 +357,84 @@ mod tests {
 
     #[test]
     fn a_failing_run_fails_its_test_and_the_rest_are_passed_or_ignored() {
-        assert_eq!(conclusion(suite()), (1, 1, 1));
+        // envoy/endpoints-move's two runs (SotW and delta) are n/a.
+        assert_eq!(conclusion(suite()), (1, 1, 2));
+    }
+
+    #[test]
+    fn a_test_per_run_named_by_its_run_id_and_skipped_per_run() {
+        let both = || {
+            Conformance::new(|| Box::new(ReferenceClient::new()) as Box<dyn ClientUnderTest>)
+                .scenarios([root().join("scenarios/a27/ack-fields.yaml")])
+        };
+        let names: Vec<String> = both().cases().into_iter().map(|c| c.name).collect();
+        assert_eq!(names, ["a27/ack-fields", "a27/ack-fields@delta"]);
+        assert_eq!(conclusion(both()), (2, 0, 0));
+        // Skipping the delta run skips it alone: the SotW run still runs.
+        let dir = tempfile::tempdir().expect("a folder");
+        let file = dir.path().join("e.yaml");
+        std::fs::write(
+            &file,
+            "a27/ack-fields@delta: {expect: skip, reason: hangs}\n",
+        )
+        .expect("write");
+        let cases = both().expectations(&file).cases();
+        let skipped: Vec<(&str, bool)> = cases
+            .iter()
+            .map(|c| (c.name.as_str(), c.skipped.is_some()))
+            .collect();
+        assert_eq!(
+            skipped,
+            [("a27/ack-fields", false), ("a27/ack-fields@delta", true)]
+        );
+        assert_eq!(conclusion(both().expectations(&file)), (1, 0, 1));
+    }
+
+    #[test]
+    fn a_failure_stands_alone_citing_lines_of_the_timeline_it_prints() {
+        let failing =
+            Conformance::new(|| Box::new(ReferenceClient::new()) as Box<dyn ClientUnderTest>)
+                .scenarios([root().join(
+                    "harness/tests/hostile/outcome-expectation-never-met-ends-in-virtual-time.yaml",
+                )]);
+        let case = failing.cases().into_iter().next().expect("one run");
+        let message = (case.test)()
+            .expect_err("it fails")
+            .message()
+            .unwrap_or_default()
+            .to_string();
+        // The message cites #10, and the timeline it prints has line 10.
+        assert!(message.contains("#10"), "{message}");
+        assert!(
+            message.contains("#10  ")
+                && message.contains("watcher CDS never-served: does not exist"),
+            "{message}"
+        );
+        let cited = message
+            .lines()
+            .find(|l| l.starts_with("#10 "))
+            .expect("line 10 is printed");
+        assert!(cited.contains("does not exist"), "{cited}");
+    }
+
+    #[test]
+    fn several_filters_are_taken_as_libtest_takes_them() {
+        let args = |a: &[&str]| arguments(a.iter().map(|s| s.to_string()).collect());
+        let (parsed, filters) = args(&[
+            "t",
+            "a46/",
+            "--skip",
+            "x",
+            "own/",
+            "--exact",
+            "--test-threads",
+            "2",
+        ]);
+        assert_eq!(filters, ["a46/", "own/"]);
+        assert_eq!(parsed.skip, ["x"]);
+        assert!(parsed.exact);
+        assert_eq!(parsed.test_threads, Some(2));
+        assert_eq!(parsed.filter, None);
     }
 
     #[test]
@@ -277,9 +446,9 @@ mod tests {
             "outcome-expectation-never-met-ends-in-virtual-time: {expect: fail, reason: known}\n",
         )
         .expect("write");
-        assert_eq!(conclusion(suite().expectations(&file)), (2, 0, 1));
+        assert_eq!(conclusion(suite().expectations(&file)), (2, 0, 2));
         std::fs::write(&file, "a46/wrong-type-url: {expect: fail, reason: stale}\n")
             .expect("write");
-        assert_eq!(conclusion(suite().expectations(&file)), (0, 2, 1));
+        assert_eq!(conclusion(suite().expectations(&file)), (0, 2, 2));
     }
 }
