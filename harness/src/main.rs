@@ -171,6 +171,25 @@ enum Command {
         #[arg(long, default_value = "reports-out/matrix")]
         report_dir: PathBuf,
     },
+    /// Review the timeline snapshots `run --snapshots check` kept for
+    /// review (`snapshots/*.snap.new` beside the scenarios): shows each
+    /// one's diff and asks to accept (it replaces the stored snapshot) or
+    /// reject (it goes), one at a time. Lists the orphaned snapshots too
+    /// (their scenario file or run is gone), and removes them on request.
+    Review {
+        /// Scenario files and folders whose snapshots to review; default
+        /// `scenarios/`.
+        paths: Vec<PathBuf>,
+        /// Accept every pending snapshot without asking.
+        #[arg(long, conflicts_with = "reject_all")]
+        accept_all: bool,
+        /// Reject every pending snapshot without asking.
+        #[arg(long)]
+        reject_all: bool,
+        /// Remove the orphaned snapshots (listed either way).
+        #[arg(long)]
+        prune: bool,
+    },
     /// Check scenario files; errors name file:line:column.
     Validate {
         #[arg(required = true)]
@@ -355,6 +374,12 @@ fn main() -> ExitCode {
         ),
         Command::Merge { shards, report_dir } => merge(shards, report_dir),
         Command::Validate { paths } => validate(paths),
+        Command::Review {
+            paths,
+            accept_all,
+            reject_all,
+            prune,
+        } => review(paths, accept_all, reject_all, prune),
         Command::Chaos {
             client,
             seed,
@@ -797,6 +822,9 @@ fn run(
     };
     report.wall_duration = started.elapsed();
     warn_unknown_expectations(&client, &report);
+    if snapshots.is_some() {
+        report_orphans(&snapshot_folders(&files), false);
+    }
     if update_expectations {
         // What each run showed before the file was held to it: a stale
         // entry's pass is a pass here, not the FAIL it was reported as.
@@ -1098,6 +1126,160 @@ fn merge(shards: Vec<PathBuf>, report_dir: PathBuf) -> ExitCode {
         report_dir.display()
     );
     exit_code(0, failed)
+}
+
+/// The folders holding `files`, once each, with every scenario file in
+/// each (loaded): what orphaned and pending snapshots are judged by.
+type Folder = (
+    PathBuf,
+    Vec<(PathBuf, Result<xds_conformance::scenario::Scenario, String>)>,
+);
+
+fn snapshot_folders(files: &[PathBuf]) -> Vec<Folder> {
+    let mut folders: Vec<PathBuf> = files
+        .iter()
+        .filter_map(|f| f.parent().map(Path::to_path_buf))
+        .collect();
+    folders.sort();
+    folders.dedup();
+    folders
+        .into_iter()
+        .map(|folder| {
+            let mut scenarios: Vec<PathBuf> = std::fs::read_dir(&folder)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+                .collect();
+            scenarios.sort();
+            let loaded = scenarios
+                .into_iter()
+                .map(|p| {
+                    let scenario = load(&p).map_err(|e| e.to_string());
+                    (p, scenario)
+                })
+                .collect();
+            (folder, loaded)
+        })
+        .collect()
+}
+
+/// Prints the orphaned snapshots beside `files` (removed with `prune`);
+/// how many were found.
+fn report_orphans(folders: &[Folder], prune: bool) -> usize {
+    let mut count = 0;
+    for (folder, scenarios) in folders {
+        let orphans = match xds_conformance::snapshot_files::orphans(folder, scenarios) {
+            Ok(orphans) => orphans,
+            Err(e) => {
+                eprintln!("cannot list {}/snapshots: {e}", folder.display());
+                continue;
+            }
+        };
+        for orphan in orphans {
+            count += 1;
+            let removed = if prune {
+                match std::fs::remove_file(&orphan.path) {
+                    Ok(()) => ": removed".to_string(),
+                    Err(e) => format!(": cannot remove it: {e}"),
+                }
+            } else {
+                String::new()
+            };
+            eprintln!(
+                "orphaned snapshot {} ({}){removed}",
+                orphan.path.display(),
+                orphan.why
+            );
+        }
+    }
+    if count > 0 && !prune {
+        eprintln!("{count} orphaned snapshot(s): `review --prune` removes them");
+    }
+    count
+}
+
+fn review(paths: Vec<PathBuf>, accept_all: bool, reject_all: bool, prune: bool) -> ExitCode {
+    use std::io::{BufRead as _, Write as _};
+    use xds_conformance::snapshot_files::{accept, pending, review_diff};
+    let files = match discover(&default_paths(paths)) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("{}", printable(&e.to_string()));
+            return ExitCode::from(EXIT_BROKEN_INPUT);
+        }
+    };
+    let folders = snapshot_folders(&files);
+    report_orphans(&folders, prune);
+    let (mut accepted, mut rejected, mut left) = (0, 0, 0);
+    let mut answers = std::io::stdin().lock().lines();
+    let mut quit = false;
+    for (folder, _) in &folders {
+        let found = match pending(folder) {
+            Ok(found) => found,
+            Err(e) => {
+                eprintln!("cannot list {}/snapshots: {e}", folder.display());
+                return ExitCode::from(EXIT_BROKEN_INPUT);
+            }
+        };
+        for (new, stored) in found {
+            if quit {
+                left += 1;
+                continue;
+            }
+            let answer = if accept_all {
+                "a".to_string()
+            } else if reject_all {
+                "r".to_string()
+            } else {
+                match review_diff(&stored, &new) {
+                    Ok(diff) => println!("\n{}\n{diff}", new.display()),
+                    Err(e) => {
+                        eprintln!("cannot read {}: {e}", new.display());
+                        left += 1;
+                        continue;
+                    }
+                }
+                print!("accept (a), reject (r), skip (s) or quit (q)? ");
+                let _ = std::io::stdout().flush();
+                match answers.next() {
+                    Some(Ok(line)) => line.trim().to_lowercase(),
+                    // No one to ask: the rest stay pending.
+                    _ => "q".to_string(),
+                }
+            };
+            match answer.as_str() {
+                "a" | "accept" => match accept(&new, &stored) {
+                    Ok(()) => {
+                        accepted += 1;
+                        println!("accepted {}", stored.display());
+                    }
+                    Err(e) => {
+                        eprintln!("cannot accept {}: {e}", new.display());
+                        left += 1;
+                    }
+                },
+                "r" | "reject" => match std::fs::remove_file(&new) {
+                    Ok(()) => {
+                        rejected += 1;
+                        println!("rejected {}", new.display());
+                    }
+                    Err(e) => {
+                        eprintln!("cannot remove {}: {e}", new.display());
+                        left += 1;
+                    }
+                },
+                "q" | "quit" => {
+                    quit = true;
+                    left += 1;
+                }
+                _ => left += 1,
+            }
+        }
+    }
+    println!("{accepted} accepted, {rejected} rejected, {left} left pending");
+    ExitCode::SUCCESS
 }
 
 fn validate(paths: Vec<PathBuf>) -> ExitCode {

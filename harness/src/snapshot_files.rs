@@ -102,8 +102,11 @@ pub fn apply(
         },
         SnapshotMode::Check => match read_snapshot(&file) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => fail(format!(
-                "no snapshot {} (`run --snapshots update` writes it)",
-                file.display()
+                "no snapshot {} (`run --snapshots update` writes it; this run's is {}: \
+                 `review` accepts it){}",
+                file.display(),
+                pending_path(&file).display(),
+                keep_pending(&file, &(header(run, client) + snapshot))
             )),
             Err(e) => fail(format!("cannot read the snapshot {}: {e}", file.display())),
             Ok(stored) => {
@@ -112,12 +115,17 @@ pub fn apply(
                     .filter(|(first, _)| first.starts_with("# xds-conformance snapshot"))
                     .map_or(stored.as_str(), |(_, rest)| rest);
                 if stored == snapshot {
+                    // A pending one from an earlier run is stale now.
+                    let _ = std::fs::remove_file(pending_path(&file));
                     verdict
                 } else {
                     fail(format!(
-                        "the timeline differs from its snapshot {} (`run --snapshots update` \
-                         rewrites it if the change is right):\n{}",
+                        "the timeline differs from its snapshot {} (`review` shows this run's, \
+                         {}, to accept or reject; `run --snapshots update` rewrites them \
+                         all){}:\n{}",
                         file.display(),
+                        pending_path(&file).display(),
+                        keep_pending(&file, &(header(run, client) + snapshot)),
                         similar::TextDiff::from_lines(stored, snapshot)
                             .unified_diff()
                             .context_radius(2)
@@ -129,6 +137,152 @@ pub fn apply(
     }
 }
 
+/// Where a check keeps a run's snapshot that differs from the stored one
+/// (or has none), for `review`: `NAME.snap.new` beside it, as insta does.
+pub fn pending_path(file: &Path) -> PathBuf {
+    let mut name = file.file_name().unwrap_or_default().to_os_string();
+    name.push(".new");
+    file.with_file_name(name)
+}
+
+/// Writes the pending snapshot; `""`, or why it could not be kept.
+fn keep_pending(file: &Path, text: &str) -> String {
+    match write_whole(&pending_path(file), text) {
+        Ok(()) => String::new(),
+        Err(e) => format!(" (not kept for review: {e})"),
+    }
+}
+
+/// A stored snapshot that no run has any more: its scenario file is gone
+/// (renamed, removed), it no longer plays that protocol, or keeps no
+/// snapshots.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Orphan {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+/// The orphans in `folder/snapshots/`, given the scenario files of
+/// `folder` (each with what loading it gave: the snapshots of one that
+/// does not load are not judged).
+pub fn orphans(
+    folder: &Path,
+    scenarios: &[(PathBuf, Result<Scenario, String>)],
+) -> std::io::Result<Vec<Orphan>> {
+    let dir = folder.join("snapshots");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(Vec::new());
+    };
+    let mut files: Vec<PathBuf> = entries
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    files.sort();
+    let mut found = Vec::new();
+    for file in files {
+        let name = file
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        if !name.ends_with(".snap") {
+            continue;
+        }
+        // The scenario whose stem the name starts with (the longest: a
+        // stem may be another's prefix), then `@variant` or the client.
+        let owner = scenarios
+            .iter()
+            .filter_map(|(source, loaded)| {
+                let stem = source.file_stem()?.to_string_lossy().into_owned();
+                let rest = name.strip_prefix(&stem)?;
+                (rest.starts_with('.') || rest.starts_with('@')).then_some((stem, rest, loaded))
+            })
+            .max_by_key(|(stem, _, _)| stem.len());
+        let why = match owner {
+            None => Some("no scenario file of its name here".to_string()),
+            Some((_, _, Err(_))) => None,
+            Some((_, rest, Ok(scenario))) => {
+                let variant = rest
+                    .strip_prefix('@')
+                    .and_then(|r| r.split_once('.'))
+                    .map(|(v, _)| v);
+                let runs = scenario.variants();
+                let run = runs
+                    .iter()
+                    .find(|run| run.name.rsplit_once('@').map(|(_, v)| v) == variant);
+                match run {
+                    None => Some(format!(
+                        "{} has no {} run",
+                        scenario.name,
+                        variant.unwrap_or("default")
+                    )),
+                    Some(run) if !run.snapshot => Some(format!(
+                        "{} keeps no snapshot (`snapshot: false`)",
+                        run.name
+                    )),
+                    Some(_) => None,
+                }
+            }
+        };
+        if let Some(why) = why {
+            found.push(Orphan { path: file, why });
+        }
+    }
+    Ok(found)
+}
+
+/// The pending snapshots (`*.snap.new`) in `folder/snapshots/`, each with
+/// the snapshot it would replace.
+pub fn pending(folder: &Path) -> std::io::Result<Vec<(PathBuf, PathBuf)>> {
+    let dir = folder.join("snapshots");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(Vec::new());
+    };
+    let mut found: Vec<(PathBuf, PathBuf)> = entries
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .filter_map(|path| {
+            let name = path.file_name()?.to_string_lossy().into_owned();
+            let stored = name.strip_suffix(".new").filter(|n| n.ends_with(".snap"))?;
+            Some((path.with_file_name(stored), path))
+        })
+        .map(|(stored, new)| (new, stored))
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
+/// The diff a review shows: the stored snapshot (or nothing) against the
+/// pending one, headers left out.
+pub fn review_diff(stored: &Path, pending: &Path) -> std::io::Result<String> {
+    let body = |text: String| -> String {
+        match text.split_once('\n') {
+            Some((first, rest)) if first.starts_with("# xds-conformance snapshot") => {
+                rest.to_string()
+            }
+            _ => text,
+        }
+    };
+    let old = match read_snapshot(stored) {
+        Ok(text) => body(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    let new = body(read_snapshot(pending)?);
+    Ok(similar::TextDiff::from_lines(&old, &new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&stored.display().to_string(), "this run")
+        .to_string())
+}
+
+/// Accepts a pending snapshot: it replaces the stored one.
+pub fn accept(pending: &Path, stored: &Path) -> std::io::Result<()> {
+    let text = read_snapshot(pending)?;
+    write_whole(stored, &text)?;
+    std::fs::remove_file(pending)
+}
+
 /// The largest snapshot read: a timeline file is cut at 16 MiB, so a
 /// snapshot past this is not one of ours.
 const MAX_SNAPSHOT_BYTES: u64 = 32 << 20;
@@ -136,15 +290,11 @@ const MAX_SNAPSHOT_BYTES: u64 = 32 << 20;
 /// A stored snapshot: a regular file (asked before opening, so a FIFO in
 /// its place cannot block the run), read to at most the limit.
 fn read_snapshot(file: &Path) -> std::io::Result<String> {
-    use std::io::Read as _;
-    if !std::fs::metadata(file)?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let mut text = String::new();
-    std::fs::File::open(file)?
-        .take(MAX_SNAPSHOT_BYTES)
-        .read_to_string(&mut text)?;
-    Ok(text)
+    use xds_vocabulary::files::{ReadError, read_regular_text};
+    read_regular_text(file, MAX_SNAPSHOT_BYTES).map_err(|e| match e {
+        ReadError::Io(e) => e,
+        other => std::io::Error::other(other.to_string()),
+    })
 }
 
 fn write_whole(file: &Path, text: &str) -> std::io::Result<()> {
@@ -244,6 +394,63 @@ mod tests {
                 PathBuf::from("s/snapshots/ok.grpcio.snap"),
                 PathBuf::from("s/snapshots/ok@delta.grpcio.snap")
             ]
+        );
+    }
+
+    #[test]
+    fn orphans_are_snapshots_no_run_has() {
+        let folder = tempfile::tempdir().expect("a temporary folder");
+        let snaps = folder.path().join("snapshots");
+        std::fs::create_dir_all(&snaps).expect("mkdir");
+        for name in [
+            "ok.c.snap",
+            "ok@delta.c.snap",
+            "ok-two.c.snap",
+            "gone.c.snap",
+            "off.c.snap",
+            "ok.c.snap.new",
+        ] {
+            std::fs::write(snaps.join(name), "x").expect("write");
+        }
+        let scenarios = vec![
+            (folder.path().join("ok.yaml"), Ok(scenario(""))),
+            (
+                folder.path().join("ok-two.yaml"),
+                Ok(scenario("protocols: [sotw, delta]\n")),
+            ),
+            (
+                folder.path().join("off.yaml"),
+                Ok(scenario("snapshot: false\n")),
+            ),
+        ];
+        let found: Vec<(String, String)> = orphans(folder.path(), &scenarios)
+            .expect("listed")
+            .into_iter()
+            .map(|o| {
+                (
+                    o.path.file_name().unwrap().to_string_lossy().into_owned(),
+                    o.why,
+                )
+            })
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (
+                    "gone.c.snap".to_string(),
+                    "no scenario file of its name here".to_string()
+                ),
+                (
+                    "off.c.snap".into(),
+                    "ok keeps no snapshot (`snapshot: false`)".into()
+                ),
+                ("ok@delta.c.snap".into(), "ok has no delta run".into()),
+            ]
+        );
+        let pending = pending(folder.path()).expect("listed");
+        assert_eq!(
+            pending,
+            [(snaps.join("ok.c.snap.new"), snaps.join("ok.c.snap"))]
         );
     }
 }

@@ -551,6 +551,11 @@ fn snapshots_beside_scenarios_are_written_and_checked_from_the_command_line() {
     )
     .expect("copy a scenario");
     let snapshot = scenarios.join("snapshots/wrong-type-url.reference.snap");
+    let review = |args: &[&str], stdin: &str| {
+        let mut all = vec!["scenarios"];
+        all.extend_from_slice(args);
+        review_in(repo.path(), &all, stdin)
+    };
     let run = |mode: &str| {
         harness_in(
             repo.path(),
@@ -571,6 +576,24 @@ fn snapshots_beside_scenarios_are_written_and_checked_from_the_command_line() {
         out.contains("no snapshot scenarios/snapshots/wrong-type-url.reference.snap"),
         "{out}"
     );
+    // The progress line says the final verdict, the snapshot's included.
+    let progress = out
+        .lines()
+        .find(|l| l.starts_with("[   1/1]"))
+        .unwrap_or_else(|| panic!("a progress line: {out}"));
+    assert!(progress.contains("FAIL"), "{progress}");
+    // This run's snapshot is kept for review, and `review` accepts it.
+    let pending = scenarios.join("snapshots/wrong-type-url.reference.snap.new");
+    assert!(pending.is_file(), "{out}");
+    let (code, out) = review(&[], "a\n");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("1 accepted, 0 rejected, 0 left pending"),
+        "{out}"
+    );
+    assert!(snapshot.is_file() && !pending.exists());
+    let (code, out) = run("check");
+    assert_eq!(code, Some(0), "{out}");
 
     let (code, out) = run("update");
     assert_eq!(code, Some(0), "{out}");
@@ -593,6 +616,73 @@ fn snapshots_beside_scenarios_are_written_and_checked_from_the_command_line() {
             && out.contains("DiscoveryRequestX"),
         "{out}"
     );
+    // A review shows the diff and rejects one at a time: the stored
+    // snapshot stays as it was.
+    let (code, out) = review(&[], "r\n");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("DiscoveryRequestX") && out.contains("1 rejected"),
+        "{out}"
+    );
+    assert!(!pending.exists());
+    assert!(
+        std::fs::read_to_string(&snapshot)
+            .expect("kept")
+            .contains("DiscoveryRequestX")
+    );
+    // Nobody to ask (stdin closed): it stays pending.
+    run("check");
+    let (_, out) = review(&[], "");
+    assert!(
+        out.contains("0 accepted, 0 rejected, 1 left pending"),
+        "{out}"
+    );
+    let (_, out) = review(&["--accept-all"], "");
+    assert!(out.contains("1 accepted"), "{out}");
+    let (code, out) = run("check");
+    assert_eq!(code, Some(0), "{out}");
+
+    // A renamed scenario leaves its snapshot orphaned: listed by the run
+    // and by review, removed by `review --prune`.
+    std::fs::rename(
+        scenarios.join("wrong-type-url.yaml"),
+        scenarios.join("renamed.yaml"),
+    )
+    .expect("rename");
+    let (_, out) = run("update");
+    assert!(
+        out.contains("orphaned snapshot scenarios/snapshots/wrong-type-url.reference.snap (no scenario file of its name here)"),
+        "{out}"
+    );
+    let (code, out) = review(&["--prune"], "");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains(": removed"), "{out}");
+    assert!(!snapshot.exists());
+    assert!(scenarios.join("snapshots/renamed.reference.snap").is_file());
+}
+
+/// `xds-conformance review <args>` in `dir` with `stdin` as its input:
+/// exit code, stdout and stderr.
+fn review_in(dir: &std::path::Path, args: &[&str], stdin: &str) -> (Option<i32>, String) {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xds-conformance"))
+        .arg("review")
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the harness");
+    let mut input = child.stdin.take().expect("stdin");
+    input.write_all(stdin.as_bytes()).expect("write stdin");
+    drop(input);
+    let output = child.wait_with_output().expect("wait");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr),
+    )
 }
 
 /// A report folder that cannot be written is found before anything runs
