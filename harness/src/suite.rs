@@ -87,6 +87,10 @@ pub fn available_clients() -> Vec<String> {
     names
 }
 
+/// The adapters of this repository's `client-under-test/adapters/`, as
+/// they were when this crate was built (see `build.rs`).
+pub const SHIPPED_ADAPTERS: &[&str] = include!(concat!(env!("OUT_DIR"), "/shipped_adapters.rs"));
+
 /// Clients a scenario file may name (in `known_failures`,
 /// `no_snapshot_for`): the ones this build can drive, and the adapters
 /// the project ships even where their folder is absent (a harness used
@@ -95,7 +99,7 @@ pub fn known_client_names() -> &'static [String] {
     static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     NAMES.get_or_init(|| {
         let mut names = available_clients();
-        for shipped in ["envoy", "grpc-js", "grpcio", "reference-process"] {
+        for shipped in SHIPPED_ADAPTERS {
             if !names.iter().any(|n| n == shipped) {
                 names.push(shipped.to_string());
             }

@@ -29,7 +29,9 @@ use xds_conformance::matrix::{run_matrix, write_reports};
 use xds_conformance::runner::RunOutcome;
 use xds_conformance::scenario::Scenario;
 use xds_conformance::schedule::DEFAULT_JOBS;
-use xds_conformance::suite::{Selection, SuiteVersion, TestedClient, discover, manifest_dir};
+use xds_conformance::suite::{
+    Selection, SuiteVersion, TestedClient, default_matrix_clients, discover, manifest_dir,
+};
 use xds_conformance_reports::Verdict;
 
 /// Clients whose normalised timelines are compared with snapshots.
@@ -42,8 +44,10 @@ fn matrix() {
         .parent()
         .expect("the harness crate is in the workspace");
     let files = discover(&[root.join("scenarios")]).expect("scenarios/ is readable");
-    let clients: Vec<TestedClient> = ["reference", "grpcio", "grpc-js", "envoy", "grpc-rust"]
-        .into_iter()
+    // Every client of the default matrix: a new adapter's folder is a new
+    // column here too.
+    let clients: Vec<TestedClient> = default_matrix_clients()
+        .iter()
         .map(|name| TestedClient::new(name, None).unwrap_or_else(|e| panic!("{name}: {e}")))
         .collect();
     let run = run_matrix(

@@ -1,0 +1,216 @@
+//! The adapter manifest (`adapter.json`): how an adapter is installed and
+//! started, and what it can be asked.
+
+use super::*;
+
+/// Capabilities as adapters declare them, in `adapter.json` and in
+/// `hello`. Unknown keys are errors: a misspelt capability would otherwise
+/// silently read as `false` and turn scenarios "not applicable".
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdapterCapabilities {
+    pub dial: bool,
+    pub rpc: bool,
+    pub watch: bool,
+    /// Watches observed through channels (`watch` with `via`;
+    /// ADAPTER_PROTOCOL.md, "Projected watches").
+    pub projected_watch: bool,
+    pub csds: bool,
+    pub delta: bool,
+    pub client_events: bool,
+    /// gRFC A36 xDS-enabled servers: the `serve` op and `serving_status`
+    /// events.
+    pub serve: bool,
+    /// A proxy: it serves targets on listeners, so RPCs go to a listener's
+    /// address with the target as authority (ADAPTER_PROTOCOL.md, `rpc`).
+    pub proxy: bool,
+    pub profiles: Vec<String>,
+}
+
+impl AdapterCapabilities {
+    pub fn to_capabilities(&self) -> Capabilities {
+        let mut profiles = self.profiles.clone();
+        // Sorted so that a different order in adapter.json and hello is
+        // not reported as a difference.
+        profiles.sort();
+        profiles.dedup();
+        Capabilities {
+            watch: self.watch,
+            projected_watch: self.projected_watch,
+            dial: self.dial,
+            rpc: self.rpc,
+            // Real clients do not expose their resolved config.
+            dial_config: false,
+            csds: self.csds,
+            csds_service: self.csds,
+            resource_counts: false,
+            // The adapter protocol has no way to say these.
+            watch_in_callback: false,
+            read_flow_control: false,
+            // The adapter protocol matches replies to commands by id, and
+            // adapters run each RPC on its own (thread, promise).
+            background_rpc: self.rpc,
+            client_events: self.client_events,
+            serve: self.serve,
+            delta: self.delta,
+            // A separate process cannot run on the harness's virtual clock.
+            virtual_time: false,
+            channels_need_real_time: false,
+            // What every gRPC client is; the adapter protocol is for them
+            // (Envoy is driven through its admin API: the envoy driver).
+            channel_states: self.dial,
+            grpc_bootstrap: true,
+            authorities: true,
+            named_lds_cds: true,
+            proxy: self.proxy,
+            connects_at_start: false,
+            admin: false,
+            profiles,
+        }
+    }
+}
+
+/// How a client in a manifest is driven.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Driver {
+    /// `command` is an adapter speaking ADAPTER_PROTOCOL.md.
+    #[default]
+    Adapter,
+    /// `command` is an Envoy binary: the harness renders Envoy's bootstrap,
+    /// observes it through its admin API and sends RPCs through its
+    /// listeners (see `client-under-test/adapters/envoy/README.md`).
+    Envoy,
+}
+
+/// An adapter's `adapter.json`. Relative paths in it (`command`,
+/// `install`, `installed`) resolve against its [`root`](Self::root), and
+/// its commands run there.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdapterManifest {
+    pub name: String,
+    /// The folder relative paths resolve against, relative to the
+    /// manifest's own folder: `.` (the default) for an adapter kept in a
+    /// client's repository; the adapters this project ships say `../../..`
+    /// (they install into the checkout's `.peers/`).
+    #[serde(default)]
+    pub root: Option<PathBuf>,
+    #[serde(default)]
+    pub description: String,
+    /// Run when the `installed` marker is missing; must create it last.
+    #[serde(default)]
+    pub install: Option<Vec<String>>,
+    /// The marker file `install` creates.
+    #[serde(default)]
+    pub installed: Option<PathBuf>,
+    /// How the harness drives the client: through the adapter protocol
+    /// (the default), or as Envoy.
+    #[serde(default)]
+    pub driver: Driver,
+    /// Starts the adapter (the `adapter` driver), or is the Envoy binary.
+    pub command: Vec<String>,
+    /// Added to the adapter's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// What the client can do, known without starting it.
+    pub capabilities: AdapterCapabilities,
+    /// The client's expectations file (which scenario runs it is expected
+    /// to fail, and why), relative to the manifest's own folder: kept
+    /// with the adapter, in the client's repository. The harness holds the
+    /// client to it unless `--expectations` names another.
+    #[serde(default)]
+    pub expectations: Option<PathBuf>,
+}
+
+/// The most an adapter manifest may hold: a few hundred bytes in practice.
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
+impl AdapterManifest {
+    pub const FILE_NAME: &'static str = "adapter.json";
+
+    /// The folder its relative paths resolve against, for a manifest read
+    /// from `adapter_dir`: its `root` there, made absolute; an error names
+    /// the folder it looked for.
+    pub fn root_dir(&self, adapter_dir: &Path) -> Result<PathBuf, ProcessError> {
+        let wanted = adapter_dir.join(self.root.as_deref().unwrap_or(Path::new(".")));
+        std::fs::canonicalize(&wanted).map_err(|source| ProcessError::Root {
+            adapter: self.name.clone(),
+            path: wanted,
+            source,
+        })
+    }
+
+    /// Reads and checks `<adapter_dir>/adapter.json` (at most
+    /// [`MAX_MANIFEST_BYTES`]).
+    pub fn load(adapter_dir: &Path) -> Result<AdapterManifest, ProcessError> {
+        let path = adapter_dir.join(Self::FILE_NAME);
+        // A manifest is a small JSON file: a FIFO or a device in its place
+        // is refused at once, not waited on or read forever.
+        let text = xds_vocabulary::files::read_regular_text(&path, MAX_MANIFEST_BYTES).map_err(
+            |source| ProcessError::ReadManifest {
+                path: path.clone(),
+                source,
+            },
+        )?;
+        Self::parse(&text, &path)
+    }
+
+    /// Parses and checks a manifest; `path` is only used in errors.
+    pub fn parse(json: &str, path: &Path) -> Result<AdapterManifest, ProcessError> {
+        let manifest: AdapterManifest =
+            serde_json::from_str(json).map_err(|source| ProcessError::ParseManifest {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let invalid = |reason: &str| ProcessError::InvalidManifest {
+            path: path.to_path_buf(),
+            reason: reason.to_string(),
+        };
+        if manifest.name.trim().is_empty() {
+            return Err(invalid("`name` is empty"));
+        }
+        if manifest.command.first().is_none_or(|p| p.is_empty()) {
+            return Err(invalid("`command` is empty"));
+        }
+        match (&manifest.install, &manifest.installed) {
+            (Some(install), Some(_)) if install.first().is_none_or(|p| p.is_empty()) => {
+                return Err(invalid("`install` is empty"));
+            }
+            (Some(_), Some(_)) | (None, None) => {}
+            (Some(_), None) => return Err(invalid("`install` needs an `installed` marker")),
+            (None, Some(_)) => return Err(invalid("`installed` needs an `install` command")),
+        }
+        Ok(manifest)
+    }
+}
+
+/// "dial: adapter.json true, hello false; profiles: adapter.json [], hello [a88]"
+pub(super) fn capability_differences(declared: &Capabilities, said: &Capabilities) -> String {
+    let flags = [
+        ("dial", declared.dial, said.dial),
+        ("rpc", declared.rpc, said.rpc),
+        ("watch", declared.watch, said.watch),
+        (
+            "projected_watch",
+            declared.projected_watch,
+            said.projected_watch,
+        ),
+        ("csds", declared.csds, said.csds),
+        ("delta", declared.delta, said.delta),
+        ("client_events", declared.client_events, said.client_events),
+        ("serve", declared.serve, said.serve),
+    ];
+    let mut differences: Vec<String> = flags
+        .into_iter()
+        .filter(|(_, a, b)| a != b)
+        .map(|(name, a, b)| format!("{name}: adapter.json {a}, hello {b}"))
+        .collect();
+    if declared.profiles != said.profiles {
+        differences.push(format!(
+            "profiles: adapter.json {:?}, hello {:?}",
+            declared.profiles, said.profiles
+        ));
+    }
+    differences.join("; ")
+}
