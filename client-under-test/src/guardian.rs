@@ -17,6 +17,8 @@ use std::io;
 use std::os::fd::RawFd;
 use std::sync::OnceLock;
 
+use crate::containment::Containment;
+
 /// The harness's end and the guardians' end of the lifeline pipe, both
 /// close-on-exec (so no client program inherits either; the guardians are
 /// forks that never exec, and keep what they need).
@@ -37,19 +39,25 @@ fn lifeline() -> Option<(RawFd, RawFd)> {
     })
 }
 
-/// Makes `command` start with a guardian (see the module). The command
-/// must put the child in its own process group (`process_group(0)`), so
-/// the group the guardian kills is the client's alone.
-pub(crate) fn guard(command: &mut tokio::process::Command) {
+/// Makes `command` a contained client process: marked as its run's (see
+/// `containment`: what it starts outside its group ends with the run too)
+/// and started with a guardian (see the module), which on the harness's
+/// death kills the group and the run's cgroup. The command must put the
+/// child in its own process group (`process_group(0)`), so the group the
+/// guardian kills is the client's alone.
+pub(crate) fn guard(command: &mut tokio::process::Command, containment: &Containment) {
+    containment.apply(command.as_std_mut());
     let Some((read_end, _)) = lifeline() else {
         return;
     };
+    let kill_path = containment.kill_path();
     // SAFETY: the closure runs in the child between fork and exec, and
     // calls only async-signal-safe functions (getpid, getpgrp, fork, read,
-    // close, kill, _exit, syscall); it allocates nothing and takes no lock.
+    // close, kill, open, write, _exit, syscall); it allocates nothing and
+    // takes no lock (the path was allocated before the fork).
     unsafe {
         command.pre_exec(move || {
-            start_guardian(read_end);
+            start_guardian(read_end, kill_path.as_deref());
             Ok(())
         });
     }
@@ -60,7 +68,7 @@ pub(crate) fn guard(command: &mut tokio::process::Command) {
 ///
 /// # Safety
 /// Only between fork and exec of a child that leads its own group.
-unsafe fn start_guardian(read_end: RawFd) {
+unsafe fn start_guardian(read_end: RawFd, cgroup_kill: Option<&std::ffi::CStr>) {
     // SAFETY (whole body): async-signal-safe calls on our own fds and
     // process group, in a single-threaded forked child.
     unsafe {
@@ -87,6 +95,14 @@ unsafe fn start_guardian(read_end: RawFd) {
             }
         }
         libc::kill(-group, libc::SIGKILL);
+        // And whatever left the group, in the run's cgroup (the guardian
+        // is in it too: this is its last act).
+        if let Some(path) = cgroup_kill {
+            let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
+            if fd >= 0 {
+                libc::write(fd, b"1".as_ptr().cast(), 1);
+            }
+        }
         libc::_exit(0);
     }
 }

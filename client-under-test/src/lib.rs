@@ -10,6 +10,7 @@
 pub mod broken;
 mod child;
 pub mod connect;
+mod containment;
 pub mod envoy;
 /// For the fuzz targets in `fuzz/` and their corpus replay test only.
 #[doc(hidden)]
@@ -21,6 +22,7 @@ mod reference;
 pub mod summary;
 
 pub use child::remove_temp_files;
+pub use containment::RUN_MARK;
 pub use envoy::{EnvoyClient, EnvoyLogging};
 pub use grpc_rust::GrpcRustClient;
 pub use process::{

@@ -1086,3 +1086,34 @@ fn real_adapter_manifests_load() {
         }
     }
 }
+
+/// Processes an adapter started outside its process group (a session of
+/// their own, a double fork) end with the run: on shutdown, and when the
+/// client is dropped without one.
+#[tokio::test]
+async fn processes_that_left_the_adapters_group_end_with_the_run() {
+    for graceful in [true, false] {
+        let scratch = Scratch::new(if graceful {
+            "escapes-shutdown"
+        } else {
+            "escapes-drop"
+        });
+        let events = Events::default();
+        let mut client = scratch.client("escapes");
+        client.start(env(&events)).await.unwrap();
+        let escaped = [scratch.pid("setsid.pid"), scratch.pid("double-fork.pid")];
+        let pid = client.pid().unwrap() as i32;
+        for p in escaped {
+            assert!(alive(p), "{p} runs while the client does");
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap();
+            let (_, pgrp) = stat_fields(&stat).unwrap();
+            assert_ne!(pgrp, pid, "{p} left the adapter's group");
+        }
+        if graceful {
+            client.shutdown().await;
+        } else {
+            drop(client);
+        }
+        assert_all_gone(pid, &escaped).await;
+    }
+}

@@ -128,7 +128,7 @@ pub fn run_matrix(
                 let Some((_, outcome)) = runs.get(index) else {
                     continue;
                 };
-                let (cell, scenario_report) = cell(variant, source, client, outcome.clone());
+                let (cell, scenario_report) = cell(variant, source, client, outcome);
                 report.wall_duration += scenario_report.wall_duration;
                 report.results.push(scenario_report);
                 cells.push(cell);
@@ -480,7 +480,7 @@ fn cell(
     scenario: &Scenario,
     source: &str,
     client: &TestedClient,
-    outcome: RunOutcome,
+    outcome: &RunOutcome,
 ) -> (MatrixCell, ScenarioReport) {
     let (status, detail) = match &outcome.verdict {
         Verdict::Pass => (CellStatus::Pass, String::new()),
@@ -534,12 +534,12 @@ fn cell(
         description: scenario.description.clone(),
         spec: scenario.spec.clone(),
         source: source.to_string(),
-        verdict: outcome.verdict,
+        verdict: outcome.verdict.clone(),
         virtual_duration: outcome.virtual_duration,
         wall_duration: outcome.wall_duration,
-        timeline: outcome.timeline,
-        failed_tries: outcome.failed_tries,
-        observed: outcome.observed,
+        timeline: outcome.timeline.clone(),
+        failed_tries: outcome.failed_tries.clone(),
+        observed: outcome.observed.clone(),
     };
     (cell, report)
 }
@@ -560,7 +560,11 @@ fn pictured(event: &TimelineEvent) -> bool {
 pub fn timeline_mark(events: &[TimelineEvent], mark: &Mark) -> TimelineMark {
     let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     let event = mark.event.and_then(|index| {
-        let shown = events.iter().filter(|e| pictured(e)).count();
+        let shown = events
+            .iter()
+            .filter(|e| pictured(e))
+            .count()
+            .min(MAX_DOC_EVENTS);
         let before = events.iter().take(index).filter(|e| pictured(e)).count();
         (before < shown).then_some(before)
     });
@@ -572,12 +576,23 @@ pub fn timeline_mark(events: &[TimelineEvent], mark: &Mark) -> TimelineMark {
     }
 }
 
+/// How many events a picture shows, at most: more is no picture a person
+/// reads, and a flooding client's 100,000 events would be held (and
+/// written into the matrix) once more. The text timeline has them all.
+pub const MAX_DOC_EVENTS: usize = 20_000;
+
+/// How much of an event's text a picture keeps (its label, its detail).
+const MAX_DOC_LABEL: usize = 256;
+const MAX_DOC_DETAIL: usize = 2048;
+
 /// The picture's view of a timeline: servers and backends as lanes in order
 /// of appearance, then the client; requests and responses as messages.
+/// The first [`MAX_DOC_EVENTS`] shown events.
 pub fn timeline_doc(events: &[TimelineEvent]) -> TimelineDoc {
+    use xds_vocabulary::cut::cut;
     let mut lanes: Vec<String> = Vec::new();
     let mut doc_events = Vec::new();
-    for event in events.iter().filter(|e| pictured(e)) {
+    for event in events.iter().filter(|e| pictured(e)).take(MAX_DOC_EVENTS) {
         let Some(detail) = describe(&event.kind) else {
             continue;
         };
@@ -641,8 +656,8 @@ pub fn timeline_doc(events: &[TimelineEvent]) -> TimelineDoc {
             lane,
             to_lane,
             kind,
-            label,
-            detail,
+            label: cut(&label, MAX_DOC_LABEL).into_owned(),
+            detail: cut(&detail, MAX_DOC_DETAIL).into_owned(),
         });
     }
     lanes.push("client".to_string());

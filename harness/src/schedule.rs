@@ -125,7 +125,7 @@ pub fn run_all(
                         std::path::Path::new(&run.source),
                         run,
                         client,
-                        outcome.snapshot(),
+                        &outcome.snapshot(),
                         verdict,
                     );
                 }

@@ -90,6 +90,9 @@ struct Running {
     _bootstrap: TempFile,
     admin_path: TempFile,
     poller: Option<JoinHandle<()>>,
+    /// What Envoy started outside its group ends with it (dropped after
+    /// the group is killed: it sweeps what is left).
+    _contained: crate::containment::Containment,
 }
 
 impl Drop for Running {
@@ -283,7 +286,8 @@ impl ClientUnderTest for EnvoyClient {
             .process_group(0)
             .kill_on_drop(true);
         // Envoy dies with the harness, even a SIGKILLed one.
-        crate::guardian::guard(&mut command);
+        let contained = crate::containment::Containment::new();
+        crate::guardian::guard(&mut command, &contained);
         let mut child = command.spawn().map_err(|e| {
             ClientError::Failed(format!(
                 "cannot start envoy ({}): {e}",
@@ -310,6 +314,7 @@ impl ClientUnderTest for EnvoyClient {
             _bootstrap: bootstrap_file,
             admin_path,
             poller: None,
+            _contained: contained,
         };
         let admin_file = running.admin_path.path().to_path_buf();
         let address = match self.wait_for_admin(&running, &admin_file).await {

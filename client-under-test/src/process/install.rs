@@ -73,6 +73,10 @@ impl ProcessClient {
             .stdout(out)
             .stderr(err);
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        // What the install leaves running outside its group (a package
+        // manager's daemon) ends with it too.
+        let contained = crate::containment::Containment::new();
+        contained.apply(&mut command);
         let mut child = command
             .spawn()
             .map_err(|source| ProcessError::InstallSpawn {
@@ -99,6 +103,7 @@ impl ProcessClient {
         // Whatever happened, nothing the install started keeps running
         // (package managers can leave helpers behind).
         kill_group(pgid);
+        contained.sweep();
         if status.is_err() {
             // Also by pid: if the install moved itself out of its group,
             // the wait would otherwise never end.

@@ -256,8 +256,10 @@ impl ProcessClient {
             // Its own group, so the adapter and everything it started can
             // be killed together.
             .process_group(0);
-        // ...also if the harness itself is killed.
-        crate::guardian::guard(&mut command);
+        // ...also if the harness itself is killed, and what it starts
+        // outside its group ends with the run too.
+        let contained = crate::containment::Containment::new();
+        crate::guardian::guard(&mut command, &contained);
         // The harness's own environment must not leak a profile in.
         match &env.profile {
             Some(profile) => command.env("XDS_CONFORMANCE_PROFILE", profile),
@@ -284,6 +286,7 @@ impl ProcessClient {
 
         let shared = Arc::new(Shared {
             adapter: self.manifest.name.clone(),
+            contained,
             pid: pid as i32,
             reaped: AtomicBool::new(false),
             sink: env.events.clone(),

@@ -170,6 +170,8 @@ pub(super) struct SharedState {
 /// State shared by the client and its reader tasks.
 pub(super) struct Shared {
     pub(super) adapter: String,
+    /// What the adapter started outside its group: swept with the group.
+    pub(super) contained: crate::containment::Containment,
     /// The adapter's pid, which is also its process group id.
     pub(super) pid: i32,
     /// The leader has been waited for: its pid may be reused now.
@@ -217,6 +219,7 @@ impl Shared {
     /// been reaped (in case it moved itself to another group).
     pub(super) fn kill(&self) {
         kill_group(self.pid);
+        self.contained.sweep();
         if !self.reaped.load(Ordering::Acquire) && self.pid > 1 {
             // SAFETY: kill only sends a signal.
             unsafe {

@@ -53,10 +53,6 @@ pub struct RunOutcome {
     pub events: Vec<TimelineEvent>,
     /// The rendered timeline, with times (for reports).
     pub timeline: String,
-    /// A real-time run's normalised rendering (see
-    /// `timeline::render_normalized`); `None` for a virtual-time run,
-    /// whose snapshot is its timeline (kept once: see [`Self::snapshot`]).
-    pub normalized: Option<String>,
     pub virtual_duration: Duration,
     pub wall_duration: Duration,
     /// The clock it ran on.
@@ -84,8 +80,18 @@ pub struct RunOutcome {
 impl RunOutcome {
     /// What snapshots store: the timeline itself for a virtual-time run,
     /// the normalised rendering for a real-time one.
-    pub fn snapshot(&self) -> &str {
-        self.normalized.as_deref().unwrap_or(&self.timeline)
+    pub fn snapshot(&self) -> std::borrow::Cow<'_, str> {
+        // Rendered when asked for, not with every run: a flooding client's
+        // timeline would otherwise be held twice more (the rendering and
+        // its normalised lines) by every run that keeps no snapshot.
+        match self.mode {
+            RunMode::Virtual => std::borrow::Cow::Borrowed(&self.timeline),
+            RunMode::RealTime => {
+                std::borrow::Cow::Owned(crate::timeline::render_normalized(&self.events, &|line| {
+                    self.normalizer.normalize(line)
+                }))
+            }
+        }
     }
 
     /// A run that did not take place, with why.
@@ -94,7 +100,6 @@ impl RunOutcome {
             verdict,
             events: Vec::new(),
             timeline: String::new(),
-            normalized: None,
             virtual_duration: Duration::ZERO,
             wall_duration: Duration::ZERO,
             mode: RunMode::Virtual,
@@ -160,7 +165,6 @@ pub fn run_scenario_in(
         verdict,
         events: Vec::new(),
         timeline: String::new(),
-        normalized: None,
         virtual_duration: Duration::ZERO,
         wall_duration: wall_start.elapsed(),
         mode: mode_for(&caps, scenario),
@@ -242,24 +246,21 @@ pub fn run_scenario_in(
     let normalizer = addresses.normalizer();
     // Rendered once and, in memory, not copied: a timeline may hold up to
     // its byte limit (in-memory runs have no addresses to rewrite).
-    let rendered = crate::timeline::render_events(&events, 0);
+    // What reports write of it at most, kept at most, and never rendered
+    // whole first: every copy a report makes is then bounded too (a
+    // flooding client's timeline holds 100 MB).
+    let rendered =
+        crate::timeline::render_events_tail(&events, xds_conformance_reports::MAX_TIMELINE_FILE);
     let timeline = if normalizer.is_identity() {
         rendered
     } else {
         normalizer.normalize(&rendered)
-    };
-    let normalized = match mode {
-        RunMode::Virtual => None,
-        RunMode::RealTime => Some(crate::timeline::render_normalized(&events, &|line| {
-            normalizer.normalize(line)
-        })),
     };
     let verdict = with_known_failure(verdict, scenario_known_failure);
     RunOutcome {
         verdict,
         events,
         timeline,
-        normalized,
         virtual_duration: duration,
         wall_duration: wall_start.elapsed(),
         mode,

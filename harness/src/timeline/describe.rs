@@ -26,6 +26,45 @@ pub fn render_events(events: &[TimelineEvent], from: usize) -> String {
     out
 }
 
+/// The last lines of [`render_events`] that fit in `max` bytes, after a
+/// line saying how many lines before them are not kept: rendered from the
+/// end, so a timeline of a hundred thousand events is never rendered whole
+/// to be cut (reports write at most this much of it anyway).
+pub fn render_events_tail(events: &[TimelineEvent], max: usize) -> String {
+    let mut kept: Vec<String> = Vec::new();
+    let mut bytes = 0;
+    let mut rest = events.len();
+    for (index, event) in events.iter().enumerate().rev() {
+        let Some(line) = render_line(event) else {
+            rest = index;
+            continue;
+        };
+        if bytes + line.len() + 1 > max {
+            break;
+        }
+        bytes += line.len() + 1;
+        kept.push(line);
+        rest = index;
+    }
+    let dropped = events[..rest]
+        .iter()
+        .filter(|e| describe(&e.kind).is_some())
+        .count();
+    let mut out = String::with_capacity(bytes + 64);
+    if dropped > 0 {
+        let _ = writeln!(
+            out,
+            "[... the first {dropped} lines are not kept: the timeline is longer than {} MiB]",
+            max >> 20
+        );
+    }
+    for line in kept.iter().rev() {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 /// How much of one event a timeline line shows. Matchers see the whole
 /// event; a line of a megabyte (a response naming thousands of resources
 /// with long names) reads no better than its first 16 KiB, and would make

@@ -13,7 +13,8 @@ mod normalize;
 mod weight;
 
 pub use describe::{
-    csds_status_name, describe, describe_admin, line_numbers, render_events, render_line, type_name,
+    csds_status_name, describe, describe_admin, line_numbers, render_events, render_events_tail,
+    render_line, type_name,
 };
 pub use normalize::render_normalized;
 pub use weight::weight;

@@ -1,21 +1,39 @@
 #!/usr/bin/env python3
-"""HOSTILE FIXTURE (harness/tests/interrupts.rs): says hello, answers the
-first `watch`, then prints valid `log` events (1 KB each) as fast as it
-can until it is killed or its stdout closes. The harness must keep its
-memory, its timeline and its reports bounded."""
+"""HOSTILE FIXTURE (harness/tests/interrupts.rs, examples/flood_peak.rs):
+says hello, answers the first `watch`, then floods the harness as fast as
+it can until it is killed or its stdout closes. The kind (first argument):
+  log      valid `log` events of 1 KB (the default)
+  watcher  valid `watcher` events of 1 KB (`changed` with a summary), the
+           events a timeline keeps without a cap of their own
+  line     lines of 1 MiB less one byte that are valid JSON events
+  stderr   1 KB log lines on stderr, and nothing on stdout
+The harness must keep its memory, its timeline and its reports bounded."""
 import json
 import sys
 
+kind = sys.argv[1] if len(sys.argv) > 1 else "log"
 print(json.dumps({"event": "hello", "protocol": 1, "client": "flood", "version": "0",
                   "capabilities": {"watch": True}}), flush=True)
 line = sys.stdin.readline()
 command = json.loads(line)
 print(json.dumps({"id": command["id"], "ok": True}), flush=True)
 n = 0
+pad = "x" * 1000
 try:
+    if kind == "stderr":
+        while True:
+            n += 1
+            sys.stderr.write("flood %d %s\n" % (n, pad))
     while True:
         n += 1
-        sys.stdout.write(json.dumps({"event": "log", "level": "info",
-                                     "message": "flood %d %s" % (n, "x" * 1000)}) + "\n")
+        if kind == "watcher":
+            event = {"event": "watcher", "type": "CDS", "name": "c1", "kind": "changed",
+                     "summary": "flood %d %s" % (n, pad)}
+        elif kind == "line":
+            event = {"event": "log", "level": "info", "message": ""}
+            event["message"] = "y" * ((1 << 20) - 1 - len(json.dumps(event)))
+        else:
+            event = {"event": "log", "level": "info", "message": "flood %d %s" % (n, pad)}
+        sys.stdout.write(json.dumps(event) + "\n")
 except BrokenPipeError:
     pass
