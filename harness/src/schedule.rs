@@ -296,8 +296,12 @@ impl Tries {
 }
 
 /// A run worth trying again: a real-time run that failed or broke.
+/// A real-time run that failed, unless its client flooded the timeline:
+/// that is the client's doing, not the machine's load, and each try would
+/// hold another timeline's worth of memory.
 fn retriable(outcome: &RunOutcome) -> bool {
     outcome.mode == crate::runner::RunMode::RealTime
+        && outcome.timeline_full.is_none()
         && matches!(
             outcome.verdict,
             Verdict::Fail { .. } | Verdict::Error { .. }

@@ -65,6 +65,10 @@ pub struct RunOutcome {
     pub mark: Option<crate::timeline::Mark>,
     /// Earlier tries of this run that failed (see `schedule`'s retries).
     pub failed_tries: Vec<xds_conformance_reports::FailedTry>,
+    /// The limit the run's timeline reached, if it did: the client sent
+    /// more than a timeline holds (a flood), which trying again does not
+    /// change.
+    pub timeline_full: Option<crate::timeline::Full>,
     /// The verdict before the client's expectations were held to it,
     /// where an entry changed it (see `ScenarioReport::observed`).
     pub observed: Option<Verdict>,
@@ -107,6 +111,7 @@ impl RunOutcome {
             mark: None,
             failed_tries: Vec::new(),
             observed: None,
+            timeline_full: None,
             normalizer: Default::default(),
             missing: Vec::new(),
         }
@@ -172,6 +177,7 @@ pub fn run_scenario_in(
         mark: None,
         failed_tries: Vec::new(),
         observed: None,
+        timeline_full: None,
         normalizer: Default::default(),
         missing: Vec::new(),
     };
@@ -219,6 +225,7 @@ pub fn run_scenario_in(
     };
     let Played {
         verdict,
+        full,
         events,
         duration,
         addresses,
@@ -232,6 +239,7 @@ pub fn run_scenario_in(
                 verdict: Verdict::Error {
                     message: format!("the runner panicked: {e}"),
                 },
+                full: None,
                 events: Vec::new(),
                 duration: Duration::ZERO,
                 addresses: AddressMap::identity(),
@@ -268,6 +276,7 @@ pub fn run_scenario_in(
         mark,
         failed_tries: Vec::new(),
         observed: None,
+        timeline_full: full,
         normalizer,
         missing: Vec::new(),
     }
@@ -461,6 +470,8 @@ const SHUTDOWN_LIMIT: Duration = Duration::from_secs(10);
 /// What [`play`] gives back.
 struct Played {
     verdict: Verdict,
+    /// The limit the timeline reached, if it did (see `RunOutcome`).
+    full: Option<crate::timeline::Full>,
     events: Vec<TimelineEvent>,
     duration: Duration,
     addresses: AddressMap,
@@ -489,6 +500,7 @@ async fn play(
         Err(SetUpError { message, addresses }) => {
             return Played {
                 verdict: Verdict::Error { message },
+                full: timeline.full(),
                 events: timeline.events(),
                 duration: Duration::ZERO,
                 addresses,
@@ -567,6 +579,7 @@ async fn play(
     let duration = Instant::now() - start;
     // Taken, not copied: a timeline may hold up to its byte limit, and
     // nothing reads it after this.
+    let full = player.timeline.full();
     let mut events = player.timeline.take_events();
     if let Some(note) = player.timeline.dropped_note() {
         // Appended here: a full timeline would not take it.
@@ -604,6 +617,7 @@ async fn play(
     drop(certificates);
     Played {
         verdict,
+        full,
         events,
         duration,
         addresses: player.addresses,

@@ -363,6 +363,11 @@ impl Timeline {
         self.lock().bytes
     }
 
+    /// The limit the timeline reached, if it did.
+    pub fn full(&self) -> Option<Full> {
+        self.lock().full
+    }
+
     /// What the caps left out, as a sentence, if anything.
     pub fn dropped_note(&self) -> Option<String> {
         let recorded = self.lock();

@@ -1,0 +1,113 @@
+//! The harness's peak memory under a client that floods it: for each
+//! flood (valid 1 KB `log` events, valid 1 KB `watcher` events, lines of
+//! a megabyte, a flooded stderr; the fixture adapters of
+//! `harness/tests/hostile/adapters/flood*`), one run of a scenario that
+//! watches and waits, played as `run` plays it (expectations, retries,
+//! reports written), in a fresh process each: its verdict, its wall time
+//! and the process's peak RSS (`VmHWM`).
+//!
+//! ```sh
+//! cargo run --release -p xds-conformance --example flood_peak
+//! ```
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use xds_conformance::suite::{Selection, TestedClient, run_files};
+
+const KINDS: &[(&str, &str)] = &[
+    ("log", "flood"),
+    ("watcher", "flood-watcher"),
+    ("line", "flood-line"),
+    ("stderr", "flood-stderr"),
+];
+
+fn crate_dir() -> PathBuf {
+    xds_conformance::suite::manifest_dir(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `VmHWM` of this process, in MiB.
+fn peak_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// One flood in this process: prints `kind|verdict|seconds|peak MiB`.
+fn measure(kind: &str, adapter: &str) {
+    let scratch = tempfile::tempdir().expect("a temporary folder");
+    let file = scratch.path().join("flood.yaml");
+    std::fs::write(
+        &file,
+        "description: a client floods the harness\nservers: {main: {}}\nsnapshot: false\n\
+         limits: {wall_time: 60s}\nsteps:\n  - watch: {type: CDS, name: c1}\n  - wait: 6s\n  \
+         - expect: {watcher: {type: CDS, name: c1, event: does_not_exist}, within: 0s}\n",
+    )
+    .expect("write the scenario");
+    let adapter = crate_dir().join("tests/hostile/adapters").join(adapter);
+    let client = TestedClient::new(&adapter.display().to_string(), None).expect("the fixture");
+    let started = Instant::now();
+    let report = run_files(
+        &[file],
+        &Selection::default(),
+        &client,
+        1,
+        None,
+        &xds_conformance::schedule::no_progress,
+    );
+    xds_conformance_reports::write_all(&report, &scratch.path().join("reports"))
+        .expect("reports written");
+    let verdict = report
+        .results
+        .first()
+        .map(|r| {
+            let first = r.verdict.detail().lines().next().unwrap_or_default();
+            format!(
+                "{} ({})",
+                r.verdict.label(),
+                xds_vocabulary::cut::cut(first, 70)
+            )
+        })
+        .unwrap_or_default();
+    println!(
+        "{kind}|{verdict}|{:.1}|{:.0}",
+        started.elapsed().as_secs_f64(),
+        peak_mib()
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let [_, flag, kind] = args.as_slice()
+        && flag == "--one"
+        && let Some((kind, adapter)) = KINDS.iter().find(|(k, _)| k == kind)
+    {
+        measure(kind, adapter);
+        return;
+    }
+    if cfg!(debug_assertions) {
+        eprintln!("warning: a debug build; measure with --release");
+    }
+    println!("| flood | verdict | wall, s | peak RSS, MiB |");
+    println!("|---|---|---:|---:|");
+    let me = std::env::current_exe().expect("this program");
+    for (kind, _) in KINDS {
+        let output = std::process::Command::new(&me)
+            .args(["--one", kind])
+            .current_dir(Path::new(&crate_dir()).parent().unwrap_or(Path::new(".")))
+            .output()
+            .expect("run one flood");
+        let line = String::from_utf8_lossy(&output.stdout);
+        match line.trim().split('|').collect::<Vec<_>>().as_slice() {
+            [kind, verdict, seconds, peak] => {
+                println!("| {kind} | {verdict} | {seconds} | {peak} |")
+            }
+            _ => println!(
+                "| {kind} | did not report: {} | | |",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+        }
+    }
+}
