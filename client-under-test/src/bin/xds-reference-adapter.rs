@@ -179,6 +179,34 @@ async fn run() -> Result<(), AdapterError> {
             send(&out, json!({"id": id, "ok": true}));
             break;
         }
+        if op == "rpc" {
+            // Answered when it ends, by a task of its own: a call that
+            // waits (for ready, for its deadline) holds neither the next
+            // commands nor CSDS behind it; replies name their command.
+            match start_rpc(&client, &command).await {
+                Ok(pending) => {
+                    let out = out.clone();
+                    tokio::spawn(async move {
+                        let reply = match pending.await {
+                            Ok(outcome) => {
+                                let mut result = json!({
+                                    "code": code_name(outcome.code),
+                                    "message": outcome.message,
+                                });
+                                if let Some(backend) = outcome.backend {
+                                    result["backend"] = json!(backend);
+                                }
+                                json!({"id": id, "ok": true, "result": result})
+                            }
+                            Err(e) => json!({"id": id, "ok": false, "error": reason(e)}),
+                        };
+                        send(&out, reply);
+                    });
+                }
+                Err(error) => send(&out, json!({"id": id, "ok": false, "error": error})),
+            }
+            continue;
+        }
         let reply = match execute(&client, &mut state, &op, &command).await {
             Ok(fields) => {
                 let mut reply = fields;
@@ -236,6 +264,42 @@ fn parse_command(line: &str) -> Option<(u64, String, Map<String, Value>)> {
 struct CommandState {
     /// Watchers per resource, to know when a watch can get a cached value.
     watchers: BTreeMap<(ResourceType, String), usize>,
+}
+
+/// Starts the RPC a command asks for, under the client's lock; the call
+/// itself is awaited without it.
+async fn start_rpc(
+    client: &Mutex<ReferenceClient>,
+    command: &Map<String, Value>,
+) -> Result<xds_client_under_test::PendingRpc, String> {
+    let text = |key: &str| -> Result<String, String> {
+        command
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| format!("rpc: missing string field `{key}`"))
+    };
+    let timeout_ms = command
+        .get("timeout_ms")
+        .and_then(Value::as_u64)
+        .ok_or("rpc: missing integer field `timeout_ms`")?;
+    let request = RpcRequest {
+        target: text("target")?,
+        method: text("method").unwrap_or_else(|_| BACKEND_METHOD.to_string()),
+        timeout: Duration::from_millis(timeout_ms),
+        wait_for_ready: command
+            .get("wait_for_ready")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        // The reference client is not a proxy.
+        authority: None,
+    };
+    client
+        .lock()
+        .await
+        .start_rpc(&request)
+        .await
+        .map_err(reason)
 }
 
 /// Runs one command; the reply's extra fields, or its error text
@@ -299,34 +363,7 @@ async fn execute(
             client.lock().await.serve(&address).await.map_err(reason)?;
             Ok(Map::new())
         }
-        "rpc" => {
-            let timeout_ms = command
-                .get("timeout_ms")
-                .and_then(Value::as_u64)
-                .ok_or("rpc: missing integer field `timeout_ms`")?;
-            let request = RpcRequest {
-                target: text("target")?,
-                method: text("method").unwrap_or_else(|_| BACKEND_METHOD.to_string()),
-                timeout: Duration::from_millis(timeout_ms),
-                wait_for_ready: command
-                    .get("wait_for_ready")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-                // The reference client is not a proxy.
-                authority: None,
-            };
-            let outcome = client.lock().await.rpc(&request).await.map_err(reason)?;
-            let mut result = json!({
-                "code": code_name(outcome.code),
-                "message": outcome.message,
-            });
-            if let Some(backend) = outcome.backend {
-                result["backend"] = json!(backend);
-            }
-            let mut fields = Map::new();
-            fields.insert("result".into(), result);
-            Ok(fields)
-        }
+        "rpc" => Err("rpc: answered by its own task (see `start_rpc`)".into()),
         other => Err(format!("unsupported: op {other:?}")),
     }
 }

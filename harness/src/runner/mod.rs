@@ -417,8 +417,14 @@ struct Player {
     csds_capable: bool,
     /// The client's CSDS view at the last poll.
     csds_state: CsdsState,
-    /// Expectations look at events from the last action on...
+    /// Expectations look at events from the last run of actions on (the
+    /// first of actions with no other step between them: on real time
+    /// what the first caused may come before the next is played, as it
+    /// never does on virtual time)...
     action_mark: usize,
+    /// Whether the step before this one was an action, and this one has
+    /// acted yet: a run of actions keeps its first one's mark.
+    acted: (bool, bool),
     /// ...that no earlier expectation has used.
     consumed: BTreeSet<usize>,
     /// Endpoint addresses as served (real TCP runs rewrite them).
@@ -535,6 +541,7 @@ async fn play(
         csds_capable,
         csds_state: CsdsState::with_stand_in(stand_in),
         action_mark: 0,
+        acted: (false, false),
         consumed: BTreeSet::new(),
         normalizer: addresses.normalizer(),
         addresses,
@@ -656,6 +663,7 @@ impl Player {
             {
                 return verdict;
             }
+            self.acted = (self.acted.1, false);
             let played = step.step.play(self, &step.location).await;
             self.start_mark = None;
             match played {

@@ -20,10 +20,19 @@ use crate::timeline::{EventKind, Source, Timeline};
 #[async_trait::async_trait]
 impl Stage for Player {
     fn act(&mut self, text: String) {
+        let mark = self.timeline.len();
         self.timeline.record(Source::Step, EventKind::Step(text));
+        let (previous_step_acted, acted_in_this_step) = self.acted;
+        self.acted.1 = true;
         // The first step after a put-off start owns what the client sent
-        // from its start on (`Player::start_mark`).
-        self.action_mark = self.start_mark.take().unwrap_or(self.timeline.len());
+        // from its start on (`Player::start_mark`); an action right after
+        // another (or a second action of one step) keeps the mark of the
+        // first: the expectations after them read what all of them caused.
+        if let Some(start) = self.start_mark.take() {
+            self.action_mark = start;
+        } else if !(previous_step_acted || acted_in_this_step) {
+            self.action_mark = mark + 1;
+        }
         self.consumed.clear();
     }
 
