@@ -4,10 +4,13 @@
 //! rule exists because clients used to declare cached resources missing
 //! when their xDS server restarted. So a watcher of a resource the client
 //! holds hears does-not-exist only after a response may have said it is
-//! gone: a SotW LDS or CDS response sent after the client's last request
-//! naming it (the state of the world: what the client cannot find in it,
-//! absent or in an entry it cannot even name, is gone; a timer fires only
-//! when no response came after the request), or a delta response naming
+//! gone: a SotW LDS or CDS response sent after the last request naming
+//! it *on the same stream* (the state
+//! of the world: what the client cannot find in it, absent or in an entry
+//! it cannot even name, is gone; a timer fires only when no response came
+//! after the request; and a response answers its own stream's requests: a
+//! held connection delivers one late, after the client asked again on a
+//! new stream, and the client still reads it), or a delta response naming
 //! it in `removed_resources` since its watchers first heard it (when a
 //! response reaches the client is the transport's: a held connection
 //! delivers it later). A resource a delta server sent with a TTL may
@@ -69,11 +72,11 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     // response (a re-add, or a new watcher's cached copy, which the
     // response may reach the client after) does not take it back.
     let mut said_gone: HashSet<(ResourceType, &str)> = HashSet::new();
-    // SotW LDS and CDS: the last request naming a resource (or all of its
-    // type), and the last response of the type.
-    let mut asked: HashMap<(ResourceType, &str), usize> = HashMap::new();
-    let mut asked_all: HashMap<ResourceType, usize> = HashMap::new();
-    let mut answered_by: HashMap<ResourceType, usize> = HashMap::new();
+    // SotW LDS and CDS, per stream: the last request naming a resource
+    // (or all of its type), and the last response of the type.
+    let mut asked: HashMap<(u64, ResourceType, &str), usize> = HashMap::new();
+    let mut asked_all: HashMap<(u64, ResourceType), usize> = HashMap::new();
+    let mut answered_by: HashMap<(u64, ResourceType), usize> = HashMap::new();
     for (index, event) in events.iter().enumerate() {
         match &event.kind {
             EventKind::Step(text) => {
@@ -96,21 +99,21 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
             EventKind::Server(server_event) => match &**server_event {
                 // A SotW LDS or CDS request naming it (or all of its type)
                 // asks again: only a response after it may say it is gone.
-                ServerEvent::RequestReceived { request, .. } if request.delta.is_none() => {
+                ServerEvent::RequestReceived { stream, request } if request.delta.is_none() => {
                     if let Some(t) = ResourceType::from_type_url(&request.type_url)
                         .filter(|t| matches!(t, ResourceType::Listener | ResourceType::Cluster))
                     {
                         let all = request.resource_names.is_empty()
                             || request.resource_names.iter().any(|n| n == WILDCARD);
                         if all {
-                            asked_all.insert(t, index);
+                            asked_all.insert((*stream, t), index);
                         }
                         for name in &request.resource_names {
-                            asked.insert((t, name.as_str()), index);
+                            asked.insert((*stream, t, name.as_str()), index);
                         }
                     }
                 }
-                ServerEvent::ResponseSent { response, .. } => {
+                ServerEvent::ResponseSent { stream, response } => {
                     let Some(t) = ResourceType::from_type_url(&response.type_url) else {
                         continue;
                     };
@@ -121,7 +124,7 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                         // name) is gone, so a response after the request
                         // may say so, whatever the timeline can tell of it.
                         None if matches!(t, ResourceType::Listener | ResourceType::Cluster) => {
-                            answered_by.insert(t, index);
+                            answered_by.insert((*stream, t), index);
                         }
                         None => {}
                         Some(delta) => {
@@ -157,13 +160,15 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                         said_gone.remove(&key);
                     }
                     WatcherNotification::DoesNotExist => {
-                        let last_asked = asked
-                            .get(&key)
-                            .copied()
-                            .max(asked_all.get(resource_type).copied());
-                        let responded = answered_by
-                            .get(resource_type)
-                            .is_some_and(|response| last_asked.is_none_or(|a| *response > a));
+                        // A response on some stream after that stream's
+                        // last request naming it.
+                        let responded = answered_by.iter().any(|((stream, t), response)| {
+                            let last_asked = asked
+                                .get(&(*stream, *t, name.as_str()))
+                                .copied()
+                                .max(asked_all.get(&(*stream, *t)).copied());
+                            t == resource_type && last_asked.is_none_or(|a| *response > a)
+                        });
                         let excused = said_gone.remove(&key)
                             || responded
                             || answered.contains(&(*resource_type, event.at));
@@ -199,6 +204,16 @@ mod tests {
     use crate::invariant::test_events::{heard, request, response, step, test_scenario};
 
     const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+    const LDS: &str = "type.googleapis.com/envoy.config.listener.v3.Listener";
+
+    /// `heard`, of a Listener.
+    fn heard_lds(name: &str, notification: WatcherNotification) -> TimelineEvent {
+        let mut event = heard(name, notification);
+        if let EventKind::Client(ObservedEvent::Watcher { resource_type, .. }) = &mut event.kind {
+            *resource_type = ResourceType::Listener;
+        }
+        event
+    }
 
     fn changed() -> WatcherNotification {
         WatcherNotification::Changed {
@@ -220,31 +235,61 @@ mod tests {
             step("watch CDS c1"),
             when(0, response(1, CDS, "1", "1")),
             when(0, heard("c1", changed())),
+            // ACKed on its stream (the ACK names c1 again).
+            when(0, request(1, CDS, &["c1"], "1", "1", false)),
             // The stream ends; the new one's request gets no answer, and
             // 15 s later the client declares c1 missing: a timer.
             when(5_000, request(2, CDS, &["c1"], "1", "", true)),
             when(20_000, heard("c1", WatcherNotification::DoesNotExist)),
         ];
         let v = check(&test_scenario(), &events).expect("a timer on a cached resource");
-        assert_eq!(v.event, 4);
+        assert_eq!(v.event, 5);
         assert!(v.message.contains("(heard at #3)"), "{v:?}");
         // A SotW CDS response after that request (without c1, or with an
         // entry the client cannot name: the timeline cannot tell), however
         // late it reaches the client (a held connection): no timer fired.
         events.insert(
-            4,
+            5,
             when(6_000, with_names(response(2, CDS, "2", "2"), &["c1"])),
         );
         assert_eq!(check(&test_scenario(), &events), None);
-        // One before the request is no answer to it.
+        // One before the request on its stream is no answer to it.
         let mut before = events.clone();
-        before[4] = when(100, response(1, CDS, "2", "2"));
-        before.swap(3, 4);
-        assert_eq!(check(&test_scenario(), &before).map(|v| v.event), Some(5));
+        before[5] = when(100, response(2, CDS, "2", "2"));
+        before.swap(4, 5);
+        assert_eq!(check(&test_scenario(), &before).map(|v| v.event), Some(6));
         // An answer in that instant: the client handled a response then.
         let mut answered = before.clone();
-        answered.insert(5, when(20_000, request(2, CDS, &["c1"], "1", "2", false)));
+        answered.insert(6, when(20_000, request(2, CDS, &["c1"], "1", "2", false)));
         assert_eq!(check(&test_scenario(), &answered), None);
+    }
+
+    #[test]
+    fn a_response_held_on_its_stream_answers_that_stream_after_a_new_one_asked() {
+        // Chaos seed 20261124, schedule 545 (SotW): the deletion is sent
+        // on stream 1 while its connection is held; at the release the
+        // client opens stream 2 and asks again, then reads the held
+        // response (it still reads its first stream): does-not-exist, by
+        // the response, not a timer.
+        let events = vec![
+            step("watch LDS svc"),
+            when(0, request(1, LDS, &["svc"], "", "", true)),
+            when(0, response(1, LDS, "1", "1")),
+            when(0, heard_lds("svc", changed())),
+            when(0, request(1, LDS, &["svc"], "1", "1", false)),
+            when(100, response(1, LDS, "2", "2")),
+            when(2_110, request(2, LDS, &["svc"], "", "", true)),
+            when(2_110, heard_lds("svc", WatcherNotification::DoesNotExist)),
+        ];
+        assert_eq!(check(&test_scenario(), &events), None);
+        // The same without the response on stream 1: a timer.
+        let mut timer = events.clone();
+        timer.remove(5);
+        assert!(check(&test_scenario(), &timer).is_some());
+        // A response on stream 1 before its own last request: no answer.
+        let mut stale = events.clone();
+        stale.swap(4, 5);
+        assert!(check(&test_scenario(), &stale).is_some());
     }
 
     #[test]
@@ -315,16 +360,25 @@ mod tests {
             heard("c1", WatcherNotification::DoesNotExist),
         ];
         assert_eq!(check(&test_scenario(), &events), None);
-        // A new request since (a new stream) wants a response after it.
+        // Read and ACKed on their stream, then asked again on a new one:
+        // the new stream wants a response after its request.
         let mut asked_again = events.clone();
-        asked_again.insert(5, request(2, CDS, &["c1"], "1", "", true));
+        asked_again[5] = when(20_000, heard("c1", WatcherNotification::DoesNotExist));
+        asked_again.insert(5, request(1, CDS, &["c1"], "2", "2", false));
+        asked_again.insert(6, when(5_000, request(2, CDS, &["c1"], "2", "", true)));
         assert_eq!(
             check(&test_scenario(), &asked_again).map(|v| v.event),
-            Some(6)
+            Some(7)
         );
+        // Not yet ACKed (a held connection delivers them late): the second
+        // may still say it is gone, whatever the new stream asked.
+        let mut held = events.clone();
+        held.insert(5, request(2, CDS, &["c1"], "1", "", true));
+        assert_eq!(check(&test_scenario(), &held), None);
         // The legacy wildcard asks for every Cluster.
         let mut wildcard = events.clone();
-        wildcard.insert(5, request(2, CDS, &[], "1", "", true));
+        wildcard[5] = when(20_000, heard("c1", WatcherNotification::DoesNotExist));
+        wildcard.insert(5, when(5_000, request(1, CDS, &[], "2", "2", false)));
         assert!(check(&test_scenario(), &wildcard).is_some());
     }
 
