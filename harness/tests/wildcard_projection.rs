@@ -7,7 +7,10 @@
 //!   divergence, never a pass;
 //! - a client that names the Cluster after all fails it, as does a
 //!   wildcard request of the wrong kind;
-//! - an `expect_none` of a named request stays not applicable.
+//! - an `expect_none` of a named request stays not applicable;
+//! - so does a request known only by the names it leaves subscribed (a
+//!   change of subscription): a correct wildcard client never sends one,
+//!   and reading it as a new wildcard request failed a correct Envoy.
 
 use std::sync::Arc;
 
@@ -91,5 +94,29 @@ fn an_expect_none_of_a_named_request_is_not_applicable() {
             )
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// A route change makes a gRPC client ask for `c2` too: a request known
+/// only by its names. A wildcard client asks for nothing new (its
+/// wildcard has every Cluster): not applicable, not a failure of the
+/// correct client (it was read as "a new wildcard request", which never
+/// comes).
+#[test]
+fn a_subscription_change_is_not_applicable_on_a_wildcard_client() {
+    for expectation in [
+        "  - watch: { type: CDS, name: c2 }\n  \
+         - expect: { request: { type: CDS, names: [c1, c2] } }\n",
+        "  - watch: { type: CDS, name: c2 }\n  \
+         - expect: { request: { type: CDS, names: [c1, c2], kind: ack } }\n",
+    ] {
+        let verdict = run("*", expectation);
+        match verdict {
+            Verdict::NotApplicable { reason } => assert!(
+                reason.contains("named Listener and Cluster subscriptions"),
+                "{reason}"
+            ),
+            other => panic!("{expectation}: {other:?}"),
+        }
     }
 }

@@ -16,6 +16,12 @@
 //! only as a recorded **divergence** (never a pass): the wildcard cannot
 //! say which resources the client wanted, nor when it began to want them.
 //! What cannot be read that way stays not applicable:
+//! - a request known only by the names it leaves subscribed (no kind
+//!   but `ack`, no version, nonce or error): it records a change of
+//!   subscription (a route now naming `c2`), which a wildcard client never
+//!   sends, since its wildcard already asks for every Cluster. Only a
+//!   request a response or a new stream causes (an initial request, an ACK
+//!   or NACK of a given version or nonce) has a wildcard counterpart;
 //! - `expect_none` of such a request (a wildcard request is no evidence
 //!   that the client did not ask for a name);
 //! - a request inside `in_order` (a sequence has no alternative to carry
@@ -26,7 +32,7 @@
 use std::borrow::Cow;
 
 use xds_client_under_test::Capabilities;
-use xds_vocabulary::ResourceType;
+use xds_vocabulary::{RequestKind, ResourceType};
 
 use crate::matcher::request::RequestMatcher;
 use crate::matcher::{Alternative, Matcher};
@@ -70,7 +76,8 @@ fn expects_named(step: &Step) -> bool {
 }
 
 /// A request matcher naming Listeners or Clusters (the wildcard `*` is
-/// not a name).
+/// not a name) that a wildcard client has a counterpart of: one a
+/// response or a new stream causes, not a change of subscription.
 fn names_listeners_or_clusters(m: &RequestMatcher) -> bool {
     matches!(
         m.resource_type,
@@ -79,6 +86,18 @@ fn names_listeners_or_clusters(m: &RequestMatcher) -> bool {
         .names
         .as_ref()
         .is_some_and(|names| names.iter().any(|n| n != "*"))
+        && !records_a_subscription_change(m)
+}
+
+/// Whether a request is known only by the names it leaves subscribed: no
+/// kind (or `ack`, which a SotW subscription change is, carrying the last
+/// nonce), no version, no nonce, no error.
+fn records_a_subscription_change(m: &RequestMatcher) -> bool {
+    matches!(m.kind, None | Some(RequestKind::Ack))
+        && m.version.is_none()
+        && m.nonce.is_none()
+        && m.error_code.is_none()
+        && m.error_contains.is_empty()
 }
 
 fn projected_matcher(matcher: &Matcher) -> Matcher {
@@ -161,6 +180,33 @@ mod tests {
             if matches!(&e.matcher, Matcher::Request(m) if m.names.as_deref() == Some(&["c2".to_string()][..]))));
         assert!(matches!(&projected.steps[3].step, Step::Expect(e)
             if matches!(&e.matcher, Matcher::Request(m) if !m.wildcard)));
+    }
+
+    #[test]
+    fn a_request_known_only_by_its_subscription_is_left_as_written() {
+        for request in [
+            "{ type: CDS, names: [c1, c2] }",
+            "{ type: CDS, names: [c1, c2], kind: ack }",
+        ] {
+            let text = format!(
+                "description: d\nservers:\n  primary: {{}}\nsteps:\n  \
+                 - watch: {{ type: CDS, name: c1 }}\n  - expect: {{ request: {request} }}\n"
+            );
+            let scenario = load_str("s.yaml", &text).unwrap();
+            assert!(
+                matches!(project(&scenario, &wildcard_client()), Cow::Borrowed(_)),
+                "{request}"
+            );
+        }
+        // With the version it ACKs, it is the wildcard ACK's counterpart.
+        let text = "description: d\nservers:\n  primary: {}\nsteps:\n  \
+                    - watch: { type: CDS, name: c1 }\n  \
+                    - expect: { request: { type: CDS, names: [c1], kind: ack, version: \"1\" } }\n";
+        let scenario = load_str("s.yaml", text).unwrap();
+        assert!(matches!(
+            project(&scenario, &wildcard_client()),
+            Cow::Owned(_)
+        ));
     }
 
     #[test]
