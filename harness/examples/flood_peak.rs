@@ -12,7 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use xds_conformance::suite::{Selection, TestedClient, run_files};
+use xds_conformance::matrix::run_files;
+use xds_conformance::suite::{Selection, TestedClient};
 
 const KINDS: &[(&str, &str)] = &[
     ("log", "flood"),

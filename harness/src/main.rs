@@ -7,12 +7,12 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
-use xds_conformance::matrix::{MatrixRecord, run_matrix, write_reports};
+use xds_conformance::matrix::{MatrixRecord, run_files, run_matrix, write_reports};
 use xds_conformance::progress::Progress;
 use xds_conformance::runner::run_scenario;
 use xds_conformance::suite::{
     Partition, ResultsFile, Selection, SuiteVersion, TestedClient, default_matrix_clients,
-    discover, load, run_files,
+    discover, load,
 };
 use xds_conformance_reports::{MAX_MESSAGE, Verdict};
 use xds_vocabulary::cut::{cut, printable};

@@ -17,7 +17,9 @@ use crate::runner::RunOutcome;
 use crate::scenario::Scenario;
 use crate::schedule::{HeldTo, Progress, ScenarioRuns, run_all};
 use crate::snapshot_files::SnapshotMode;
-use crate::suite::{Loaded, Partition, ResultsFile, SuiteVersion, TestedClient, load_selected};
+use crate::suite::{
+    Loaded, Partition, ResultsFile, Selection, SuiteVersion, TestedClient, load_selected,
+};
 use crate::timeline::Mark;
 use crate::timeline::{EventKind, TimelineEvent, describe, type_name};
 
@@ -163,6 +165,37 @@ pub fn run_matrix(
         outcomes,
         order,
     }
+}
+
+/// Loads and runs each file, `jobs` scenarios at a time (see
+/// [`crate::schedule`]); a file that does not load is an ERROR result
+/// naming the file, line and column, and the run goes on. The matrix of
+/// one client: [`run_matrix`] has the rest of what it
+/// played.
+pub fn run_files(
+    files: &[PathBuf],
+    selection: &Selection,
+    client: &TestedClient,
+    jobs: usize,
+    snapshots: Option<SnapshotMode>,
+    progress: &Progress<'_>,
+) -> RunReport {
+    let started = std::time::Instant::now();
+    let run = run_matrix(
+        files,
+        selection,
+        std::slice::from_ref(client),
+        jobs,
+        snapshots,
+        progress,
+    );
+    let mut report = run.reports.into_iter().next().unwrap_or_else(|| RunReport {
+        client: client.name.clone(),
+        results: Vec::new(),
+        wall_duration: Default::default(),
+    });
+    report.wall_duration = started.elapsed();
+    report
 }
 
 /// Everything a matrix run wrote that another process needs to make one

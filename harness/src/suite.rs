@@ -12,8 +12,7 @@ use xds_conformance_reports::{RunReport, Verdict};
 
 use crate::expectations::Expectations;
 use crate::scenario::{LoadOptions, Scenario, ScenarioError, load_file_with};
-use crate::schedule::{Progress, SharedFactory};
-use crate::snapshot_files::SnapshotMode;
+use crate::schedule::SharedFactory;
 
 /// In-process clients this build can drive, by name. External clients
 /// come from adapter manifests (`client-under-test/adapters/*/adapter.json`).
@@ -534,37 +533,6 @@ impl TestedClient {
             expectations,
         })
     }
-}
-
-/// Loads and runs each file, `jobs` scenarios at a time (see
-/// [`crate::schedule`]); a file that does not load is an ERROR result
-/// naming the file, line and column, and the run goes on. The matrix of
-/// one client: [`crate::matrix::run_matrix`] has the rest of what it
-/// played.
-pub fn run_files(
-    files: &[PathBuf],
-    selection: &Selection,
-    client: &TestedClient,
-    jobs: usize,
-    snapshots: Option<SnapshotMode>,
-    progress: &Progress<'_>,
-) -> RunReport {
-    let started = std::time::Instant::now();
-    let run = crate::matrix::run_matrix(
-        files,
-        selection,
-        std::slice::from_ref(client),
-        jobs,
-        snapshots,
-        progress,
-    );
-    let mut report = run.reports.into_iter().next().unwrap_or_else(|| RunReport {
-        client: client.name.clone(),
-        results: Vec::new(),
-        wall_duration: Default::default(),
-    });
-    report.wall_duration = started.elapsed();
-    report
 }
 
 /// A scenario file as named in reports, and what loading it gave.
