@@ -29,6 +29,7 @@ fn defect(name: &str) -> Defects {
         "one_client_for_all_targets" => d.one_client_for_all_targets = true,
         "delta_removals_ignored" => d.delta_removals_ignored = true,
         "delta_claims_nothing" => d.delta_claims_nothing = true,
+        "empty_first_request_is_sent" => d.empty_first_request_is_sent = true,
         "delta_wildcard_claims_nothing" => d.delta_wildcard_claims_nothing = true,
         "delta_restates_subscriptions" => d.delta_restates_subscriptions = true,
         "delta_nack_advances_versions" => d.delta_nack_advances_versions = true,
@@ -218,6 +219,11 @@ fn defect(name: &str) -> Defects {
     ":36:5:"
 )]
 #[case::node_in_every_request("node_in_every_request", "a27/node-only-in-first-request", ":18:5:")]
+#[case::empty_first_request(
+    "empty_first_request_is_sent",
+    "a27/names-gone-before-the-first-request-send-none",
+    ":29:5:"
+)]
 #[case::delta_nonce(
     "delta_nonce_on_every_request",
     "delta/nonce-only-on-ack-and-nack",

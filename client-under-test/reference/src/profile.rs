@@ -86,6 +86,11 @@ pub struct Defects {
     /// every type; a removal of what was never received says it does not
     /// exist).
     pub delta_removals_ignored: bool,
+    /// Send a stream's first request of a type even when it names nothing
+    /// (its names went while it waited its turn): an empty first request
+    /// is the wildcard, so the client subscribes to every resource of the
+    /// type by accident.
+    pub empty_first_request_is_sent: bool,
     /// Delta: claim nothing in `initial_resource_versions` on a new stream
     /// (it lists what the client holds, so only differences travel).
     pub delta_claims_nothing: bool,

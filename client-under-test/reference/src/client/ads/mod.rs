@@ -66,6 +66,8 @@ pub(crate) struct AdsStream {
     /// types wait, and several changes to one type coalesce.
     send_pending: Option<ResourceType>,
     buffered: BTreeSet<ResourceType>,
+    /// Types a request of which went out on this stream.
+    requested: BTreeSet<ResourceType>,
     /// Types whose request was taken before the connection was ready.
     unconfirmed: BTreeSet<ResourceType>,
     types: BTreeMap<ResourceType, TypeState>,
@@ -164,6 +166,7 @@ impl AdsStream {
             connected: false,
             send_pending: None,
             buffered: BTreeSet::new(),
+            requested: BTreeSet::new(),
             unconfirmed: BTreeSet::new(),
             types: BTreeMap::new(),
             delta_sent: BTreeMap::new(),
@@ -242,6 +245,21 @@ impl AdsStream {
         }
         let node = (!self.sent_initial || self.defects.node_in_every_request).then(|| node.clone());
         let type_state = self.types.entry(resource_type).or_default();
+        // A stream's first request of a type that names nothing (its names
+        // went while it waited its turn) would subscribe to every resource
+        // of the type: in both variants an empty first request is the
+        // wildcard (api/xds_protocol.rst, "How the client specifies what
+        // resources to return"). Nothing is subscribed on the wire, so
+        // nothing is sent (and what it cached may go).
+        if !self.requested.contains(&resource_type)
+            && type_state.subscribed.is_empty()
+            && type_state.nonce.is_empty()
+            && type_state.nack.is_none()
+            && !self.defects.empty_first_request_is_sent
+        {
+            return true;
+        }
+        self.requested.insert(resource_type);
         let request = match memory {
             Memory::Sotw(memory) => {
                 Request::Sotw(sotw::request(resource_type, type_state, memory, node))
@@ -299,21 +317,24 @@ impl AdsStream {
         }
     }
 
-    /// Sends the next waiting request, if none is on its way: the type it
-    /// built one for.
+    /// Sends the next waiting request, if none is on its way: the types it
+    /// is done with (built one for, or found nothing to send for: see
+    /// `send_request`, after which the next one waiting goes instead).
     pub fn send_next(
         &mut self,
         memory: &Memory,
         cached: &dyn Fn(ResourceType, &ResourceName) -> bool,
         node: &Node,
-    ) -> Option<ResourceType> {
-        if self.send_pending.is_none()
+    ) -> Vec<ResourceType> {
+        let mut done = Vec::new();
+        while self.send_pending.is_none()
             && let Some(next) = self.buffered.pop_first()
-            && self.send_request(next, memory, cached, node)
         {
-            return Some(next);
+            if self.send_request(next, memory, cached, node) {
+                done.push(next);
+            }
         }
-        None
+        done
     }
 
     /// The connection is ready: the types whose requests went out before

@@ -216,7 +216,7 @@ impl Worker {
         let built = self.with_stream(server, |call, memory, cached, node| {
             call.send_next(memory, cached, node)
         });
-        if let Some(Some(resource_type)) = built {
+        for resource_type in built.unwrap_or_default() {
             self.forget_unwatched(server, resource_type);
         }
     }
