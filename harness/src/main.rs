@@ -257,6 +257,10 @@ enum Command {
     /// the fake server sending it to receiving the client's ACK (or NACK),
     /// and each client's peak RSS. See README, "Benchmarks".
     BenchPeers(xds_conformance::peer_bench::BenchOptions),
+    /// Write the book's reference pages (every step kind, fault, matcher,
+    /// resource kind, capability, invariant, subcommand and client) from
+    /// the code, or check the committed ones (`--check`).
+    Reference(xds_conformance::reference_docs::ReferenceArgs),
 }
 
 fn main() -> ExitCode {
@@ -405,6 +409,9 @@ fn main() -> ExitCode {
             iterations,
         } => bench(suite, scenario, iterations),
         Command::BenchPeers(options) => bench_peers(options),
+        Command::Reference(args) => {
+            xds_conformance::reference_docs::command(&args, &Cli::command())
+        }
         Command::Serve {
             scenario,
             bootstrap_out,
