@@ -323,6 +323,14 @@ pub fn generate(
     }
 }
 
+/// The command line's page alone, from a clap tree and its examples.
+pub fn pages_for_cli(
+    cli: &clap::Command,
+    examples: &BTreeMap<String, String>,
+) -> Result<String, Vec<String>> {
+    pages::cli(cli, examples)
+}
+
 /// Every page but the command line's.
 pub fn scenario_pages(sources: &Sources, examples: &Examples) -> Result<Pages, Vec<String>> {
     let mut problems = Vec::new();
