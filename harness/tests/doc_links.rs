@@ -187,10 +187,11 @@ fn broken_links(base: &Path, files: &[PathBuf], book: Option<&Path>) -> Vec<Stri
     }
     if let Some(book) = book {
         let summary = book.join("SUMMARY.md");
-        let listed: BTreeSet<PathBuf> = links(&std::fs::read_to_string(base.join(&summary)).unwrap_or_default())
-            .into_iter()
-            .map(|(_, t)| normalize(&book.join(t)))
-            .collect();
+        let listed: BTreeSet<PathBuf> =
+            links(&std::fs::read_to_string(base.join(&summary)).unwrap_or_default())
+                .into_iter()
+                .map(|(_, t)| normalize(&book.join(t)))
+                .collect();
         for file in files {
             if file.starts_with(book) && *file != summary && !listed.contains(file) {
                 problems.push(format!(
@@ -209,7 +210,9 @@ fn markdown_under(base: &Path, dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
-        for entry in std::fs::read_dir(base.join(&d)).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+        for entry in
+            std::fs::read_dir(base.join(&d)).unwrap_or_else(|e| panic!("{}: {e}", d.display()))
+        {
             let name = entry.expect("entry").file_name();
             let path = d.join(name);
             if base.join(&path).is_dir() {
@@ -231,7 +234,11 @@ fn every_internal_link_of_the_book_and_the_readme_holds() {
     assert!(files.len() > 30, "too few pages: {files:?}");
     files.push(PathBuf::from("README.md"));
     let problems = broken_links(&base, &files, Some(book));
-    assert!(problems.is_empty(), "broken links:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "broken links:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
@@ -251,22 +258,49 @@ fn the_checker_catches_a_broken_link_and_a_broken_anchor() {
          and [out](../outside.md).\n\n```\n[fenced](not/a/link.md)\n```\n",
     )
     .unwrap();
-    std::fs::write(base.join("src/guide/b.md"), "# B\n\n## The end\n\n[back](../a.md#a-page)\n").unwrap();
+    std::fs::write(
+        base.join("src/guide/b.md"),
+        "# B\n\n## The end\n\n[back](../a.md#a-page)\n",
+    )
+    .unwrap();
     std::fs::write(base.join("src/stray.md"), "# Not in the summary\n").unwrap();
     std::fs::write(base.join("outside.md"), "# Outside\n").unwrap();
     let book = Path::new("src");
     let files = markdown_under(base, book);
     let problems = broken_links(base, &files, Some(book)).join("\n");
-    assert!(problems.contains("src/a.md:6: guide/gone.md: no such file"), "{problems}");
-    assert!(problems.contains("guide/b.md#nowhere: src/guide/b.md has no heading #nowhere"), "{problems}");
-    assert!(problems.contains("../outside.md: links outside the book"), "{problems}");
-    assert!(problems.contains("src/stray.md: not in src/SUMMARY.md"), "{problems}");
+    assert!(
+        problems.contains("src/a.md:6: guide/gone.md: no such file"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("guide/b.md#nowhere: src/guide/b.md has no heading #nowhere"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("../outside.md: links outside the book"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("src/stray.md: not in src/SUMMARY.md"),
+        "{problems}"
+    );
     assert!(!problems.contains("not/a/link.md"), "{problems}");
-    assert!(!problems.contains("#the-end") && !problems.contains("#exit-codes") && !problems.contains("#a-page"), "{problems}");
+    assert!(
+        !problems.contains("#the-end")
+            && !problems.contains("#exit-codes")
+            && !problems.contains("#a-page"),
+        "{problems}"
+    );
     assert_eq!(problems.lines().count(), 4, "{problems}");
     // Headings made the way mdBook makes ids.
     assert_eq!(heading_id(" `send_response`"), "send_response");
-    assert_eq!(heading_id(" A71, A47 and A36 [scenarios](x.md)"), "a71-a47-and-a36-scenarios");
+    assert_eq!(
+        heading_id(" A71, A47 and A36 [scenarios](x.md)"),
+        "a71-a47-and-a36-scenarios"
+    );
     let ids = anchors("# Same\n## Same\n```\n# not a heading\n```\n");
-    assert_eq!(ids, BTreeSet::from(["same".to_string(), "same-1".to_string()]));
+    assert_eq!(
+        ids,
+        BTreeSet::from(["same".to_string(), "same-1".to_string()])
+    );
 }

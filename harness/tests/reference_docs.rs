@@ -98,50 +98,109 @@ fn problems(change: impl FnOnce(&mut Sources, &mut Examples)) -> String {
 
 #[test]
 fn a_step_kind_without_an_example_or_docs_fails_the_generator() {
-    let said = problems(|s, _| s.steps.push(extra("teleport", "Move the client elsewhere.")));
+    let said = problems(|s, _| {
+        s.steps
+            .push(extra("teleport", "Move the client elsewhere."))
+    });
     assert!(
         said.contains("step kind `teleport` has no example"),
         "{said}"
     );
     let said = problems(|s, e| {
         s.steps.push(extra("teleport", ""));
-        e.steps.insert("teleport".into(), "description: x\nservers: {primary: {}}\nsteps: []\n".into());
+        e.steps.insert(
+            "teleport".into(),
+            "description: x\nservers: {primary: {}}\nsteps: []\n".into(),
+        );
     });
-    assert!(said.contains("step kind `teleport` has no doc comment"), "{said}");
+    assert!(
+        said.contains("step kind `teleport` has no doc comment"),
+        "{said}"
+    );
     // An example that does not load, or of a kind that is gone.
     let said = problems(|_, e| {
-        e.steps.insert("watch".into(), "description: x\nservers: {primary: {}}\nsteps:\n  - watch: { type: XDS, name: c1 }\n".into());
+        e.steps.insert(
+            "watch".into(),
+            "description: x\nservers: {primary: {}}\nsteps:\n  - watch: { type: XDS, name: c1 }\n"
+                .into(),
+        );
         e.steps.insert("beam".into(), "x".into());
     });
-    assert!(said.contains("step kind `watch`") && said.contains("does not load"), "{said}");
-    assert!(said.contains("step kind `beam`, which the code does not declare"), "{said}");
+    assert!(
+        said.contains("step kind `watch`") && said.contains("does not load"),
+        "{said}"
+    );
+    assert!(
+        said.contains("step kind `beam`, which the code does not declare"),
+        "{said}"
+    );
 }
 
 #[test]
 fn a_fault_matcher_resource_or_invariant_without_an_entry_fails_the_generator() {
     let said = problems(|s, _| s.faults.push(extra("Earthquake", "Shake the server.")));
-    assert!(said.contains("fault verb `Earthquake` has no step"), "{said}");
-    let said = problems(|s, _| s.matchers.push(extra("telepathy", "What the client thinks.")));
-    assert!(said.contains("matcher `telepathy` has no example"), "{said}");
+    assert!(
+        said.contains("fault verb `Earthquake` has no step"),
+        "{said}"
+    );
+    let said = problems(|s, _| {
+        s.matchers
+            .push(extra("telepathy", "What the client thinks."))
+    });
+    assert!(
+        said.contains("matcher `telepathy` has no example"),
+        "{said}"
+    );
     let said = problems(|s, _| s.resources.push(extra("secret", "A Secret.")));
-    assert!(said.contains("resource kind `secret` has no example"), "{said}");
-    let said = problems(|s, _| s.invariants.push(extra("never-wrong", "The client is never wrong.")));
-    assert!(said.contains("invariant `never-wrong` has no example"), "{said}");
+    assert!(
+        said.contains("resource kind `secret` has no example"),
+        "{said}"
+    );
+    let said = problems(|s, _| {
+        s.invariants
+            .push(extra("never-wrong", "The client is never wrong."))
+    });
+    assert!(
+        said.contains("invariant `never-wrong` has no example"),
+        "{said}"
+    );
     let said = problems(|s, _| s.capabilities.push(extra("teleport", "")));
-    assert!(said.contains("capability `teleport` has no doc comment"), "{said}");
+    assert!(
+        said.contains("capability `teleport` has no doc comment"),
+        "{said}"
+    );
 }
 
 #[test]
 fn a_subcommand_without_an_example_or_one_that_does_not_parse_fails_the_generator() {
     let cli = clap::Command::new("xds-conformance")
-        .subcommand(clap::Command::new("run").about("Run scenarios.").arg(clap::arg!(--client <NAME> "The client")))
+        .subcommand(
+            clap::Command::new("run")
+                .about("Run scenarios.")
+                .arg(clap::arg!(--client <NAME> "The client")),
+        )
         .subcommand(clap::Command::new("teleport").about("Go elsewhere."));
     let mut examples = std::collections::BTreeMap::new();
-    examples.insert("run".to_string(), "xds-conformance run --clinet grpcio".to_string());
+    examples.insert(
+        "run".to_string(),
+        "xds-conformance run --clinet grpcio".to_string(),
+    );
     let said = pages_for_cli(&cli, &examples).unwrap_err().join("\n");
-    assert!(said.contains("subcommand `teleport` has no example"), "{said}");
-    assert!(said.contains("the example of subcommand `run`") && said.contains("does not parse"), "{said}");
-    examples.insert("run".to_string(), "xds-conformance run --client grpcio".to_string());
-    examples.insert("teleport".to_string(), "xds-conformance teleport".to_string());
+    assert!(
+        said.contains("subcommand `teleport` has no example"),
+        "{said}"
+    );
+    assert!(
+        said.contains("the example of subcommand `run`") && said.contains("does not parse"),
+        "{said}"
+    );
+    examples.insert(
+        "run".to_string(),
+        "xds-conformance run --client grpcio".to_string(),
+    );
+    examples.insert(
+        "teleport".to_string(),
+        "xds-conformance teleport".to_string(),
+    );
     assert!(pages_for_cli(&cli, &examples).is_ok());
 }
