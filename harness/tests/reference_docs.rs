@@ -79,6 +79,36 @@ fn every_example_loads_with_the_scenario_loader() {
         }
     }
     assert!(checked > 60, "{checked}");
+    // And `validate`, as a user runs it, accepts every one.
+    let dir = tempfile::tempdir().unwrap();
+    for (what, map) in [
+        ("step", &examples.steps),
+        ("matcher", &examples.matchers),
+        ("resource", &examples.resources),
+        ("invariant", &examples.invariants),
+    ] {
+        for (name, text) in map {
+            std::fs::write(dir.path().join(format!("{what}-{name}.yaml")), text).unwrap();
+        }
+    }
+    let validate = Command::new(env!("CARGO_BIN_EXE_xds-conformance"))
+        .arg("validate")
+        .arg(dir.path())
+        .output()
+        .expect("run xds-conformance validate");
+    assert!(
+        validate.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&validate.stdout),
+        String::from_utf8_lossy(&validate.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&validate.stdout)
+            .lines()
+            .filter(|l| l.starts_with("ok "))
+            .count(),
+        checked
+    );
     // Every fault verb's step is a step kind with an example.
     for step in examples.faults.values() {
         assert!(examples.steps.contains_key(step), "{step}");

@@ -250,6 +250,15 @@ pub fn faults(sources: &Sources, examples: &Examples, problems: &mut Vec<String>
         );
     }
     text.push('\n');
+    let mut reader = Reader::new(&sources.schema);
+    let branches = sources
+        .schema
+        .get("$defs")
+        .and_then(|d| d.get("StepSpec"))
+        .and_then(|d| d.get("oneOf"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     for entry in &sources.faults {
         let _ = writeln!(text, "## {}\n\n{}\n", entry.name, entry.doc.trim());
         let Some(step) = examples.faults.get(&entry.name) else {
@@ -271,6 +280,17 @@ pub fn faults(sources: &Sources, examples: &Examples, problems: &mut Vec<String>
             anchor(step),
             step_doc
         );
+        if let Some(form) = branches
+            .iter()
+            .find_map(|b| b.get("properties")?.get(step.as_str()).cloned())
+        {
+            let definition = reader
+                .object_of(&form)
+                .and_then(|name| reader.definition(&name))
+                .unwrap_or(&form);
+            let fields = reader.fields(definition);
+            let _ = writeln!(text, "{fields}");
+        }
         let used = format!("{step}:");
         let _ = writeln!(
             text,
@@ -278,6 +298,7 @@ pub fn faults(sources: &Sources, examples: &Examples, problems: &mut Vec<String>
             example("step kind", step, &examples.steps, &used, &mut Vec::new())
         );
     }
+    text.push_str(&reader.objects());
     text
 }
 
