@@ -858,7 +858,7 @@ pub fn client(client: &Client, sources: &Sources) -> String {
         Some(m) => {
             let _ = writeln!(
                 text,
-                "- {} (`--client {}`), started as `{}`.",
+                "- {}; `--client {}` runs it, started as `{}`.",
                 match m.driver {
                     xds_client_under_test::Driver::Adapter =>
                         "A process speaking the adapter protocol (`client-under-test/ADAPTER_PROTOCOL.md`)",
@@ -915,7 +915,7 @@ pub fn client(client: &Client, sources: &Sources) -> String {
     for line in observed(c) {
         let _ = writeln!(text, "- {line}");
     }
-    text.push_str("\n## Capabilities\n\n| capability | |\n|---|---|\n");
+    text.push_str("\n## Capabilities\n\n| capability | it has |\n|---|---|\n");
     for entry in &sources.capabilities {
         let _ = writeln!(
             text,
