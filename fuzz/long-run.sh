@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The longer run of README.md, "Fuzzing": each target, one at a time, for
+# The longer run of docs/src/fuzzing.md: each target, one at a time, for
 # RUNS executions (default 10,000,000) from its committed corpus, with the
 # CI's limits; prints a Markdown table row per target. New inputs and logs
 # go to OUT (default: a fresh temporary folder), never to fuzz/corpus/.

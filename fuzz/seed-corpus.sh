@@ -6,7 +6,7 @@
 # holding <target>/ folders), then `cargo fuzz cmin` keeps a small set
 # with the same coverage: edges, not hit counts (-use_counters=0), which
 # keeps about a quarter of the files. fuzz/regressions/ is never touched.
-# Needs cargo-fuzz on PATH (see README.md, "Fuzzing").
+# Needs cargo-fuzz on PATH (see docs/src/fuzzing.md).
 # Usage: [EXTRA=<folder>] bash fuzz/seed-corpus.sh [target...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +27,6 @@ for target in "${targets[@]}"; do
   if [ -n "${EXTRA:-}" ] && [ -d "$EXTRA/$target" ]; then
     cp "$EXTRA/$target/"* "corpus/$target/"
   fi
-  # -s none: the sanitizer the CI runs use (README.md, "Fuzzing").
+  # -s none: the sanitizer the CI runs use (docs/src/fuzzing.md).
   cargo fuzz cmin -s none "$target" -- -rss_limit_mb=2048 -timeout=10 -use_counters=0
 done

@@ -47,8 +47,9 @@ pub type PendingRpc =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<RpcOutcome, ClientError>> + Send>>;
 
 /// What a client can be asked to do; a scenario needing more is "not
-/// applicable" to it, never "failed".
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// applicable" to it, never "failed". (Its JSON Schema is what the
+/// harness's reference docs list.)
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Capabilities {
     /// A resource-level watch API (most clients only offer channels).
     pub watch: bool,

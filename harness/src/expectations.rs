@@ -245,7 +245,7 @@ impl Expectations {
 
     /// The chaos invariants the client is known to break, each with its
     /// entry: `chaos:<invariant>: {expect: fail, reason: ...}`. A chaos
-    /// campaign does not hold the client to them (README, "Chaos").
+    /// campaign does not hold the client to them (docs/src/chaos/clients.md).
     pub fn invariants(&self) -> impl Iterator<Item = (&str, &Entry)> {
         self.entries
             .iter()

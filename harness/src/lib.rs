@@ -17,7 +17,8 @@
 //!   over a run's timeline (chaos holds every run to them; a scenario
 //!   states one with `expect_invariant`, which the runner checks);
 //! - `runner`: plays a scenario against a client;
-//! - `suite`, `matrix`, `schedule`: many runs, reports.
+//! - `suite`, `matrix`, `schedule`: many runs, reports;
+//! - `reference_docs`: the book's reference pages, from all of the above.
 
 pub mod addresses;
 pub mod bootstrap;
@@ -37,6 +38,7 @@ pub mod peer_bench;
 pub mod progress;
 pub mod projection;
 pub mod proxy;
+pub mod reference_docs;
 pub mod resource;
 pub mod runner;
 pub mod scenario;

@@ -31,7 +31,7 @@ struct Cli {
     command: Command,
 }
 
-/// Time limits over the scenario files' own (see README, "Limits").
+/// Time limits over the scenario files' own (see the book, docs/src/limits.md).
 #[derive(clap::Args, Clone, Copy, Debug)]
 struct LimitArgs {
     /// Every scenario's scenario-time limit (virtual on in-process runs),
@@ -90,7 +90,7 @@ enum Command {
         /// The client's expectations file (kept in its own repository):
         /// runs it expects to fail, to be flaky, or to skip, and why. Held
         /// both ways: a run expected to fail that passes fails too. See
-        /// README, "Expectations".
+        /// the book, docs/src/ci/expectations.md.
         #[arg(long, value_name = "FILE")]
         expectations: Option<PathBuf>,
         /// Rewrite the --expectations file from this run: failures become
@@ -109,13 +109,13 @@ enum Command {
         #[arg(long, value_name = "K/N", value_parser = Partition::parse)]
         partition: Option<Partition>,
         /// Scenarios run at once per client (real clients mostly wait;
-        /// see README, "Running real clients at once").
+        /// see the book, docs/src/guide/running.md).
         #[arg(long, default_value_t = xds_conformance::schedule::DEFAULT_JOBS)]
         jobs: usize,
         /// Timeline snapshots kept beside the scenario files
         /// (`DIR/snapshots/NAME.CLIENT.snap`): `check` fails a run whose
         /// timeline differs from its snapshot or has none, `update` writes
-        /// them. See README, "Snapshots beside your scenarios".
+        /// them. See the book, docs/src/scenarios/snapshots.md.
         #[arg(long, value_enum, value_name = "check|update")]
         snapshots: Option<xds_conformance::snapshot_files::SnapshotMode>,
         #[command(flatten)]
@@ -133,7 +133,7 @@ enum Command {
         clients: Vec<String>,
         /// A client's expectations file, `CLIENT=FILE` (repeatable; CLIENT
         /// as in --clients, or as reports name it: an adapter folder's
-        /// manifest `name`). See README, "Expectations".
+        /// manifest `name`). See the book, docs/src/ci/expectations.md.
         #[arg(long, value_name = "CLIENT=FILE", value_parser = parse_client_file)]
         expectations: Vec<(String, PathBuf)>,
         /// Only scenarios whose name or path contains this.
@@ -152,7 +152,7 @@ enum Command {
         #[arg(long, value_name = "K/N", value_parser = Partition::parse)]
         partition: Option<Partition>,
         /// Scenarios run at once per client (real clients mostly wait;
-        /// see README, "Running real clients at once").
+        /// see the book, docs/src/guide/running.md).
         #[arg(long, default_value_t = xds_conformance::schedule::DEFAULT_JOBS)]
         jobs: usize,
         #[command(flatten)]
@@ -198,7 +198,7 @@ enum Command {
     /// Chaos runs: play schedules generated from a seed (faults, resource
     /// churn, client churn over one to three servers) on a client, and
     /// keep every schedule whose run breaks a rule every run must keep as
-    /// a scenario file that replays it. See README, "Chaos".
+    /// a scenario file that replays it. See the book, docs/src/chaos/running.md.
     Chaos {
         /// The client under test (as for `run`).
         #[arg(long, default_value = "reference")]
@@ -275,8 +275,12 @@ enum Command {
     },
     /// Time real clients on one large CDS and one large EDS response: from
     /// the fake server sending it to receiving the client's ACK (or NACK),
-    /// and each client's peak RSS. See README, "Benchmarks".
+    /// and each client's peak RSS. See the book, docs/src/benchmarks/index.md.
     BenchPeers(xds_conformance::peer_bench::BenchOptions),
+    /// Write the book's reference pages (every step kind, fault, matcher,
+    /// resource kind, capability, invariant, subcommand and client) from
+    /// the code, or check the committed ones (`--check`).
+    Reference(xds_conformance::reference_docs::ReferenceArgs),
 }
 
 fn main() -> ExitCode {
@@ -431,6 +435,9 @@ fn main() -> ExitCode {
             iterations,
         } => bench(suite, scenario, iterations),
         Command::BenchPeers(options) => bench_peers(options),
+        Command::Reference(args) => {
+            xds_conformance::reference_docs::command(&args, &Cli::command())
+        }
         Command::Serve {
             scenario,
             bootstrap_out,

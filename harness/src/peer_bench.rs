@@ -720,7 +720,7 @@ pub struct BenchOptions {
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
     /// Also measure the reference client in the harness's own process
-    /// and thread, on real TCP (slow at large sizes; see README).
+    /// and thread, on real TCP (slow at large sizes; see docs/src/benchmarks/index.md).
     #[arg(long)]
     pub in_process: bool,
     /// Keep the adapters' debug logging (GRPC_TRACE, GRPC_VERBOSITY from

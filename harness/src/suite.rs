@@ -367,7 +367,7 @@ impl std::fmt::Display for SuiteVersion {
 /// gate, dashboards).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunResult {
-    /// The run ID (see README, "Expectations").
+    /// The run ID (see docs/src/ci/expectations.md).
     pub id: String,
     /// The scenario file.
     pub source: String,

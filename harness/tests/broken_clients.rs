@@ -222,7 +222,7 @@ fn defect(name: &str) -> Defects {
 #[case::empty_first_request(
     "empty_first_request_is_sent",
     "a27/names-gone-before-the-first-request-send-none",
-    ":29:5:"
+    ":31:5:"
 )]
 #[case::delta_nonce(
     "delta_nonce_on_every_request",

@@ -6,7 +6,7 @@ use super::*;
 /// Capabilities as adapters declare them, in `adapter.json` and in
 /// `hello`. Unknown keys are errors: a misspelt capability would otherwise
 /// silently read as `false` and turn scenarios "not applicable".
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdapterCapabilities {
     pub dial: bool,

@@ -144,6 +144,17 @@ macro_rules! define_faults {
 
 fault_verbs!(define_faults);
 
+/// Every verb's name and doc comment, in the order of `fault_verbs!`.
+macro_rules! define_verb_docs {
+    ($( $(#[doc = $doc:literal])* $Variant:ident($module:ident) ),* $(,)?) => {
+        /// Every verb: its name (its [`Fault`] variant) and its doc comment,
+        /// in the order of `fault_verbs!` (the reference docs list them).
+        pub const VERBS: &[(&str, &str)] = &[$( (stringify!($Variant), concat!($($doc, "\n"),*)) ),*];
+    };
+}
+
+fault_verbs!(define_verb_docs);
+
 /// How the fault reads on a timeline: `hang CDS`, `drop the next 2
 /// response(s)`.
 impl fmt::Display for Fault {
