@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the reference client's adapter binary in release mode and copies it
-# into the project-local peers folder:
+# Builds the reference client's adapter binary (release mode; the profile
+# XDS_REFERENCE_PROCESS_PROFILE names instead, e.g. `dev` for CI's
+# conformance run, which needs no optimised build: bench-peers always
+# rebuilds it as release) and copies it into the project-local peers folder:
 #   .peers/reference-process/xds-reference-adapter   the binary adapter.json runs
 #   .peers/reference-process/.installed              the marker the harness checks; written last
 #
@@ -26,7 +28,8 @@ rm -f "$marker"
 
 # stdout: one JSON message per line; the binary's is the artifact with an
 # `executable` ending in /xds-reference-adapter. Diagnostics go to stderr.
-built="$(cargo build --release --locked -p xds-client-under-test --bin xds-reference-adapter \
+profile="${XDS_REFERENCE_PROCESS_PROFILE:-release}"
+built="$(cargo build --profile "$profile" --locked -p xds-client-under-test --bin xds-reference-adapter \
     --message-format=json-render-diagnostics |
     sed -n 's/.*"executable":"\([^"]*\/xds-reference-adapter\)".*/\1/p' | tail -n 1)"
 if [[ -z "$built" || ! -x "$built" ]]; then
