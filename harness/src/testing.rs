@@ -418,6 +418,17 @@ mod tests {
     }
 
     #[test]
+    fn trials_are_named_by_run_id_alone_with_no_reason_as_their_kind() {
+        // libtest-mimic prints a trial's kind before its name, padded to the
+        // longest: a reason there padded every name to ~70 columns.
+        let trials = suite().trials();
+        let names: Vec<&str> = trials.iter().map(|t| t.name()).collect();
+        assert!(names.contains(&"envoy/endpoints-move@delta"), "{names:?}");
+        assert!(trials.iter().all(|t| t.kind().is_empty()));
+        assert_eq!(trials.iter().filter(|t| t.has_ignored_flag()).count(), 2);
+    }
+
+    #[test]
     fn several_filters_are_taken_as_libtest_takes_them() {
         let args = |a: &[&str]| arguments(a.iter().map(|s| s.to_string()).collect());
         let (parsed, filters) = args(&[
