@@ -583,9 +583,21 @@ impl ClientStatusDiscoveryService for Csds {
 
     async fn fetch_client_status(
         &self,
-        _request: Request<ClientStatusRequest>,
+        request: Request<ClientStatusRequest>,
     ) -> Result<Response<ClientStatusResponse>, Status> {
-        dump(&self.client).await.map(Response::new)
+        // The request as the client's own CSDS reads it (its node
+        // matchers): the in-process reference client answers the same.
+        match self
+            .client
+            .lock()
+            .await
+            .csds_request(request.into_inner())
+            .await
+        {
+            Ok(Ok(response)) => Ok(Response::new(response)),
+            Ok(Err(e)) => Err(Status::new(e.code, e.message)),
+            Err(e) => Err(Status::internal(e.to_string())),
+        }
     }
 }
 
