@@ -44,7 +44,6 @@ export CGO_ENABLED=0
 
 "$go" version
 # -modcacherw: the module cache stays deletable (rm -rf .peers/grpc-go).
-(cd "$here" && "$go" mod download -modcacherw)
 (cd "$here" && "$go" build -mod=readonly -modcacherw -trimpath -o "$peers/bin/grpc-go-adapter.tmp" .)
 mv "$peers/bin/grpc-go-adapter.tmp" "$peers/bin/grpc-go-adapter"
 
