@@ -547,7 +547,18 @@ func (a *adapter) serve(address string) error {
 		a.out.event("serving_status", map[string]any{"address": address, "state": "NOT_SERVING", "code": "FAILED_PRECONDITION", "message": err.Error()})
 		return nil
 	}
-	lis, err := net.Listen("tcp", address)
+	// grpc-go names the server's Listener resource after lis.Addr()
+	// (xds/server.go, Serve): an IPv4 address must be listened on as tcp4,
+	// or Go reports 0.0.0.0:P as [::]:P.
+	network := "tcp"
+	if host, _, err := net.SplitHostPort(address); err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.To4() != nil {
+			network = "tcp4"
+		} else if ip != nil {
+			network = "tcp6"
+		}
+	}
+	lis, err := net.Listen(network, address)
 	if err != nil {
 		s.Stop()
 		return fmt.Errorf("serve: listen on %s: %v", address, err)
