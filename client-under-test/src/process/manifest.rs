@@ -142,7 +142,7 @@ impl AdapterManifest {
     }
 
     /// Reads and checks `<adapter_dir>/adapter.json` (at most
-    /// [`MAX_MANIFEST_BYTES`]).
+    /// `MAX_MANIFEST_BYTES`).
     pub fn load(adapter_dir: &Path) -> Result<AdapterManifest, ProcessError> {
         let path = adapter_dir.join(Self::FILE_NAME);
         // A manifest is a small JSON file: a FIFO or a device in its place
