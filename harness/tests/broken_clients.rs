@@ -218,7 +218,7 @@ fn defect(name: &str) -> Defects {
     "delta/nack-keeps-valid-resources-and-versions",
     ":36:5:"
 )]
-#[case::node_in_every_request("node_in_every_request", "a27/node-only-in-first-request", ":18:5:")]
+#[case::node_in_every_request("node_in_every_request", "a27/node-only-in-first-request", ":22:5:")]
 #[case::empty_first_request(
     "empty_first_request_is_sent",
     "a27/names-gone-before-the-first-request-send-none",
