@@ -38,7 +38,6 @@ import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
-import java.io.OutputStream;
 import java.io.PrintStream;
 import java.lang.reflect.Field;
 import java.net.InetSocketAddress;
@@ -317,12 +316,17 @@ public final class Adapter {
     final String typeUrl;
     final String name;
     final XdsResourceType<XdsClient.ResourceUpdate> type;
+    final ObjectPool<XdsClient> pool;
+    final XdsClient client;
     volatile boolean stopped;
 
-    Watch(String typeUrl, String name, XdsResourceType<XdsClient.ResourceUpdate> type) {
+    Watch(String typeUrl, String name, XdsResourceType<XdsClient.ResourceUpdate> type,
+        ObjectPool<XdsClient> pool, XdsClient client) {
       this.typeUrl = typeUrl;
       this.name = name;
       this.type = type;
+      this.pool = pool;
+      this.client = client;
     }
 
     void report(String kind, JsonObject extra) {
@@ -345,7 +349,7 @@ public final class Adapter {
     public void onResourceChanged(StatusOr<XdsClient.ResourceUpdate> update) {
       JsonObject extra = new JsonObject();
       if (update.hasValue()) {
-        Any raw = ConformanceXds.rawResource(watchClient, type, name);
+        Any raw = ConformanceXds.rawResource(client, type, name);
         if (raw != null) {
           extra.addProperty("resource", Base64.getEncoder().encodeToString(raw.toByteArray()));
         } else {
@@ -378,8 +382,6 @@ public final class Adapter {
     }
   }
 
-  private ObjectPool<XdsClient> watchClientPool;
-  private volatile XdsClient watchClient;
   private final Map<String, Deque<Watch>> watches = new HashMap<>();
 
   synchronized void watch(JsonObject cmd) throws Exception {
@@ -397,13 +399,16 @@ public final class Adapter {
     if (type == null) {
       throw new UnsupportedOperationException("unsupported: resource type " + typeUrl);
     }
-    if (watchClient == null) {
-      watchClientPool = ConformanceXds.sharedClientPool(WATCH_TARGET);
-      watchClient = watchClientPool.getObject();
-    }
-    Watch w = new Watch(typeUrl, name, type);
+    // Each watch is a user of the shared pool's XdsClient for WATCH_TARGET,
+    // as each channel's resolver is of its target's: it takes a reference
+    // (getObject) and gives it back when cancelled (returnObject). The
+    // client, its cache and its ADS streams live while one watch does
+    // (README.md, "Watches").
+    ObjectPool<XdsClient> pool = ConformanceXds.sharedClientPool(WATCH_TARGET);
+    XdsClient client = pool.getObject();
+    Watch w = new Watch(typeUrl, name, type, pool, client);
     watches.computeIfAbsent(typeUrl + " " + name, k -> new ArrayDeque<>()).addLast(w);
-    watchClient.watchXdsResource(type, name, w, MoreExecutors.directExecutor());
+    client.watchXdsResource(type, name, w, MoreExecutors.directExecutor());
   }
 
   synchronized void cancelWatch(JsonObject cmd) {
@@ -415,7 +420,8 @@ public final class Adapter {
     }
     Watch w = list.removeLast();
     w.stopped = true;
-    watchClient.cancelXdsResourceWatch(w.type, w.name, w);
+    w.client.cancelXdsResourceWatch(w.type, w.name, w);
+    w.pool.returnObject(w.client);
   }
 
   // --- xDS-enabled servers (gRFC A36) ---------------------------------------
@@ -742,8 +748,9 @@ public final class Adapter {
   public static void main(String[] args) throws Exception {
     // stdout carries protocol lines only: anything else printed goes to stderr.
     if (args.length > 0 && args[0].equals("--train")) {
-      // install.sh's class-data-sharing run (Training.java): no protocol.
-      protocolOut = new PrintStream(OutputStream.nullOutputStream(), false, StandardCharsets.UTF_8);
+      // install.sh's class-data-sharing run (Training.java): its protocol
+      // lines go to stderr (install.sh keeps them in .peers/grpc-java/train.log).
+      protocolOut = System.err;
       System.setOut(System.err);
       Training.run();
       return;
