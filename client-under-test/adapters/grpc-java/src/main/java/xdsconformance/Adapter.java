@@ -359,12 +359,14 @@ public final class Adapter {
         return;
       }
       Status s = update.getStatus();
-      if (s.getCode() == Status.Code.NOT_FOUND) {
+      if (s.getCode() == Status.Code.NOT_FOUND && !a88) {
         // grpc-java's only NOT_FOUND resource errors are its does-not-exist
         // verdicts: a SotW response without the resource, the timer
         // ("Timed out waiting for resource ..."), or a new watcher of a
         // resource known absent (XdsClientImpl ResourceSubscriber.onAbsent,
-        // addWatcher).
+        // addWatcher). The protocol names that does_not_exist under the
+        // default profile (gRFC A53's name) and a resource error NOT_FOUND
+        // under a88, as grpc-java's own API always does.
         report("does_not_exist", null);
         return;
       }
@@ -404,6 +406,10 @@ public final class Adapter {
     // (getObject) and gives it back when cancelled (returnObject). The
     // client, its cache and its ADS streams live while one watch does
     // (README.md, "Watches").
+    // grpc-java's callers canonicalise xdstp: names before they watch them
+    // (XdsNameResolver.start, XdsNameResolver.java:246: xdstp context
+    // parameters sorted, gRFC A47); watchXdsResource keys the name as given.
+    name = canonical(name);
     ObjectPool<XdsClient> pool = ConformanceXds.sharedClientPool(WATCH_TARGET);
     XdsClient client = pool.getObject();
     Watch w = new Watch(typeUrl, name, type, pool, client);
@@ -411,9 +417,20 @@ public final class Adapter {
     client.watchXdsResource(type, name, w, MoreExecutors.directExecutor());
   }
 
+  static String canonical(String name) {
+    if (name == null) {
+      return null;
+    }
+    try {
+      return XdsClient.canonifyResourceName(name);
+    } catch (RuntimeException e) {
+      return name; // not a URI: the client takes it as it is
+    }
+  }
+
   synchronized void cancelWatch(JsonObject cmd) {
     String typeUrl = fullType(str(cmd, "type"));
-    String name = str(cmd, "name");
+    String name = canonical(str(cmd, "name"));
     Deque<Watch> list = watches.get(typeUrl + " " + name);
     if (list == null || list.isEmpty()) {
       throw new IllegalStateException("cancel_watch: no watch of " + typeUrl + " " + name);
@@ -607,6 +624,8 @@ public final class Adapter {
   // --- lifecycle ------------------------------------------------------------
 
   static volatile boolean shuttingDown;
+  /** XDS_CONFORMANCE_PROFILE=a88: gRFC A88 data error handling is on. */
+  static boolean a88;
   private Server csdsServer;
 
   void shutdown(JsonElement id) {
@@ -743,6 +762,21 @@ public final class Adapter {
     root.addHandler(h);
     root.setLevel(Level.INFO);
     Logger.getLogger("io.grpc.xds").setLevel(l);
+    // More loggers for debugging: XDS_CONFORMANCE_JAVA_LOGGERS="name=LEVEL,..."
+    // (e.g. io.grpc.netty.shaded.io.netty.handler.ssl=FINE).
+    String more = System.getenv("XDS_CONFORMANCE_JAVA_LOGGERS");
+    if (more != null) {
+      for (String item : more.split(",")) {
+        int eq = item.indexOf('=');
+        if (eq > 0) {
+          try {
+            Logger.getLogger(item.substring(0, eq).trim()).setLevel(Level.parse(item.substring(eq + 1).trim()));
+          } catch (IllegalArgumentException e) {
+            stderr("XDS_CONFORMANCE_JAVA_LOGGERS: bad level in " + item);
+          }
+        }
+      }
+    }
   }
 
   public static void main(String[] args) throws Exception {
@@ -764,6 +798,7 @@ public final class Adapter {
       // GrpcUtil.getFlag: the environment first, then this system property).
       // Set before any grpc-xds class is loaded.
       System.setProperty("GRPC_EXPERIMENTAL_XDS_DATA_ERROR_HANDLING", "true");
+      a88 = true;
     } else if (profile != null && !profile.isEmpty()) {
       stderr("profile " + profile + " is not one of this adapter's (a88); ignored");
     }
