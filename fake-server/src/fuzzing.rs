@@ -32,8 +32,9 @@ use xds_vocabulary::RequestKind;
 use xds_vocabulary::resource_type::is_full_state;
 
 use crate::config::ServingMode;
+use crate::effect::Verb;
 use crate::event::ServerEvent;
-use crate::fault::{Hang, Resume, Verb};
+use crate::fault::{Hang, Resume};
 use crate::outbox::{Taken, outbox};
 use crate::resource::ServedResource;
 use crate::state::State;
