@@ -1,13 +1,14 @@
-//! The fake server's modules import each other in one direction: the data
-//! a scenario and a timeline see (`fault`, `event`, `config`, `resource`)
+//! The fake server's modules import each other in one direction: what a
+//! fault is (`fault`, a leaf) under what the recording says (`event`),
 //! under the stream core (`stream`), under the server's state and the
-//! faults in force, under the protocols (`sotw`, `delta`, siblings that
-//! share the stream core), under what faults do (`effect`), the tonic
-//! service and the listeners, under the public handle (`server`). An import
-//! circle ties every module in it to every other (all thirteen of `fault`,
-//! `state`, `stream`, the protocols, `serve` ... once were one circle:
-//! `event` named a fault, whose module changed the state, which held the
-//! protocols' streams, which changed the state): this test finds one, in
+//! faults in force (`state`, `in_force`, `egress`), under the protocols
+//! (`sotw`, `delta`: siblings sharing the stream core) and the shared
+//! handle, under the tonic service and the listeners (`ads`, `serve`),
+//! under what faults do (`effect`), under the public handle (`server`). An
+//! import circle ties every module in it to every other: thirteen of them
+//! once were one circle (`event` named a fault, whose module changed the
+//! state and reached the listeners; the state held streams, whose core
+//! listed the protocols, which change the state). This test finds one, in
 //! the source, outside test modules.
 
 use std::collections::{BTreeMap, BTreeSet};
