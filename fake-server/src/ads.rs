@@ -16,8 +16,10 @@ use tokio::sync::oneshot;
 use tonic::{Code, Request, Response, Status, Streaming};
 
 use crate::connection::ConnectionInfo;
+use crate::delta::DeltaStream;
 use crate::outbox::{Taken, outbox};
 use crate::shared::Inner;
+use crate::sotw::SotwStream;
 use crate::state::State;
 use crate::stream::{Protocol, Sender, Stream};
 
@@ -33,10 +35,10 @@ impl AdsService {
 
     /// Registers a stream of the protocol `protocol` makes from its
     /// response sender, and starts reading its requests into `on_request`.
-    fn open<Req, Resp>(
+    fn open<Req, Resp, P: Protocol>(
         &self,
         request: Request<Streaming<Req>>,
-        protocol: impl FnOnce(Sender<Resp>) -> Protocol,
+        protocol: impl FnOnce(Sender<Resp>) -> P,
         on_request: fn(&mut State, u64, Req),
     ) -> Result<Response<Taken<Resp>>, Status>
     where
@@ -74,14 +76,7 @@ impl AggregatedDiscoveryService for AdsService {
         &self,
         request: Request<Streaming<DiscoveryRequest>>,
     ) -> Result<Response<Self::StreamAggregatedResourcesStream>, Status> {
-        self.open(
-            request,
-            |responses| Protocol::Sotw {
-                responses,
-                types: Default::default(),
-            },
-            State::on_sotw_request,
-        )
+        self.open(request, SotwStream::new, State::on_sotw_request)
     }
 
     type DeltaAggregatedResourcesStream = Taken<DeltaDiscoveryResponse>;
@@ -90,14 +85,7 @@ impl AggregatedDiscoveryService for AdsService {
         &self,
         request: Request<Streaming<DeltaDiscoveryRequest>>,
     ) -> Result<Response<Self::DeltaAggregatedResourcesStream>, Status> {
-        self.open(
-            request,
-            |responses| Protocol::Delta {
-                responses,
-                types: Default::default(),
-            },
-            State::on_delta_request,
-        )
+        self.open(request, DeltaStream::new, State::on_delta_request)
     }
 }
 

@@ -1,18 +1,20 @@
 //! Everything that leaves the server on a stream, whatever its protocol:
-//! responses (each gets its nonce here, and every fault that shapes
-//! responses applies here: `drop_responses`, `delay_responses`,
-//! `close_streams_after`; their state is in `crate::fault`) and the end of
-//! streams (trailers, or none at all for a restart). Each is recorded as
-//! it happens.
+//! responses (each gets its nonce here, and every fault in force that
+//! shapes responses applies here: `drop_responses`, `delay_responses`,
+//! `close_streams_after`; their state is in `crate::in_force`) and the end
+//! of streams (trailers, or none at all for a restart). Each is recorded
+//! as it happens.
 //!
 //! All of it runs under the server's state lock and only queues (on each
-//! stream's outbox, bounded in bytes: see `outbox`), so a store change or a scripted send reaches every
-//! stream in stream-id order within one synchronous call.
+//! stream's outbox, bounded in bytes: see `outbox`), so a store change or
+//! a scripted send reaches every stream in stream-id order within one
+//! synchronous call.
 
+use tokio::time::Instant;
 use tonic::{Code, Status};
 
 use crate::event::ServerEvent;
-use crate::fault::Delayed;
+use crate::in_force::Delayed;
 use crate::outbox::{MAX_BACKLOG, Refused};
 use crate::state::State;
 use crate::stream::Outgoing;
@@ -36,7 +38,7 @@ impl State {
         response.set_nonce(nonce.clone());
         let type_url = response.type_url().to_string();
         let recorded = response.recorded(names);
-        let drop_it = self.lose(&type_url);
+        let drop_it = self.faults.lose(&type_url);
         let delay = self.faults.delay.by;
         // A delayed response waits in `held`; a dropped one goes nowhere.
         let held = if drop_it {
@@ -79,6 +81,39 @@ impl State {
             });
         }
         self.limit_reached(stream_id);
+        true
+    }
+
+    /// Sends the responses held back by `delay_responses` that are due;
+    /// returns when the next one is due. A response whose stream has gone
+    /// is not sent.
+    pub fn send_delayed(&mut self) -> Option<Instant> {
+        let now = Instant::now();
+        while let Some(delayed) = self.faults.delay.take_due(now) {
+            if self.transmit(delayed.stream, delayed.response) {
+                self.record(ServerEvent::ResponseSent {
+                    stream: delayed.stream,
+                    response: delayed.recorded,
+                });
+            }
+        }
+        self.faults.delay.next_due()
+    }
+
+    /// Closes the stream if `close_streams_after` says its time has come;
+    /// says whether it did.
+    pub fn limit_reached(&mut self, stream_id: u64) -> bool {
+        let Some(limit) = self.faults.stream_limit.clone() else {
+            return false;
+        };
+        let sent = match self.streams.get(&stream_id) {
+            Some(stream) => stream.responses_sent,
+            None => return false,
+        };
+        if sent < limit.responses {
+            return false;
+        }
+        self.close_stream(stream_id, limit.code, limit.message, false);
         true
     }
 

@@ -32,12 +32,15 @@ use xds_vocabulary::RequestKind;
 use xds_vocabulary::resource_type::is_full_state;
 
 use crate::config::ServingMode;
+use crate::delta::DeltaStream;
+use crate::effect::Verb;
 use crate::event::ServerEvent;
-use crate::fault::{Hang, Resume, Verb};
+use crate::fault::{Hang, Resume};
 use crate::outbox::{Taken, outbox};
 use crate::resource::ServedResource;
+use crate::sotw::SotwStream;
 use crate::state::State;
-use crate::stream::{Protocol, Stream};
+use crate::stream::Stream;
 
 /// One frame of the input (see the module's comment).
 #[derive(Debug, PartialEq)]
@@ -215,17 +218,17 @@ impl Run {
         self.open.get_or_insert_with(|| {
             // The server never stops a stream's reader here: nothing reads.
             let (stop_reader, _) = oneshot::channel();
-            let (protocol, receiver) = if delta {
+            let (stream, receiver) = if delta {
                 let (responses, rx) = outbox();
-                let types = Default::default();
-                (Protocol::Delta { responses, types }, Receiver::Delta(rx))
+                let protocol = DeltaStream::new(responses);
+                (Stream::new(protocol, stop_reader), Receiver::Delta(rx))
             } else {
                 let (responses, rx) = outbox();
-                let types = Default::default();
-                (Protocol::Sotw { responses, types }, Receiver::Sotw(rx))
+                let protocol = SotwStream::new(responses);
+                (Stream::new(protocol, stop_reader), Receiver::Sotw(rx))
             };
             let id = state
-                .open_stream(None, Stream::new(protocol, stop_reader))
+                .open_stream(None, stream)
                 .expect("the server is not shut down");
             OpenStream {
                 id,
@@ -351,7 +354,7 @@ impl Run {
 fn check_sotw(state: &State, stream: &Stream, response: &DiscoveryResponse) {
     let type_url = &response.type_url;
     assert_eq!(response.version_info, state.store.version(type_url));
-    let Protocol::Sotw { types, .. } = &stream.protocol else {
+    let Some(SotwStream { types, .. }) = stream.protocol_ref() else {
         panic!("a SotW response on a delta stream");
     };
     let subscription = &types
@@ -386,7 +389,7 @@ fn check_sotw(state: &State, stream: &Stream, response: &DiscoveryResponse) {
 fn check_delta(state: &State, stream: &Stream, response: &DeltaDiscoveryResponse) {
     let type_url = &response.type_url;
     assert_eq!(response.system_version_info, state.store.version(type_url));
-    let Protocol::Delta { types, .. } = &stream.protocol else {
+    let Some(DeltaStream { types, .. }) = stream.protocol_ref() else {
         panic!("a delta response on a SotW stream");
     };
     let subscription = &types

@@ -1,11 +1,13 @@
 //! Auto mode's triggers that are not a request: a store change (and the
-//! end of a hang, `fault::hang`). Each stream answers by its own protocol's rules.
+//! end of a hang, `effect::hang`). Each stream answers by its own
+//! protocol's rules: this is where the protocols meet, above them all.
 
 use std::collections::BTreeSet;
 
+use xds_vocabulary::AdsProtocol;
+
 use crate::resource::ServedResource;
 use crate::state::State;
-use crate::stream::Protocol;
 
 impl State {
     /// Auto mode's answer for `type_url` on one stream, by its protocol;
@@ -17,9 +19,9 @@ impl State {
         type_url: &str,
         changed: Option<&BTreeSet<String>>,
     ) {
-        match self.streams.get(&stream_id).map(|s| &s.protocol) {
-            Some(Protocol::Sotw { .. }) => self.sotw_auto_respond(stream_id, type_url),
-            Some(Protocol::Delta { .. }) => self.delta_auto_respond(stream_id, type_url, changed),
+        match self.streams.get(&stream_id).map(|s| s.protocol.name()) {
+            Some(AdsProtocol::Sotw) => self.sotw_auto_respond(stream_id, type_url),
+            Some(AdsProtocol::Delta) => self.delta_auto_respond(stream_id, type_url, changed),
             None => {}
         }
     }

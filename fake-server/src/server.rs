@@ -17,8 +17,9 @@ use crate::config::{
     EventObserver, MaxConnectionAge, ScriptedDeltaResponse, ScriptedResponse, ServerConfig,
     ServingMode,
 };
+use crate::effect::{self, Outside};
 use crate::event::{Recorded, ServerEvent};
-use crate::fault::{Fault, FaultError, Outside};
+use crate::fault::{Fault, FaultError};
 use crate::resource::ServedResource;
 use crate::serve::{MemoryListener, TcpAccept, TcpGate, spawn_server};
 use crate::shared::Inner;
@@ -222,9 +223,9 @@ impl FakeAdsServer {
             state.record(ServerEvent::FaultApplied {
                 fault: fault.clone(),
             });
-            fault.verb().apply(state);
+            effect::of(&fault).apply(state);
         });
-        fault.verb().apply_outside(&Outside {
+        effect::of(&fault).apply_outside(&Outside {
             inner: &self.inner,
             tcp: &self.tcp_gates(),
         })

@@ -9,7 +9,7 @@ use xds_vocabulary::network::{MemoryAcceptor, MemoryNetwork};
 
 use crate::config::{EventObserver, MaxConnectionAge, ServingMode};
 use crate::event::{Recorded, ServerEvent};
-use crate::fault::InForce;
+use crate::in_force::InForce;
 use crate::store::Store;
 use crate::stream::Stream;
 
@@ -25,7 +25,7 @@ pub(crate) struct State {
     pub mode: ServingMode,
     pub store: Store,
     pub streams: BTreeMap<u64, Stream>,
-    /// The faults in force (see [`crate::fault`]).
+    /// The faults in force (see [`crate::in_force`]).
     pub faults: InForce,
     /// Read when the server starts serving (tonic sets it per listener).
     pub max_connection_age: Option<MaxConnectionAge>,

@@ -1,9 +1,13 @@
 //! The per-stream core every ADS protocol shares: where a stream's
 //! responses go, how many it was sent, and per resource type whether the
 //! client asked for it and which nonces it was sent. What a subscription
-//! means is each protocol's own business (its per-type state is carried
-//! here, but read and changed only by its protocol module).
+//! means is each protocol's own business: its per-stream state is carried
+//! here behind the [`Protocol`] trait, and read and changed only by its
+//! protocol module (`sotw`, `delta`), which finds it again with
+//! [`Stream::protocol_mut`]. The core imports no protocol, so a protocol
+//! is a sibling module that stands on it, not a case the core lists.
 
+use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
 
 use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryResponse, DiscoveryResponse};
@@ -12,18 +16,16 @@ use tokio::sync::oneshot;
 use tonic::Status;
 use xds_vocabulary::{AdsProtocol, RequestKind};
 
-use crate::delta::rules::DeltaType;
 use crate::event::{
     RecordedDeltaResource, RecordedDeltaResponse, RecordedResourceError, RecordedResponse,
     recorded_body,
 };
 use crate::outbox::{Outbox, Refused};
-use crate::sotw::rules::SotwType;
 
 /// Where a stream's responses go (see `outbox`).
 pub(crate) type Sender<T> = Outbox<T>;
 
-/// One open ADS stream, of either protocol.
+/// One open ADS stream, of any protocol.
 pub(crate) struct Stream {
     /// Never sent on: dropping it (when the stream leaves the server's map)
     /// tells the stream's request reader the server is done with it.
@@ -32,7 +34,8 @@ pub(crate) struct Stream {
     pub responses_sent: u32,
     /// Per type URL, what every protocol tracks.
     pub types: BTreeMap<String, TypeCore>,
-    pub protocol: Protocol,
+    /// The protocol it speaks: its wire and its own per-stream state.
+    pub protocol: Box<dyn Protocol>,
 }
 
 /// What every protocol tracks about one resource type on one stream.
@@ -56,25 +59,27 @@ impl TypeCore {
     }
 }
 
-/// The protocol a stream speaks, with its wire and its per-type state.
-pub(crate) enum Protocol {
-    Sotw {
-        responses: Sender<DiscoveryResponse>,
-        types: BTreeMap<String, SotwType>,
-    },
-    Delta {
-        responses: Sender<DeltaDiscoveryResponse>,
-        types: BTreeMap<String, DeltaType>,
-    },
-}
+/// The protocol a stream speaks, as the core sees it: its name and its
+/// wire. Each protocol module implements it on its own per-stream state
+/// (the response sender and what its rules track per type), so the core
+/// carries that state without knowing it. `Any`: only so the protocol's
+/// module can find its own state again ([`Stream::protocol_mut`]).
+pub(crate) trait Protocol: Any + Send {
+    fn name(&self) -> AdsProtocol;
 
-impl Protocol {
-    pub fn name(&self) -> AdsProtocol {
-        match self {
-            Protocol::Sotw { .. } => AdsProtocol::Sotw,
-            Protocol::Delta { .. } => AdsProtocol::Delta,
-        }
-    }
+    /// Whether the client side is still there to take responses.
+    fn is_open(&self) -> bool;
+
+    /// Puts `response` on the wire; refused if the stream is gone (or
+    /// `response` is of another protocol) or its client is too far behind.
+    fn transmit(&self, response: Outgoing) -> Result<(), Refused>;
+
+    /// Ends the response stream with `status` in the trailers, after what
+    /// is queued.
+    fn end(&self, status: Status);
+
+    /// Drops what is queued and ends the response stream with `status`.
+    fn abort(&self, status: Status);
 }
 
 /// A response on its way to one stream, before the egress path gives it a
@@ -162,48 +167,53 @@ fn duration_from_proto(seconds: i64, nanos: i32) -> std::time::Duration {
 }
 
 impl Stream {
-    pub fn new(protocol: Protocol, stop_reader: oneshot::Sender<()>) -> Self {
+    pub fn new(protocol: impl Protocol, stop_reader: oneshot::Sender<()>) -> Self {
         Self {
             _stop_reader: stop_reader,
             responses_sent: 0,
             types: BTreeMap::new(),
-            protocol,
+            protocol: Box::new(protocol),
         }
+    }
+
+    /// The protocol's own state, if the stream speaks protocol `P`.
+    pub fn protocol_ref<P: Protocol>(&self) -> Option<&P> {
+        (self.protocol.as_ref() as &dyn Any).downcast_ref()
+    }
+
+    /// The protocol's own state, if the stream speaks protocol `P`.
+    pub fn protocol_mut<P: Protocol>(&mut self) -> Option<&mut P> {
+        (self.protocol.as_mut() as &mut dyn Any).downcast_mut()
+    }
+
+    /// What the core tracks per type and the protocol's own state, if the
+    /// stream speaks protocol `P`: both at once, as a request changes
+    /// both.
+    pub fn split_mut<P: Protocol>(&mut self) -> Option<(&mut BTreeMap<String, TypeCore>, &mut P)> {
+        let protocol = (self.protocol.as_mut() as &mut dyn Any).downcast_mut()?;
+        Some((&mut self.types, protocol))
     }
 
     /// Whether the client side is still there to take responses.
     pub fn is_open(&self) -> bool {
-        match &self.protocol {
-            Protocol::Sotw { responses, .. } => !responses.is_closed(),
-            Protocol::Delta { responses, .. } => !responses.is_closed(),
-        }
+        self.protocol.is_open()
     }
 
     /// Puts `response` on the wire; refused if the stream is gone (or
     /// speaks another protocol) or its client is too far behind.
     pub fn transmit(&self, response: Outgoing) -> Result<(), Refused> {
-        match (&self.protocol, response) {
-            (Protocol::Sotw { responses, .. }, Outgoing::Sotw(r)) => responses.send(r),
-            (Protocol::Delta { responses, .. }, Outgoing::Delta(r)) => responses.send(r),
-            _ => Err(Refused::Gone),
-        }
+        self.protocol.transmit(response)
     }
 
     /// Ends the response stream with `status` in the trailers, after what
     /// is queued. If the client is already gone there is nobody to tell.
     pub fn end(&self, status: Status) {
-        match &self.protocol {
-            Protocol::Sotw { responses, .. } => responses.end(status),
-            Protocol::Delta { responses, .. } => responses.end(status),
-        }
+        self.protocol.end(status);
     }
 
     /// Drops what is queued and ends the response stream with `status`.
     pub fn abort(&self, status: Status) {
-        match &self.protocol {
-            Protocol::Sotw { responses, .. } => responses.abort(status),
-            Protocol::Delta { responses, .. } => responses.abort(status),
-        }
+        self.protocol.abort(status);
     }
 
     /// Whether the client asked for anything yet.

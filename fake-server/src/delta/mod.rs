@@ -2,33 +2,79 @@
 //! a stream's subscription and for what the client holds, what auto mode
 //! answers, and scripted responses. Responses leave through the shared
 //! egress path, like SotW's.
+//!
+//! A sibling of the other protocols on the stream core (`crate::stream`):
+//! its per-stream state ([`DeltaStream`]) rides on each stream as a
+//! `stream::Protocol`, which only this module looks inside.
 
 pub(crate) mod rules;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource,
 };
+use tonic::Status;
+use xds_vocabulary::AdsProtocol;
 
 use crate::config::{ScriptedDeltaResponse, ScriptedResourceError};
 use crate::event::{RecordedRequest, ServerEvent};
+use crate::outbox::Refused;
 use crate::state::State;
-use crate::stream::{Outgoing, Protocol};
-use rules::WILDCARD;
+use crate::stream::{Outgoing, Protocol, Sender};
+use rules::{DeltaType, WILDCARD};
+
+/// A delta stream's own state: its wire and, per type URL, what its rules
+/// track.
+pub(crate) struct DeltaStream {
+    responses: Sender<DeltaDiscoveryResponse>,
+    pub types: BTreeMap<String, DeltaType>,
+}
+
+impl DeltaStream {
+    pub fn new(responses: Sender<DeltaDiscoveryResponse>) -> Self {
+        Self {
+            responses,
+            types: BTreeMap::new(),
+        }
+    }
+}
+
+impl Protocol for DeltaStream {
+    fn name(&self) -> AdsProtocol {
+        AdsProtocol::Delta
+    }
+
+    fn is_open(&self) -> bool {
+        !self.responses.is_closed()
+    }
+
+    fn transmit(&self, response: Outgoing) -> Result<(), Refused> {
+        match response {
+            Outgoing::Delta(response) => self.responses.send(response),
+            Outgoing::Sotw(_) => Err(Refused::Gone),
+        }
+    }
+
+    fn end(&self, status: Status) {
+        self.responses.end(status);
+    }
+
+    fn abort(&self, status: Status) {
+        self.responses.abort(status);
+    }
+}
 
 impl State {
     /// Records a decoded delta request, applies it to the stream's
     /// subscription and, in auto mode, answers it if the rules say so.
     pub fn on_delta_request(&mut self, stream_id: u64, request: DeltaDiscoveryRequest) {
-        let Some(stream) = self.streams.get_mut(&stream_id) else {
+        let Some((core, DeltaStream { types, .. })) =
+            self.streams.get_mut(&stream_id).and_then(|s| s.split_mut())
+        else {
             return;
         };
-        let Protocol::Delta { types, .. } = &mut stream.protocol else {
-            return;
-        };
-        let (kind, first) = stream
-            .types
+        let (kind, first) = core
             .entry(request.type_url.clone())
             .or_default()
             .on_request(&request.response_nonce, request.error_detail.is_some());
@@ -64,8 +110,10 @@ impl State {
         if !self.owes_auto_answer(stream_id, type_url) {
             return;
         }
-        let Some(Protocol::Delta { types, .. }) =
-            self.streams.get_mut(&stream_id).map(|s| &mut s.protocol)
+        let Some(DeltaStream { types, .. }) = self
+            .streams
+            .get_mut(&stream_id)
+            .and_then(|s| s.protocol_mut())
         else {
             return;
         };
@@ -133,7 +181,7 @@ impl State {
         let ids: Vec<u64> = self
             .streams
             .iter()
-            .filter(|(_, s)| matches!(s.protocol, Protocol::Delta { .. }))
+            .filter(|(_, s)| s.protocol.name() == AdsProtocol::Delta)
             .map(|(id, _)| *id)
             .collect();
         ids.into_iter()

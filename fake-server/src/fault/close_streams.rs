@@ -2,21 +2,12 @@
 
 use std::fmt;
 
-use super::Verb;
-use crate::state::State;
-
 /// Close every open ADS stream with this gRPC status. The client sees
 /// exactly this code and message in the trailers. Connections stay up.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CloseStreams {
     pub code: tonic::Code,
     pub message: String,
-}
-
-impl Verb for CloseStreams {
-    fn apply(&self, state: &mut State) {
-        state.close_all_streams(self.code, &self.message);
-    }
 }
 
 impl fmt::Display for CloseStreams {

@@ -3,9 +3,6 @@
 
 use std::fmt;
 
-use super::{FaultError, Outside, Verb};
-use crate::state::State;
-
 /// Accept connections but move no bytes on them, new or open: the
 /// client's connection never becomes ready (it never hears the server's
 /// HTTP/2 preface), so its requests stay queued and are not "sent on a
@@ -17,25 +14,6 @@ pub struct HoldConnections;
 /// arrive).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReleaseConnections;
-
-impl Verb for HoldConnections {
-    /// Nothing in the state: connections watch the hold signal.
-    fn apply(&self, _state: &mut State) {}
-
-    fn apply_outside(&self, server: &Outside<'_>) -> Result<(), FaultError> {
-        server.inner.hold_connections(true);
-        Ok(())
-    }
-}
-
-impl Verb for ReleaseConnections {
-    fn apply(&self, _state: &mut State) {}
-
-    fn apply_outside(&self, server: &Outside<'_>) -> Result<(), FaultError> {
-        server.inner.hold_connections(false);
-        Ok(())
-    }
-}
 
 impl fmt::Display for HoldConnections {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

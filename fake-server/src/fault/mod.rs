@@ -2,19 +2,25 @@
 //! `hold` / `release`): `hang` and `resume`, `refuse_connections` and
 //! `accept_connections`, `drop_responses`, ...
 //!
-//! Each verb is a module holding everything about it: its data, what it
-//! does to the server (under the state lock, and to listeners and
-//! connections outside it), the state it leaves in force, and how it reads
-//! on a timeline (`Display`). Verbs that start and stop one fault (`hang`
-//! and `resume`) share a module with the state in force between them.
-//! `fault_verbs!` lists them once; the [`Fault`] enum, its `From`
-//! conversions and the dispatch to each verb come from that list. A new
-//! verb is a module and a line in that list.
+//! This module says what a fault is: each verb's data and how it reads on
+//! a timeline (`Display`), one module per verb. It imports nothing else of
+//! the server, so the recording (`event`, whose `FaultApplied` carries a
+//! [`Fault`]) can name faults without standing on what they do. What
+//! applying a verb does (to the server's state under its lock, and to
+//! listeners and connections outside it) is a module of the same name in
+//! `effect`, which stands on the server's state and listeners; the state a
+//! verb leaves in force between applications (`hang` until `resume`) is
+//! in `in_force`, part of the server's state.
+//!
+//! `fault_verbs!` lists the verbs once; the [`Fault`] enum, its `From`
+//! conversions, its `Display` and the dispatch to each verb's effect come
+//! from that list. A new verb is a module here, its effect, and a line in
+//! that list.
 //!
 //! A fault is plain data: applying it is the server's business
-//! ([`crate::FakeAdsServer::apply`]), and every applied fault is itself
-//! recorded as [`crate::event::ServerEvent::FaultApplied`], so a timeline
-//! shows what was done to the server next to what the client did about it.
+//! (`FakeAdsServer::apply`), and every applied fault is itself recorded as
+//! `ServerEvent::FaultApplied`, so a timeline shows what was done to the
+//! server next to what the client did about it.
 //!
 //! GOAWAY is a server setting, not a fault (`MaxConnectionAge`).
 
@@ -28,7 +34,6 @@ mod restart;
 mod stream_limit;
 
 use std::fmt;
-use std::sync::Arc;
 
 pub use close_streams::CloseStreams;
 pub use connections::{AcceptConnections, RefuseConnections};
@@ -39,52 +44,10 @@ pub use hold::{HoldConnections, ReleaseConnections};
 pub use restart::Restart;
 pub use stream_limit::{CloseStreamsAfter, KeepStreams};
 
-pub(crate) use delay::{Delay, Delayed};
-
-use crate::serve::TcpGate;
-use crate::shared::Inner;
-use crate::state::State;
-
-/// What one verb does.
-pub(crate) trait Verb: fmt::Display {
-    /// Its effect on the server's state, under the state lock, right after
-    /// the fault is recorded (so its consequences follow it in the
-    /// recording).
-    fn apply(&self, state: &mut State);
-
-    /// Its effect on listeners and connections, after the state lock is
-    /// released: tonic's accept loop locks a listener while polling it, so
-    /// listeners are never touched with the state lock held.
-    fn apply_outside(&self, _server: &Outside<'_>) -> Result<(), FaultError> {
-        Ok(())
-    }
-}
-
-/// What a verb may change outside the state lock.
-pub(crate) struct Outside<'a> {
-    pub inner: &'a Inner,
-    /// The server's TCP listeners.
-    pub tcp: &'a [Arc<TcpGate>],
-}
-
-/// The faults in force on one server (part of its state).
-#[derive(Default)]
-pub(crate) struct InForce {
-    /// `refuse_connections`, until `accept_connections`.
-    pub refusing: bool,
-    /// What `hang` stopped, until `resume`.
-    pub hung: hang::Hung,
-    /// `close_streams_after`, until `keep_streams`.
-    pub stream_limit: Option<stream_limit::StreamLimit>,
-    /// `delay_responses`, and the responses waiting it out.
-    pub delay: Delay,
-    /// `drop_responses`: what is still to be lost.
-    pub drops: Option<drop::Drops>,
-}
-
 /// Every verb, in the order the docs list them: its [`Fault`] variant and
 /// its module's type (named like the variant). Hands the list to
-/// `$callback`.
+/// `$callback` (here, `define_faults`; in the `effect` module, the dispatch to
+/// each verb's effect).
 macro_rules! fault_verbs {
     ($callback:ident) => {
         $callback! {
@@ -132,15 +95,19 @@ macro_rules! define_faults {
             }
         )*
 
-        impl Fault {
-            pub(crate) fn verb(&self) -> &dyn Verb {
+        /// How the fault reads on a timeline: `hang CDS`, `drop the next
+        /// 2 response(s)`.
+        impl fmt::Display for Fault {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 match self {
-                    $( Fault::$Variant(verb) => verb, )*
+                    $( Fault::$Variant(verb) => verb.fmt(f), )*
                 }
             }
         }
     };
 }
+
+pub(crate) use fault_verbs;
 
 fault_verbs!(define_faults);
 
@@ -154,14 +121,6 @@ macro_rules! define_verb_docs {
 }
 
 fault_verbs!(define_verb_docs);
-
-/// How the fault reads on a timeline: `hang CDS`, `drop the next 2
-/// response(s)`.
-impl fmt::Display for Fault {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.verb().fmt(f)
-    }
-}
 
 /// Applying a fault did not fully take effect.
 #[derive(Debug, thiserror::Error)]

@@ -2,9 +2,6 @@
 
 use std::fmt;
 
-use super::{FaultError, Outside, Verb};
-use crate::state::State;
-
 /// The server process restarts: every stream ends (UNAVAILABLE) and every
 /// connection is dropped, so stream state (nonces, what was sent) is lost;
 /// the store is kept or emptied. Whether it listens again at once is up to
@@ -13,22 +10,6 @@ use crate::state::State;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Restart {
     pub keep_resources: bool,
-}
-
-impl Verb for Restart {
-    fn apply(&self, state: &mut State) {
-        state.drop_all_streams("server restarting: no trailers, connection reset");
-        if !self.keep_resources {
-            for change in state.store.clear() {
-                state.record(change.into_event());
-            }
-        }
-    }
-
-    fn apply_outside(&self, server: &Outside<'_>) -> Result<(), FaultError> {
-        server.inner.reset_connections();
-        Ok(())
-    }
 }
 
 impl fmt::Display for Restart {

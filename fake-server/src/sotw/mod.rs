@@ -1,32 +1,80 @@
 //! State-of-the-world ADS (`StreamAggregatedResources`): what a request
 //! means for a stream's subscription, what auto mode answers, and scripted
 //! responses. Responses leave through the shared egress path.
+//!
+//! A sibling of the other protocols on the stream core (`crate::stream`):
+//! its per-stream state ([`SotwStream`]) rides on each stream as a
+//! `stream::Protocol`, which only this module looks inside.
 
 pub(crate) mod rules;
+
+use std::collections::BTreeMap;
 
 use envoy_types::pb::envoy::service::discovery::v3::{
     DiscoveryRequest, DiscoveryResponse, ResourceError,
 };
+use tonic::Status;
+use xds_vocabulary::AdsProtocol;
 
 use crate::config::{ScriptedResourceError, ScriptedResponse};
 use crate::event::{RecordedRequest, ServerEvent};
+use crate::outbox::Refused;
 use crate::resource::ServedResource;
 use crate::state::State;
-use crate::stream::{Outgoing, Protocol};
-use rules::Subscription;
+use crate::stream::{Outgoing, Protocol, Sender};
+use rules::{SotwType, Subscription};
+
+/// A SotW stream's own state: its wire and, per type URL, what its rules
+/// track.
+pub(crate) struct SotwStream {
+    responses: Sender<DiscoveryResponse>,
+    pub types: BTreeMap<String, SotwType>,
+}
+
+impl SotwStream {
+    pub fn new(responses: Sender<DiscoveryResponse>) -> Self {
+        Self {
+            responses,
+            types: BTreeMap::new(),
+        }
+    }
+}
+
+impl Protocol for SotwStream {
+    fn name(&self) -> AdsProtocol {
+        AdsProtocol::Sotw
+    }
+
+    fn is_open(&self) -> bool {
+        !self.responses.is_closed()
+    }
+
+    fn transmit(&self, response: Outgoing) -> Result<(), Refused> {
+        match response {
+            Outgoing::Sotw(response) => self.responses.send(response),
+            Outgoing::Delta(_) => Err(Refused::Gone),
+        }
+    }
+
+    fn end(&self, status: Status) {
+        self.responses.end(status);
+    }
+
+    fn abort(&self, status: Status) {
+        self.responses.abort(status);
+    }
+}
 
 impl State {
     /// Records a decoded request, updates the stream's subscription and, in
     /// auto mode, answers it if the rules say so.
     pub fn on_sotw_request(&mut self, stream_id: u64, request: DiscoveryRequest) {
-        let Some(stream) = self.streams.get_mut(&stream_id) else {
+        let Some((core, SotwStream { types, .. })) =
+            self.streams.get_mut(&stream_id).and_then(|s| s.split_mut())
+        else {
             return;
         };
-        let Protocol::Sotw { types, .. } = &mut stream.protocol else {
-            return;
-        };
-        let (kind, first) = stream
-            .types
+        let (kind, first) = core
             .entry(request.type_url.clone())
             .or_default()
             .on_request(&request.response_nonce, request.error_detail.is_some());
@@ -50,8 +98,10 @@ impl State {
         if !self.owes_auto_answer(stream_id, type_url) {
             return;
         }
-        let Some(Protocol::Sotw { types, .. }) =
-            self.streams.get_mut(&stream_id).map(|s| &mut s.protocol)
+        let Some(SotwStream { types, .. }) = self
+            .streams
+            .get_mut(&stream_id)
+            .and_then(|s| s.protocol_mut())
         else {
             return;
         };
@@ -80,7 +130,7 @@ impl State {
         let ids: Vec<u64> = self
             .streams
             .iter()
-            .filter(|(_, s)| matches!(s.protocol, Protocol::Sotw { .. }))
+            .filter(|(_, s)| s.protocol.name() == AdsProtocol::Sotw)
             .map(|(id, _)| *id)
             .collect();
         ids.into_iter()
