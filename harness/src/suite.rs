@@ -123,11 +123,11 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 /// benchmarks, and for the check that real time never fails a correct
 /// client, which CI plays apart at `--jobs 12`); a column of it would
 /// compare the implementation with itself.
-/// `grpc-go` waits for its place: its column of ~400 real-time runs at the
-/// matrix's four at a time would take the peer matrix from 6 to about 16
-/// minutes, past CI's budget (issue 35, part 4: it joins with jobs or
-/// shards of its own).
-pub const NOT_IN_DEFAULT_MATRIX: &[&str] = &["reference-process", "grpc-go"];
+/// `grpc-go` and `grpc-java` wait for their place: each column of ~400
+/// real-time runs at the matrix's four at a time would take the peer
+/// matrix from 6 to about 16 minutes, past CI's budget (issue 35, part 4:
+/// they join with jobs of their own).
+pub const NOT_IN_DEFAULT_MATRIX: &[&str] = &["reference-process", "grpc-go", "grpc-java"];
 
 /// The clients `matrix` runs by default: every client but
 /// [`NOT_IN_DEFAULT_MATRIX`].
