@@ -19,6 +19,7 @@ pub mod grpc_rust;
 mod guardian;
 mod process;
 mod reference;
+mod starting;
 pub mod summary;
 
 pub use child::remove_temp_files;

@@ -1058,6 +1058,22 @@ fn manifest_errors() {
 
     let missing = ProcessClient::load(Path::new("/"), Path::new("/nonexistent"));
     assert!(matches!(missing, Err(ProcessError::ReadManifest { .. })));
+
+    // No runs at all is no setting: refused, not read as one or as the
+    // default.
+    let error = manifest_error(r#"{"name": "a", "command": ["x"], "capabilities": {}, "jobs": 0}"#);
+    assert!(error.to_string().contains("expected a nonzero"), "{error}");
+}
+
+#[test]
+fn a_manifest_says_how_many_of_its_runs_go_at_once() {
+    let parse = |json: &str| {
+        xds_client_under_test::AdapterManifest::parse(json, Path::new("x/adapter.json")).unwrap()
+    };
+    let manifest = parse(r#"{"name": "a", "command": ["x"], "capabilities": {}, "jobs": 12}"#);
+    assert_eq!(manifest.jobs.map(|j| j.get()), Some(12));
+    let manifest = parse(r#"{"name": "a", "command": ["x"], "capabilities": {}}"#);
+    assert_eq!(manifest.jobs, None);
 }
 
 /// Every fixture manifest (and so the documented shape) loads.

@@ -54,7 +54,7 @@ fn measure(kind: &str, adapter: &str) {
         &[file],
         &Selection::default(),
         &client,
-        1,
+        Some(1),
         None,
         &xds_conformance::schedule::no_progress,
     );

@@ -403,9 +403,14 @@ fn fails_at(message: &str, check: &str) -> bool {
 
 /// A failure's first line as a stable description of the check that
 /// failed: without the scenario file's path (`path:line:column: `), the
-/// times of the window it was looked for in (`(from 1.2s to 3.4s)`), the
-/// timeline lines after `;`, and any other path but its file name. The
-/// same failure gives the same text on every machine and run.
+/// times of the window it was looked for in (`(from 1.2s to 3.4s)`, `(up
+/// to 512ms late on real time)`), the
+/// timeline lines after `;`, what did happen instead and when (after
+/// `, but `: `but one happened at 4.1s (#44)`), a deadline that depends on
+/// when the step began on real time (`by 2.330s`), and any other path but
+/// its file name. What stays is the scenario's own words (`within 1s`,
+/// `at 15.000s`, `for 5.000s`). The same failure gives the same text on
+/// every machine and run.
 pub fn failed_check(message: &str) -> String {
     let mut line = message.lines().next().unwrap_or_default().trim();
     // `some/file.yaml:12:5: expected ...`
@@ -419,17 +424,33 @@ pub fn failed_check(message: &str) -> String {
         line = rest;
     }
     let line = line.split("; ").next().unwrap_or_default();
+    let line = line.split(", but ").next().unwrap_or_default();
     let mut out = String::new();
     let mut rest = line;
-    while let Some(open) = rest.find(" (from ") {
+    // `(from 1.2s to 3.4s)`, `(up to 512ms late on real time)`: where the
+    // window stood in this run, and how late its script was.
+    while let Some(open) = [" (from ", " (up to "]
+        .iter()
+        .filter_map(|p| rest.find(p))
+        .min()
+    {
         out.push_str(&rest[..open]);
         rest = rest[open..]
             .find(')')
             .map_or("", |close| &rest[open + close + 1..]);
     }
     out.push_str(rest);
-    let words: Vec<String> = out
-        .split(' ')
+    let mut words: Vec<&str> = out.split(' ').collect();
+    // `by 2.330s`: a real-time deadline, counted from when its step began.
+    while let Some(at) = words
+        .windows(2)
+        .position(|pair| pair[0] == "by" && is_seconds(pair[1]))
+    {
+        words.drain(at..at + 2);
+    }
+    let words: Vec<String> = words
+        .into_iter()
+        .filter(|word| !is_event_number(word))
         .map(|word| {
             if word.starts_with('/') && word.len() > 1 {
                 let trimmed = word.trim_end_matches([',', ':', ')', '.']);
@@ -442,6 +463,23 @@ pub fn failed_check(message: &str) -> String {
         })
         .collect();
     xds_vocabulary::cut::cut(words.join(" ").trim(), 300).into_owned()
+}
+
+/// `2.330s`, `15s`, `2.330s:` (a time as failures print it).
+fn is_seconds(word: &str) -> bool {
+    let number = word.trim_end_matches([',', ':', ')', '.']);
+    number
+        .strip_suffix('s')
+        .is_some_and(|n| !n.is_empty() && n.parse::<f64>().is_ok())
+}
+
+/// `(#44)`, `#44`: a timeline line number, different in every run.
+fn is_event_number(word: &str) -> bool {
+    let word = word
+        .trim_start_matches('(')
+        .trim_end_matches([',', ':', ')', '.']);
+    word.strip_prefix('#')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[cfg(test)]
@@ -614,5 +652,38 @@ chaos:node-on-first-request: {expect: fail, reason: r2}
             failed_check("cannot read /tmp/abc/boot.json: gone"),
             "cannot read boot.json: gone"
         );
+    }
+
+    /// What happened instead, when, and a deadline counted from a
+    /// real-time step are different in every run: none of them is in the
+    /// check, and a check read from one run matches the next run's failure.
+    #[test]
+    fn failed_check_drops_what_happened_instead_and_run_specific_times() {
+        let runs = [
+            (
+                "s.yaml:9:5: expected no CDS request for 4.700s, but one happened at 2.104s (#44)\n  #44 ...",
+                "s.yaml:9:5: expected no CDS request for 4.700s, but one happened at 3.870s (#51)\n  #51 ...",
+                "expected no CDS request for 4.700s",
+            ),
+            (
+                "s.yaml:3:5: expected the client's CSDS to show c1 ACKED by 2.330s; it shows:\n  ...",
+                "s.yaml:3:5: expected the client's CSDS to show c1 ACKED by 7.912s; it shows:\n  ...",
+                "expected the client's CSDS to show c1 ACKED",
+            ),
+            (
+                "s.yaml:4:5: expected event at 15.000s (up to 300ms late on real time), but it happened at 14.2s\n",
+                "s.yaml:4:5: expected event at 15.000s (up to 812ms late on real time), but it happened at 9.9s\n",
+                "expected event at 15.000s",
+            ),
+        ];
+        for (first, second, check) in runs {
+            assert_eq!(failed_check(first), check);
+            assert!(fails_at(second, &failed_check(first)), "{second}");
+        }
+        // A failure that does not say the check's words is another one.
+        assert!(!fails_at(
+            "s.yaml:9:5: expected no LDS request for 4.700s, but one happened at 1s (#2)",
+            "expected no CDS request for 4.700s"
+        ));
     }
 }

@@ -83,8 +83,9 @@ enum Command {
         #[arg(long, default_value = "reports-out")]
         report_dir: PathBuf,
         /// The client under test: reference, grpc-rust, an adapter of
-        /// client-under-test/adapters/ (grpcio, grpc-js, envoy,
-        /// reference-process), or the path of an adapter's folder.
+        /// client-under-test/adapters/ (grpcio, grpc-js, grpc-go,
+        /// grpc-java, envoy, reference-process), or the path of an
+        /// adapter's folder.
         #[arg(long, default_value = "reference")]
         client: String,
         /// The client's expectations file (kept in its own repository):
@@ -109,9 +110,10 @@ enum Command {
         #[arg(long, value_name = "K/N", value_parser = Partition::parse)]
         partition: Option<Partition>,
         /// Scenarios run at once per client (real clients mostly wait;
-        /// see the book, docs/src/guide/running.md).
-        #[arg(long, default_value_t = xds_conformance::schedule::DEFAULT_JOBS)]
-        jobs: usize,
+        /// see the book, docs/src/guide/running.md). Default: each
+        /// client's own (its adapter.json `jobs`), else 4.
+        #[arg(long)]
+        jobs: Option<usize>,
         /// Timeline snapshots kept beside the scenario files
         /// (`DIR/snapshots/NAME.CLIENT.snap`): `check` fails a run whose
         /// timeline differs from its snapshot or has none, `update` writes
@@ -152,9 +154,10 @@ enum Command {
         #[arg(long, value_name = "K/N", value_parser = Partition::parse)]
         partition: Option<Partition>,
         /// Scenarios run at once per client (real clients mostly wait;
-        /// see the book, docs/src/guide/running.md).
-        #[arg(long, default_value_t = xds_conformance::schedule::DEFAULT_JOBS)]
-        jobs: usize,
+        /// see the book, docs/src/guide/running.md). Default: each
+        /// client's own (its adapter.json `jobs`), else 4.
+        #[arg(long)]
+        jobs: Option<usize>,
         #[command(flatten)]
         limits: LimitArgs,
     },
@@ -769,7 +772,7 @@ fn run(
     report_dir: PathBuf,
     client: &str,
     gate: Gate<'_>,
-    jobs: usize,
+    jobs: Option<usize>,
 ) -> ExitCode {
     let Gate {
         expectations,
@@ -964,7 +967,7 @@ fn matrix(
     expectations: Vec<(String, PathBuf)>,
     selection: Selection,
     report_dir: PathBuf,
-    jobs: usize,
+    jobs: Option<usize>,
 ) -> ExitCode {
     let names = if clients.is_empty() {
         default_matrix_clients()
@@ -1341,7 +1344,7 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
         &files,
         &Selection::default(),
         &reference,
-        1,
+        Some(1),
         None,
         &xds_conformance::schedule::no_progress,
     );
@@ -1353,7 +1356,7 @@ fn bench(suite: PathBuf, scenario: Option<PathBuf>, iterations: u32) -> ExitCode
             &files,
             &Selection::default(),
             &reference,
-            1,
+            Some(1),
             None,
             &xds_conformance::schedule::no_progress,
         );

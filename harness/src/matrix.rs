@@ -37,14 +37,15 @@ pub struct MatrixRun {
 }
 
 /// Runs every scenario file against every client: the clients side by
-/// side, each `jobs` scenarios at a time (see [`crate::schedule`]), so the
-/// matrix takes about as long as its slowest column does alone. Files that
+/// side, each `jobs` scenarios at a time (see [`crate::schedule`]; `None`:
+/// each client its own [`TestedClient::jobs`]), so the matrix takes about
+/// as long as its slowest column does alone. Files that
 /// do not load are an ERROR row for every client.
 pub fn run_matrix(
     files: &[PathBuf],
     selection: &crate::suite::Selection,
     clients: &[TestedClient],
-    jobs: usize,
+    jobs: Option<usize>,
     snapshots: Option<SnapshotMode>,
     progress: &Progress<'_>,
 ) -> MatrixRun {
@@ -62,7 +63,7 @@ pub fn run_matrix(
                     run_all(
                         scenarios,
                         client.factory.as_ref(),
-                        jobs,
+                        jobs.unwrap_or(client.jobs),
                         selection.retries(),
                         &client.name,
                         HeldTo {
@@ -168,7 +169,7 @@ pub fn run_matrix(
 }
 
 /// Loads and runs each file, `jobs` scenarios at a time (see
-/// [`crate::schedule`]); a file that does not load is an ERROR result
+/// [`crate::schedule`]; `None`: the client's own [`TestedClient::jobs`]); a file that does not load is an ERROR result
 /// naming the file, line and column, and the run goes on. The matrix of
 /// one client: [`run_matrix`] has the rest of what it
 /// played.
@@ -176,7 +177,7 @@ pub fn run_files(
     files: &[PathBuf],
     selection: &Selection,
     client: &TestedClient,
-    jobs: usize,
+    jobs: Option<usize>,
     snapshots: Option<SnapshotMode>,
     progress: &Progress<'_>,
 ) -> RunReport {

@@ -123,11 +123,7 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 /// benchmarks, and for the check that real time never fails a correct
 /// client, which CI plays apart at `--jobs 12`); a column of it would
 /// compare the implementation with itself.
-/// `grpc-go` and `grpc-java` wait for their place: each column of ~400
-/// real-time runs at the matrix's four at a time would take the peer
-/// matrix from 6 to about 16 minutes, past CI's budget (issue 35, part 4:
-/// they join with jobs of their own).
-pub const NOT_IN_DEFAULT_MATRIX: &[&str] = &["reference-process", "grpc-go", "grpc-java"];
+pub const NOT_IN_DEFAULT_MATRIX: &[&str] = &["reference-process"];
 
 /// The clients `matrix` runs by default: every client but
 /// [`NOT_IN_DEFAULT_MATRIX`].
@@ -220,6 +216,20 @@ pub fn own_expectations(name: &str) -> Result<Expectations, String> {
         Some(file) => Expectations::load(&dir.join(file)).map_err(error),
         None => Ok(Expectations::default()),
     }
+}
+
+/// How many runs of the client `name` go at once when nobody says: its
+/// adapter manifest's `jobs`, else [`crate::schedule::DEFAULT_JOBS`] (the
+/// in-process clients run on virtual time, where jobs only share the CPU).
+pub fn client_jobs(name: &str) -> usize {
+    let dir = if name.contains('/') {
+        Some(PathBuf::from(name))
+    } else {
+        repo_root().map(|root| root.join(ADAPTERS_DIR).join(name))
+    };
+    dir.and_then(|dir| AdapterManifest::load(&dir).ok())
+        .and_then(|m| m.jobs)
+        .map_or(crate::schedule::DEFAULT_JOBS, std::num::NonZeroUsize::get)
 }
 
 /// A client's column heading in the matrix.
@@ -516,6 +526,9 @@ pub struct TestedClient {
     /// What the client's own repository expects of it (the default: every
     /// run is held to the scenarios alone).
     pub expectations: Expectations,
+    /// Its runs at once when the caller does not say: its adapter's
+    /// `jobs`, else [`crate::schedule::DEFAULT_JOBS`].
+    pub jobs: usize,
 }
 
 impl TestedClient {
@@ -536,6 +549,7 @@ impl TestedClient {
             name: own_name,
             factory,
             expectations,
+            jobs: client_jobs(name),
         })
     }
 }
@@ -608,6 +622,27 @@ pub fn load_selected(files: &[PathBuf], selection: &Selection) -> Vec<Loaded> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_runs_as_many_at_once_as_its_adapter_says_else_the_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let adapter = |name: &str, jobs: &str| {
+            let folder = dir.path().join(name);
+            std::fs::create_dir(&folder).unwrap();
+            std::fs::write(
+                folder.join("adapter.json"),
+                format!(r#"{{"name": "{name}", "command": ["x"], "capabilities": {{}}{jobs}}}"#),
+            )
+            .unwrap();
+            folder.display().to_string()
+        };
+        assert_eq!(client_jobs(&adapter("light", r#", "jobs": 11"#)), 11);
+        assert_eq!(
+            client_jobs(&adapter("unsaid", "")),
+            crate::schedule::DEFAULT_JOBS
+        );
+        assert_eq!(client_jobs("reference"), crate::schedule::DEFAULT_JOBS);
+    }
 
     #[test]
     fn the_shipped_clients_keep_their_expectations_and_each_names_a_run() {

@@ -28,7 +28,6 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use xds_conformance::matrix::{run_matrix, write_reports};
 use xds_conformance::runner::RunOutcome;
 use xds_conformance::scenario::Scenario;
-use xds_conformance::schedule::DEFAULT_JOBS;
 use xds_conformance::suite::{
     Selection, SuiteVersion, TestedClient, default_matrix_clients, discover, manifest_dir,
 };
@@ -54,7 +53,9 @@ fn matrix() {
         &files,
         &Selection::default(),
         &clients,
-        DEFAULT_JOBS,
+        // Each client its own jobs (its adapter says what one of its runs
+        // costs the machine).
+        None,
         None,
         &xds_conformance::schedule::no_progress,
     );

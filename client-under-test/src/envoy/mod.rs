@@ -267,6 +267,9 @@ impl ClientUnderTest for EnvoyClient {
             .open(log.path())
             .map_err(|e| io("log file", e))?;
         let log_err = log_out.try_clone().map_err(|e| io("log file", e))?;
+        // Its start does not share the cores with every other start
+        // (crate::starting); the turn ends once its admin API is up.
+        let turn = crate::starting::turn().await;
         let mut command = Command::new(program(&self.repo_root, &self.manifest.command[0]));
         command
             .args(&self.manifest.command[1..])
@@ -324,6 +327,7 @@ impl ClientUnderTest for EnvoyClient {
                 return Err(e);
             }
         };
+        drop(turn);
         if self.poll_admin {
             running.poller = Some(tokio::spawn(poll_admin(
                 address,

@@ -121,6 +121,14 @@ pub struct AdapterManifest {
     /// client to it unless `--expectations` names another.
     #[serde(default)]
     pub expectations: Option<PathBuf>,
+    /// How many of its runs go at once when nobody says (`--jobs` does):
+    /// the adapter knows what one of its clients costs the machine. A run
+    /// of a real client mostly waits (a 15 s timer, a backoff), so the
+    /// waits of many overlap; what does not overlap is the CPU of starting
+    /// one (a JVM's is far more than a Go binary's). Unset: the harness's
+    /// default.
+    #[serde(default)]
+    pub jobs: Option<std::num::NonZeroUsize>,
 }
 
 /// The most an adapter manifest may hold: a few hundred bytes in practice.

@@ -422,7 +422,11 @@ impl ClientUnderTest for ProcessClient {
                 &format!("profile {profile:?}"),
             )?;
         }
+        // Its start does not share the cores with every other start
+        // (crate::starting); the turn ends with the hello.
+        let turn = crate::starting::turn().await;
         let running = self.spawn(&env).await?;
+        drop(turn);
 
         let declared = self.manifest.capabilities.to_capabilities();
         let said = running.hello.capabilities.to_capabilities();

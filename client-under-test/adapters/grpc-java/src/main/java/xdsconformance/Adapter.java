@@ -810,6 +810,9 @@ public final class Adapter {
 
   void start() throws IOException {
     startCsds();
+    // What the first watch would otherwise do on the scenario's clock
+    // (Warmup.java says why).
+    Warmup.run(csdsServer.getPort());
     JsonObject hello = event("hello");
     hello.addProperty("protocol", PROTOCOL);
     hello.addProperty("client", CLIENT);
