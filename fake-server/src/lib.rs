@@ -30,7 +30,12 @@ mod connection;
 mod delta;
 mod effect;
 mod egress;
+pub mod handshake;
 mod in_force;
+mod incoming;
+mod incremental;
+mod kds;
+mod kds_service;
 pub mod outbox;
 mod respond;
 mod serve;
@@ -43,9 +48,10 @@ mod stream;
 
 pub use config::{
     EventObserver, MaxConnectionAge, ScriptedDeltaResource, ScriptedDeltaResponse,
-    ScriptedResourceError, ScriptedResponse, ServerConfig, ServingMode,
+    ScriptedKdsRequest, ScriptedResourceError, ScriptedResponse, ServerConfig, ServingMode,
 };
 pub use connection::{ConnectionInfo, ServerConnection};
 pub use fault::FaultError;
+pub use kds_service::MAX_KDS_MESSAGE;
 pub use resource::ServedResource;
 pub use server::{FakeAdsServer, ServeError};
