@@ -29,7 +29,7 @@ use crate::support::*;
 
 /// One KDS stream as a zone holds it: what it sends, what it gets, and
 /// the server's response headers.
-struct ZoneStream<Out, In> {
+pub(crate) struct ZoneStream<Out, In> {
     sent: mpsc::UnboundedSender<Out>,
     received: Streaming<In>,
     headers: MetadataMap,
@@ -41,7 +41,11 @@ where
     In: prost::Message + Default + Send + Sync + 'static,
 {
     /// Opens `path` as Kuma's zone does: its headers, gzip both ways.
-    async fn open(channel: Channel, path: &'static str, gzip: bool) -> Result<Self, tonic::Status> {
+    pub(crate) async fn open(
+        channel: Channel,
+        path: &'static str,
+        gzip: bool,
+    ) -> Result<Self, tonic::Status> {
         let mut grpc = tonic::client::Grpc::new(channel);
         if gzip {
             grpc = grpc
@@ -72,11 +76,11 @@ where
         })
     }
 
-    fn send(&self, message: Out) {
+    pub(crate) fn send(&self, message: Out) {
         self.sent.send(message).expect("stream open");
     }
 
-    async fn next(&mut self) -> In {
+    pub(crate) async fn next(&mut self) -> In {
         tokio::time::timeout(QUIET, self.received.message())
             .await
             .expect("a message in time")
@@ -102,7 +106,7 @@ where
     }
 }
 
-type GlobalToZone = ZoneStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse>;
+pub(crate) type GlobalToZone = ZoneStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse>;
 type ZoneToGlobal = ZoneStream<DeltaDiscoveryResponse, DeltaDiscoveryRequest>;
 
 async fn global_to_zone(network: &xds_vocabulary::network::MemoryNetwork) -> GlobalToZone {
@@ -120,7 +124,7 @@ async fn zone_to_global(network: &xds_vocabulary::network::MemoryNetwork) -> Zon
 }
 
 /// A Kuma resource as the global serves it.
-fn kuma(type_name: &str, key: KdsName, marker: &str) -> ServedResource {
+pub(crate) fn kuma(type_name: &str, key: KdsName, marker: &str) -> ServedResource {
     let labels = BTreeMap::from([("kuma.io/origin".to_string(), "global".to_string())]);
     let spec = Any {
         type_url: format!("type.googleapis.com/kuma.mesh.v1alpha1.{type_name}"),
@@ -131,7 +135,7 @@ fn kuma(type_name: &str, key: KdsName, marker: &str) -> ServedResource {
 }
 
 /// A zone's first request of a type, as Kuma's zone sends it.
-fn subscribe_all(type_name: &str) -> DeltaDiscoveryRequest {
+pub(crate) fn subscribe_all(type_name: &str) -> DeltaDiscoveryRequest {
     DeltaDiscoveryRequest {
         node: Some(Node {
             id: "zone-1".into(),
@@ -151,7 +155,7 @@ fn ack(response: &DeltaDiscoveryResponse) -> DeltaDiscoveryRequest {
     }
 }
 
-fn names(response: &DeltaDiscoveryResponse) -> Vec<&str> {
+pub(crate) fn names(response: &DeltaDiscoveryResponse) -> Vec<&str> {
     response.resources.iter().map(|r| r.name.as_str()).collect()
 }
 
