@@ -121,3 +121,19 @@ impl ScriptedDeltaResource {
         }
     }
 }
+
+/// A `DeltaDiscoveryRequest` the global sends by hand on Kuma's
+/// `ZoneToGlobalSync` (where the zone answers): a subscription, an ACK or
+/// a NACK. `node.id` is the zone's `client-id`, as Kuma's global sets it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScriptedKdsRequest {
+    /// The bare Kuma type name (`Dataplane`).
+    pub type_url: String,
+    pub subscribe: Vec<String>,
+    pub unsubscribe: Vec<String>,
+    /// `None`: the nonce of the last response of the type the zone sent on
+    /// each stream (empty if none); `Some`: as given.
+    pub response_nonce: Option<String>,
+    /// `error_detail` as `(code, message)`: a NACK.
+    pub error_detail: Option<(i32, String)>,
+}

@@ -128,25 +128,34 @@ impl State {
         };
         match stream.transmit(response) {
             Ok(()) => true,
-            Err(Refused::Gone) => false,
-            Err(Refused::Backlog(unread)) => {
-                let message = format!(
-                    "the client has not read {unread} bytes of responses, and the server queues \
-                     at most {} MiB per stream",
-                    MAX_BACKLOG >> 20
-                );
-                if let Some(stream) = self.streams.remove(&stream_id) {
-                    stream.abort(Status::resource_exhausted(message.clone()));
-                }
-                self.record(ServerEvent::StreamClosed {
-                    stream: stream_id,
-                    code: Code::ResourceExhausted,
-                    message,
-                    by_client: false,
-                });
+            Err(refused) => {
+                self.refused(stream_id, refused);
                 false
             }
         }
+    }
+
+    /// What follows a stream's outbox refusing a message: nothing if the
+    /// stream is gone; if its peer has left more than [`MAX_BACKLOG`]
+    /// bytes unread, the stream ends (see [`State::transmit`]).
+    pub(crate) fn refused(&mut self, stream_id: u64, refused: Refused) {
+        let Refused::Backlog(unread) = refused else {
+            return;
+        };
+        let message = format!(
+            "the client has not read {unread} bytes of responses, and the server queues \
+             at most {} MiB per stream",
+            MAX_BACKLOG >> 20
+        );
+        if let Some(stream) = self.streams.remove(&stream_id) {
+            stream.abort(Status::resource_exhausted(message.clone()));
+        }
+        self.record(ServerEvent::StreamClosed {
+            stream: stream_id,
+            code: Code::ResourceExhausted,
+            message,
+            by_client: false,
+        });
     }
 
     /// Ends a stream once. The server ends it with `code`/`message` in the

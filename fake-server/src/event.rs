@@ -9,11 +9,16 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
-use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryRequest, DiscoveryRequest};
+use envoy_types::pb::envoy::service::discovery::v3::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
+};
 use envoy_types::pb::google::protobuf::Any;
+use prost::Message;
+use xds_vocabulary::kds::KdsRpc;
 use xds_vocabulary::{AdsProtocol, RequestKind};
 
 use crate::fault::Fault;
+use crate::handshake::KdsHandshake;
 use crate::subscribed::{SubscribedNames, WILDCARD};
 
 /// One recorded event.
@@ -62,6 +67,33 @@ pub enum ServerEvent {
         stream: u64,
         connection: Option<u64>,
         protocol: AdsProtocol,
+    },
+    /// A stream of Kuma's `KDSSyncService` was opened: which RPC, and what
+    /// the zone said of itself in its gRPC headers. Its requests and
+    /// responses are recorded as an ADS stream's are on
+    /// `GlobalToZoneSync`, and as [`ServerEvent::KdsRequestSent`] and
+    /// [`ServerEvent::KdsResponseReceived`] on `ZoneToGlobalSync`; it ends
+    /// with [`ServerEvent::StreamClosed`].
+    KdsStreamOpened {
+        stream: u64,
+        connection: Option<u64>,
+        rpc: KdsRpc,
+        handshake: KdsHandshake,
+    },
+    /// On a `ZoneToGlobalSync` stream, the server (the global) sent a
+    /// `DeltaDiscoveryRequest`: a subscription, an ACK or a NACK. Its
+    /// `kind` relates it to the responses the zone sent before;
+    /// `delta.subscription` is what the global subscribes to after it.
+    KdsRequestSent {
+        stream: u64,
+        request: RecordedRequest,
+    },
+    /// On a `ZoneToGlobalSync` stream, the zone sent a
+    /// `DeltaDiscoveryResponse` (names, versions, removed names, bodies as
+    /// a server's recorded responses keep them).
+    KdsResponseReceived {
+        stream: u64,
+        response: RecordedResponse,
     },
     /// An ADS stream ended. `by_client` is true when the client half-closed
     /// (code `Ok`) or cancelled/lost it (the code tonic reported); false when
@@ -421,6 +453,72 @@ pub struct RecordedResponse {
     /// body or over [`MAX_RECORDED_BODY`] bytes: a recording holds what it
     /// needs, not every byte a scenario sends.
     pub bodies: Vec<Option<Any>>,
+}
+
+impl RecordedResponse {
+    /// A SotW response as recorded; `names`: its entries' names.
+    pub fn sotw(r: &DiscoveryResponse, names: Vec<String>) -> Self {
+        RecordedResponse {
+            type_url: r.type_url.clone(),
+            version_info: r.version_info.clone(),
+            nonce: r.nonce.clone(),
+            resource_names: names,
+            encoded_len: r.encoded_len(),
+            delta: None,
+            resource_errors: r
+                .resource_errors
+                .iter()
+                .map(RecordedResourceError::from_proto)
+                .collect(),
+            bodies: r.resources.iter().map(|e| recorded_body(Some(e))).collect(),
+        }
+    }
+
+    /// A delta response as recorded, whoever sent it (the server on a
+    /// delta stream, a zone on KDS's `ZoneToGlobalSync`); `names`: its
+    /// resources' names.
+    pub fn delta(r: &DeltaDiscoveryResponse, names: Vec<String>) -> Self {
+        RecordedResponse {
+            type_url: r.type_url.clone(),
+            version_info: r.system_version_info.clone(),
+            nonce: r.nonce.clone(),
+            resource_names: names,
+            encoded_len: r.encoded_len(),
+            delta: Some(RecordedDeltaResponse {
+                resources: r
+                    .resources
+                    .iter()
+                    .map(|resource| RecordedDeltaResource {
+                        version: resource.version.clone(),
+                        ttl: resource
+                            .ttl
+                            .as_ref()
+                            .map(|t| duration_from_proto(t.seconds, t.nanos)),
+                        body: resource.resource.is_some(),
+                    })
+                    .collect(),
+                removed_resources: r.removed_resources.clone(),
+            }),
+            bodies: r
+                .resources
+                .iter()
+                .map(|e| recorded_body(e.resource.as_ref()))
+                .collect(),
+            resource_errors: r
+                .resource_errors
+                .iter()
+                .map(RecordedResourceError::from_proto)
+                .collect(),
+        }
+    }
+}
+
+/// A protobuf Duration as a std one (negative ones as zero).
+fn duration_from_proto(seconds: i64, nanos: i32) -> Duration {
+    Duration::new(
+        u64::try_from(seconds).unwrap_or(0),
+        u32::try_from(nanos).unwrap_or(0),
+    )
 }
 
 /// The largest entry body a recorded response keeps. Chaos schedules'

@@ -5,9 +5,11 @@
 use std::collections::BTreeSet;
 
 use xds_vocabulary::AdsProtocol;
+use xds_vocabulary::kds::KdsRpc;
 
 use crate::resource::ServedResource;
 use crate::state::State;
+use crate::stream::StreamKind;
 
 impl State {
     /// Auto mode's answer for `type_url` on one stream, by its protocol;
@@ -19,10 +21,16 @@ impl State {
         type_url: &str,
         changed: Option<&BTreeSet<String>>,
     ) {
-        match self.streams.get(&stream_id).map(|s| s.protocol.name()) {
-            Some(AdsProtocol::Sotw) => self.sotw_auto_respond(stream_id, type_url),
-            Some(AdsProtocol::Delta) => self.delta_auto_respond(stream_id, type_url, changed),
-            None => {}
+        match self.streams.get(&stream_id).map(|s| s.protocol.kind()) {
+            Some(StreamKind::Ads(AdsProtocol::Sotw)) => self.sotw_auto_respond(stream_id, type_url),
+            Some(StreamKind::Ads(AdsProtocol::Delta)) => {
+                self.delta_auto_respond(stream_id, type_url, changed)
+            }
+            Some(StreamKind::Kds(KdsRpc::GlobalToZoneSync)) => {
+                self.kds_auto_respond(stream_id, type_url, changed)
+            }
+            // The zone answers there: the store is not what it asks for.
+            Some(StreamKind::Kds(KdsRpc::ZoneToGlobalSync)) | None => {}
         }
     }
 

@@ -2,7 +2,7 @@
 //! connections to a tonic server, and the tonic server itself.
 //!
 //! Both transports hand tonic a stream of `ServerConnection`s and the same
-//! ADS service. Listeners stay under the fake server's control so that
+//! services: ADS and Kuma's KDS, on the same port. Listeners stay under the fake server's control so that
 //! refusing connections does not disturb the connections already open.
 
 use std::io;
@@ -22,6 +22,7 @@ use tonic::transport::server::{Connected, TcpIncoming};
 
 use crate::ads::AdsService;
 use crate::connection::{ConnectionInfo, ServerConnection};
+use crate::kds_service::KdsSyncService;
 use crate::shared::Inner;
 use crate::tls;
 use xds_vocabulary::network::MemoryAcceptor;
@@ -50,13 +51,14 @@ where
     }
 }
 
-/// Runs tonic's server with the ADS service on `incoming`.
+/// Runs tonic's server with the ADS and KDS services on `incoming`.
 fn spawn_tonic<I, IO>(runtime: &Handle, inner: &Arc<Inner>, incoming: I)
 where
     I: Stream<Item = io::Result<IO>> + Send + 'static,
     IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
 {
     let service = AggregatedDiscoveryServiceServer::new(AdsService::new(inner.clone()));
+    let kds = KdsSyncService::new(inner.clone());
     let shutdown = inner.shutdown_signal();
     let age = inner.read(|state| state.max_connection_age);
     runtime.spawn(async move {
@@ -72,6 +74,7 @@ where
         // which a plain router cannot; a failing connection ends only itself.
         let _ = builder
             .add_service(service)
+            .add_service(kds)
             .serve_with_incoming_shutdown(incoming, shutdown)
             .await;
     });

@@ -14,8 +14,8 @@ use tonic::transport::server::TcpIncoming;
 use xds_vocabulary::network::{AddressInUse, MemoryAcceptor, MemoryNetwork};
 
 use crate::config::{
-    EventObserver, MaxConnectionAge, ScriptedDeltaResponse, ScriptedResponse, ServerConfig,
-    ServingMode,
+    EventObserver, MaxConnectionAge, ScriptedDeltaResponse, ScriptedKdsRequest, ScriptedResponse,
+    ServerConfig, ServingMode,
 };
 use crate::effect::{self, Outside};
 use crate::event::{Recorded, ServerEvent};
@@ -179,7 +179,7 @@ impl FakeAdsServer {
         self.inner.read(|state| state.store.version(type_url))
     }
 
-    /// Ids of the open ADS streams (either protocol), ascending.
+    /// Ids of the open streams (ADS of either protocol, KDS), ascending.
     pub fn open_streams(&self) -> Vec<u64> {
         self.inner.read(|state| state.open_stream_ids())
     }
@@ -196,6 +196,28 @@ impl FakeAdsServer {
     pub fn send_delta_response(&self, response: ScriptedDeltaResponse) -> usize {
         self.inner
             .update(|state| state.send_delta_scripted(&response))
+    }
+
+    /// Sends `response` to every open KDS `GlobalToZoneSync` stream (in
+    /// either mode); returns how many streams got it.
+    pub fn send_kds_response(&self, response: ScriptedDeltaResponse) -> usize {
+        self.inner
+            .update(|state| state.send_kds_scripted_response(&response))
+    }
+
+    /// Sends `request` (a subscription, an ACK, a NACK) to every open KDS
+    /// `ZoneToGlobalSync` stream (in either mode); returns how many
+    /// streams got it.
+    pub fn send_kds_request(&self, request: ScriptedKdsRequest) -> usize {
+        self.inner
+            .update(|state| state.send_kds_scripted_request(&request))
+    }
+
+    /// The zone-origin Kuma types auto mode subscribes `*` to on each KDS
+    /// `ZoneToGlobalSync` stream opened from now on (by default Kuma
+    /// v2.14.3's, `xds_vocabulary::kds::types::ZONE_TO_GLOBAL`).
+    pub fn set_kds_zone_types(&self, types: Vec<String>) {
+        self.inner.update(|state| state.kds_zone_types = types);
     }
 
     fn tcp_gates(&self) -> Vec<Arc<TcpGate>> {

@@ -34,6 +34,9 @@ pub(crate) struct State {
     pub tls: Option<tokio_rustls::TlsAcceptor>,
     pub shut_down: bool,
     pub memory_bindings: Vec<MemoryBinding>,
+    /// The zone-origin Kuma types auto mode subscribes to on each KDS
+    /// `ZoneToGlobalSync` stream.
+    pub kds_zone_types: Vec<String>,
     last_connection: u64,
     last_stream: u64,
     last_nonce: u64,
@@ -64,6 +67,9 @@ impl State {
             tls: None,
             shut_down: false,
             memory_bindings: Vec::new(),
+            kds_zone_types: xds_vocabulary::kds::types::ZONE_TO_GLOBAL
+                .map(str::to_string)
+                .to_vec(),
             last_connection: 0,
             last_stream: 0,
             last_nonce: 0,
@@ -109,12 +115,8 @@ impl State {
         self.last_stream += 1;
         let id = self.last_stream;
         self.streams.insert(id, stream);
-        let protocol = self.streams[&id].protocol.name();
-        self.record(ServerEvent::StreamOpened {
-            stream: id,
-            connection,
-            protocol,
-        });
+        let opened = self.streams[&id].protocol.opened(id, connection);
+        self.record(opened);
         Some(id)
     }
 

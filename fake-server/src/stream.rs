@@ -3,7 +3,7 @@
 //! client asked for it and which nonces it was sent. What a subscription
 //! means is each protocol's own business: its per-stream state is carried
 //! here behind the [`Protocol`] trait, and read and changed only by its
-//! protocol module (`sotw`, `delta`), which finds it again with
+//! protocol module (`sotw`, `delta`, `kds`), which finds it again with
 //! [`Stream::protocol_mut`]. The core imports no protocol, so a protocol
 //! is a sibling module that stands on it, not a case the core lists.
 
@@ -11,15 +11,12 @@ use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
 
 use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryResponse, DiscoveryResponse};
-use prost::Message;
 use tokio::sync::oneshot;
 use tonic::Status;
+use xds_vocabulary::kds::KdsRpc;
 use xds_vocabulary::{AdsProtocol, RequestKind};
 
-use crate::event::{
-    RecordedDeltaResource, RecordedDeltaResponse, RecordedResourceError, RecordedResponse,
-    recorded_body,
-};
+use crate::event::{RecordedResponse, ServerEvent};
 use crate::outbox::{Outbox, Refused};
 
 /// Where a stream's responses go (see `outbox`).
@@ -65,7 +62,12 @@ impl TypeCore {
 /// carries that state without knowing it. `Any`: only so the protocol's
 /// module can find its own state again ([`Stream::protocol_mut`]).
 pub(crate) trait Protocol: Any + Send {
-    fn name(&self) -> AdsProtocol;
+    /// Which RPC the stream is.
+    fn kind(&self) -> StreamKind;
+
+    /// How the stream's opening is recorded (each service says what it
+    /// knows of its stream: KDS streams carry the zone's headers).
+    fn opened(&self, stream: u64, connection: Option<u64>) -> ServerEvent;
 
     /// Whether the client side is still there to take responses.
     fn is_open(&self) -> bool;
@@ -80,6 +82,15 @@ pub(crate) trait Protocol: Any + Send {
 
     /// Drops what is queued and ends the response stream with `status`.
     fn abort(&self, status: Status);
+}
+
+/// Which RPC a stream is: what auto mode's dispatch after a store change
+/// (`respond`) and the fault verbs pick streams by. A name, not a
+/// protocol: the core imports none of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StreamKind {
+    Ads(AdsProtocol),
+    Kds(KdsRpc),
 }
 
 /// A response on its way to one stream, before the egress path gives it a
@@ -108,62 +119,10 @@ impl Outgoing {
     /// names, which a SotW response does not carry for undecodable entries.
     pub fn recorded(&self, names: Vec<String>) -> RecordedResponse {
         match self {
-            Outgoing::Sotw(r) => RecordedResponse {
-                type_url: r.type_url.clone(),
-                version_info: r.version_info.clone(),
-                nonce: r.nonce.clone(),
-                resource_names: names,
-                encoded_len: r.encoded_len(),
-                delta: None,
-                resource_errors: r
-                    .resource_errors
-                    .iter()
-                    .map(RecordedResourceError::from_proto)
-                    .collect(),
-                bodies: r.resources.iter().map(|e| recorded_body(Some(e))).collect(),
-            },
-            Outgoing::Delta(r) => RecordedResponse {
-                type_url: r.type_url.clone(),
-                version_info: r.system_version_info.clone(),
-                nonce: r.nonce.clone(),
-                resource_names: names,
-                encoded_len: r.encoded_len(),
-                delta: Some(RecordedDeltaResponse {
-                    resources: r
-                        .resources
-                        .iter()
-                        .map(|resource| RecordedDeltaResource {
-                            version: resource.version.clone(),
-                            ttl: resource
-                                .ttl
-                                .as_ref()
-                                .map(|t| duration_from_proto(t.seconds, t.nanos)),
-                            body: resource.resource.is_some(),
-                        })
-                        .collect(),
-                    removed_resources: r.removed_resources.clone(),
-                }),
-                bodies: r
-                    .resources
-                    .iter()
-                    .map(|e| recorded_body(e.resource.as_ref()))
-                    .collect(),
-                resource_errors: r
-                    .resource_errors
-                    .iter()
-                    .map(RecordedResourceError::from_proto)
-                    .collect(),
-            },
+            Outgoing::Sotw(r) => RecordedResponse::sotw(r, names),
+            Outgoing::Delta(r) => RecordedResponse::delta(r, names),
         }
     }
-}
-
-/// A protobuf Duration as a std one (negative ones as zero).
-fn duration_from_proto(seconds: i64, nanos: i32) -> std::time::Duration {
-    std::time::Duration::new(
-        u64::try_from(seconds).unwrap_or(0),
-        u32::try_from(nanos).unwrap_or(0),
-    )
 }
 
 impl Stream {

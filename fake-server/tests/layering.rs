@@ -2,8 +2,10 @@
 //! fault is (`fault`, a leaf) under what the recording says (`event`),
 //! under the stream core (`stream`), under the server's state and the
 //! faults in force (`state`, `in_force`, `egress`), under the protocols
-//! (`sotw`, `delta`: siblings sharing the stream core) and the shared
-//! handle, under the tonic service and the listeners (`ads`, `serve`),
+//! (`sotw`, `delta`, `kds`: siblings sharing the stream core; `delta` and
+//! `kds` share the incremental rules, `incremental`, under them) and the
+//! shared handle, under the tonic services and the listeners (`incoming`,
+//! `ads`, `kds_service`, `serve`),
 //! under what faults do (`effect`), under the public handle (`server`). An
 //! import circle ties every module in it to every other: thirteen of them
 //! once were one circle (`event` named a fault, whose module changed the
@@ -94,7 +96,7 @@ fn the_stream_core_knows_no_protocol_and_faults_are_words() {
     let graph = imports(&source());
     // A protocol is a sibling module sharing the stream core: the core,
     // and what it stands on, reach none of them, nor one protocol another.
-    let protocols = ["sotw", "delta"];
+    let protocols = ["sotw", "delta", "kds"];
     for module in ["stream", "state", "egress"] {
         let reached = reach(&graph, module);
         for protocol in protocols {
@@ -105,8 +107,39 @@ fn the_stream_core_knows_no_protocol_and_faults_are_words() {
             );
         }
     }
-    assert!(!reach(&graph, "sotw").contains("delta"), "{graph:#?}");
-    assert!(!reach(&graph, "delta").contains("sotw"), "{graph:#?}");
+    for protocol in protocols {
+        let reached = reach(&graph, protocol);
+        for other in protocols.iter().filter(|other| **other != protocol) {
+            assert!(
+                !reached.contains(*other),
+                "{protocol} reaches {other}: {graph:#?}"
+            );
+        }
+    }
+    // The incremental rules are shared by two protocols (delta ADS, KDS's
+    // GlobalToZoneSync), not a copy in each: they stand on the core and
+    // know neither, and the core does not know them.
+    let incremental = reach(&graph, "incremental");
+    for protocol in protocols {
+        assert!(
+            !incremental.contains(protocol),
+            "incremental reaches {protocol}: {:?}",
+            graph["incremental"]
+        );
+    }
+    for module in ["stream", "state", "egress"] {
+        assert!(
+            !reach(&graph, module).contains("incremental"),
+            "{module}: {graph:#?}"
+        );
+    }
+    for protocol in ["delta", "kds"] {
+        assert!(
+            graph[protocol].contains("incremental"),
+            "{protocol} does not stand on the incremental rules: {:?}",
+            graph[protocol]
+        );
+    }
     // What a fault is, as a timeline says it, is a leaf: the recording
     // (`event`) names faults without standing on what they do.
     assert!(

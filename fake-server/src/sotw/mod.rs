@@ -21,7 +21,7 @@ use crate::event::{RecordedRequest, ServerEvent};
 use crate::outbox::Refused;
 use crate::resource::ServedResource;
 use crate::state::State;
-use crate::stream::{Outgoing, Protocol, Sender};
+use crate::stream::{Outgoing, Protocol, Sender, StreamKind};
 use rules::{SotwType, Subscription};
 
 /// A SotW stream's own state: its wire and, per type URL, what its rules
@@ -41,8 +41,16 @@ impl SotwStream {
 }
 
 impl Protocol for SotwStream {
-    fn name(&self) -> AdsProtocol {
-        AdsProtocol::Sotw
+    fn kind(&self) -> StreamKind {
+        StreamKind::Ads(AdsProtocol::Sotw)
+    }
+
+    fn opened(&self, stream: u64, connection: Option<u64>) -> ServerEvent {
+        ServerEvent::StreamOpened {
+            stream,
+            connection,
+            protocol: AdsProtocol::Sotw,
+        }
     }
 
     fn is_open(&self) -> bool {
@@ -130,7 +138,7 @@ impl State {
         let ids: Vec<u64> = self
             .streams
             .iter()
-            .filter(|(_, s)| s.protocol.name() == AdsProtocol::Sotw)
+            .filter(|(_, s)| s.protocol.kind() == StreamKind::Ads(AdsProtocol::Sotw))
             .map(|(id, _)| *id)
             .collect();
         ids.into_iter()

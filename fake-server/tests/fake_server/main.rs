@@ -4,6 +4,7 @@
 mod auto_mode;
 mod delta;
 mod faults;
+mod kds;
 mod recording;
 mod scripted_mode;
 mod support;

@@ -143,6 +143,29 @@ async fn ads_over_tls_with_server_authentication() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn kds_is_served_over_tls_on_the_same_port() {
+    use crate::kds::{GlobalToZone, ZoneStream, kuma, names, subscribe_all};
+    use xds_vocabulary::kds::{KdsName, KdsRpc, types};
+    let pki = Pki::new();
+    let (server, network) = tls_serving(&pki.server_settings(Signer::TrustedCa, ClientAuth::None));
+    server.set_resources(vec![kuma(types::MESH, KdsName::global("m"), "1")], None);
+    let channel = tls_connect(&network, pki.client(None))
+        .await
+        .expect("handshake");
+    let mut zone: GlobalToZone = ZoneStream::open(channel, KdsRpc::GlobalToZoneSync.path(), true)
+        .await
+        .expect("GlobalToZoneSync over TLS");
+    zone.send(subscribe_all(types::MESH));
+    assert_eq!(names(&zone.next().await), ["m."]);
+    assert!(
+        events_only(server.events()).contains(&ServerEvent::TlsEstablished {
+            connection: 1,
+            client_certificate: false,
+        })
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn mtls_verifies_the_client_certificate() {
     let pki = Pki::new();
     let (server, network) = tls_serving(&pki.server_settings(Signer::TrustedCa, pki.required()));

@@ -211,6 +211,30 @@ fn describe_server(event: &ServerEvent) -> String {
                 None => format!("[s{stream}] {kind} opened"),
             }
         }
+        ServerEvent::KdsStreamOpened {
+            stream,
+            connection,
+            rpc,
+            handshake,
+        } => {
+            let on = connection.map_or_else(String::new, |c| format!(" on connection {c}"));
+            let header = |value: &Option<String>| value.as_deref().unwrap_or("(none)").to_string();
+            format!(
+                "[s{stream}] KDS {rpc} stream opened{on}: client-id={} kds-version={} \
+                 features=[{}] version={}{}",
+                header(&handshake.client_id),
+                header(&handshake.kds_version),
+                handshake.features.join(","),
+                header(&handshake.version),
+                if handshake.gzip { " (gzip)" } else { "" }
+            )
+        }
+        ServerEvent::KdsRequestSent { stream, request } => {
+            describe_request_going("->", *stream, request)
+        }
+        ServerEvent::KdsResponseReceived { stream, response } => {
+            describe_response("<-", *stream, response)
+        }
         ServerEvent::StreamClosed {
             stream,
             code,
@@ -254,6 +278,12 @@ fn describe_server(event: &ServerEvent) -> String {
 const MAX_NODE_ID: usize = 256;
 
 fn describe_request(stream: u64, r: &RecordedRequest) -> String {
+    describe_request_going("<-", stream, r)
+}
+
+/// A request as the timeline reads it; `arrow`: `<-` for one the server
+/// received, `->` for one it sent (KDS's `ZoneToGlobalSync`).
+fn describe_request_going(arrow: &str, stream: u64, r: &RecordedRequest) -> String {
     let node = match &r.node {
         // Cut: a node id is the scenario's to choose, up to the file's
         // size, and every stream's first request carries it.
@@ -281,7 +311,7 @@ fn describe_request(stream: u64, r: &RecordedRequest) -> String {
     };
     let Some(delta) = &r.delta else {
         return format!(
-            "<- [s{stream}] DiscoveryRequest {} names={} version={:?} nonce={:?}{node} {kind}",
+            "{arrow} [s{stream}] DiscoveryRequest {} names={} version={:?} nonce={:?}{node} {kind}",
             type_name(&r.type_url),
             names(&r.resource_names),
             r.version_info,
@@ -302,7 +332,7 @@ fn describe_request(stream: u64, r: &RecordedRequest) -> String {
         let _ = write!(changes, " initial={{{}}}", initial.join(","));
     }
     format!(
-        "<- [s{stream}] DeltaDiscoveryRequest {} {changes} nonce={:?}{node} {kind}",
+        "{arrow} [s{stream}] DeltaDiscoveryRequest {} {changes} nonce={:?}{node} {kind}",
         type_name(&r.type_url),
         r.response_nonce
     )

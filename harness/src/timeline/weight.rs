@@ -50,9 +50,11 @@ fn kind(kind: &EventKind) -> usize {
 
 fn server(event: &ServerEvent) -> usize {
     match event {
-        ServerEvent::RequestReceived { request, .. } => request_bytes(request),
+        ServerEvent::RequestReceived { request, .. }
+        | ServerEvent::KdsRequestSent { request, .. } => request_bytes(request),
         ServerEvent::ResponseSent { response, .. }
-        | ServerEvent::ResponseDropped { response, .. } => response_bytes(response),
+        | ServerEvent::ResponseDropped { response, .. }
+        | ServerEvent::KdsResponseReceived { response, .. } => response_bytes(response),
         ServerEvent::ResourcesChanged {
             type_url,
             version,

@@ -1,4 +1,5 @@
-//! Auto mode's delta rules: what a delta stream subscribes to, which
+//! Auto mode's incremental rules (delta ADS and KDS's
+//! `GlobalToZoneSync` alike): what a delta stream subscribes to, which
 //! version of each resource the client holds, and what a good control
 //! plane sends it. Pure functions of (subscription, what the client holds,
 //! store), so the rules can be read and tested without any transport.
@@ -119,6 +120,12 @@ impl DeltaType {
             }
             self.answer_owed = !request.initial_resource_versions.is_empty();
         }
+    }
+
+    /// Owes the client an answer even if there is nothing to send (an
+    /// empty response); see `IncrementalStream::ANSWERS_EVERY_FIRST_REQUEST`.
+    pub fn owe_an_answer(&mut self) {
+        self.answer_owed = true;
     }
 
     /// What to send given the store's resources of the type and their

@@ -1,0 +1,103 @@
+//! `GlobalToZoneSync`: delta xDS from the global to a zone, on the
+//! incremental rules.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use envoy_types::pb::envoy::service::discovery::v3::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse,
+};
+use tonic::Status;
+use xds_vocabulary::kds::KdsRpc;
+
+use crate::config::ScriptedDeltaResponse;
+use crate::event::ServerEvent;
+use crate::handshake::KdsHandshake;
+use crate::incremental::IncrementalStream;
+use crate::incremental::rules::DeltaType;
+use crate::outbox::Refused;
+use crate::state::State;
+use crate::stream::{Outgoing, Protocol, Sender, StreamKind};
+
+/// A `GlobalToZoneSync` stream's own state: its wire, the zone's headers
+/// and, per Kuma type, what the incremental rules track.
+pub(crate) struct GlobalToZone {
+    responses: Sender<DeltaDiscoveryResponse>,
+    handshake: KdsHandshake,
+    types: BTreeMap<String, DeltaType>,
+}
+
+impl GlobalToZone {
+    pub fn new(responses: Sender<DeltaDiscoveryResponse>, handshake: KdsHandshake) -> Self {
+        Self {
+            responses,
+            handshake,
+            types: BTreeMap::new(),
+        }
+    }
+}
+
+impl Protocol for GlobalToZone {
+    fn kind(&self) -> StreamKind {
+        StreamKind::Kds(KdsRpc::GlobalToZoneSync)
+    }
+
+    fn opened(&self, stream: u64, connection: Option<u64>) -> ServerEvent {
+        ServerEvent::KdsStreamOpened {
+            stream,
+            connection,
+            rpc: KdsRpc::GlobalToZoneSync,
+            handshake: self.handshake.clone(),
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        !self.responses.is_closed()
+    }
+
+    fn transmit(&self, response: Outgoing) -> Result<(), Refused> {
+        match response {
+            Outgoing::Delta(response) => self.responses.send(response),
+            Outgoing::Sotw(_) => Err(Refused::Gone),
+        }
+    }
+
+    fn end(&self, status: Status) {
+        self.responses.end(status);
+    }
+
+    fn abort(&self, status: Status) {
+        self.responses.abort(status);
+    }
+}
+
+impl IncrementalStream for GlobalToZone {
+    const ANSWERS_EVERY_FIRST_REQUEST: bool = true;
+
+    fn types_mut(&mut self) -> &mut BTreeMap<String, DeltaType> {
+        &mut self.types
+    }
+}
+
+impl State {
+    /// A zone's request on `GlobalToZoneSync` (see
+    /// `State::on_incremental_request`).
+    pub fn on_kds_zone_request(&mut self, stream_id: u64, request: DeltaDiscoveryRequest) {
+        self.on_incremental_request::<GlobalToZone>(stream_id, request);
+    }
+
+    /// Auto mode's answer for one `GlobalToZoneSync` stream and type.
+    pub fn kds_auto_respond(
+        &mut self,
+        stream_id: u64,
+        type_url: &str,
+        only: Option<&BTreeSet<String>>,
+    ) {
+        self.incremental_auto_respond::<GlobalToZone>(stream_id, type_url, only);
+    }
+
+    /// Sends a scripted response to every open `GlobalToZoneSync` stream;
+    /// returns how many got it.
+    pub fn send_kds_scripted_response(&mut self, response: &ScriptedDeltaResponse) -> usize {
+        self.send_incremental_scripted::<GlobalToZone>(response)
+    }
+}
