@@ -13,7 +13,7 @@ use std::task::{Context, Poll, Waker};
 
 use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_server::AggregatedDiscoveryServiceServer;
 use tokio::io::{AsyncRead, AsyncWrite, DuplexStream};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio_stream::Stream;
@@ -134,6 +134,16 @@ impl MemoryAcceptor for MemoryListener {
 
 /// A TCP listening address that can stop and resume listening while its
 /// tonic server keeps running.
+///
+/// The port stays this server's while it refuses: a socket bound to it
+/// and never listening (`port`) holds it for the gate's life, beside the
+/// listener, both with SO_REUSEPORT. Without it, closing the listener
+/// freed the port, the kernel could give it to another run's fake server
+/// binding port 0, and the refusing run's client, reconnecting, reached
+/// that other run (seen: a stray CDS request opening an EDS-only run's
+/// timeline). Connection attempts while refusing still meet no listener,
+/// so the kernel refuses them; a port-0 bind never shares a port, with
+/// SO_REUSEPORT or not, so no other server is given this one.
 pub(crate) struct TcpGate {
     address: SocketAddr,
     /// Re-binding needs the runtime the server was started on.
@@ -142,24 +152,36 @@ pub(crate) struct TcpGate {
 }
 
 struct GateSlot {
-    /// `None` while refusing: the socket is closed, so the kernel refuses.
+    /// `None` while refusing: nothing listens, so the kernel refuses.
     listener: Option<TcpIncoming>,
+    /// Holds the port while the gate lives (see [`TcpGate`]).
+    port: Option<TcpSocket>,
     /// The tonic accept loop waiting on this gate.
     waker: Option<Waker>,
     finished: bool,
 }
 
 impl TcpGate {
-    pub fn new(address: SocketAddr, listener: TcpIncoming, runtime: Handle) -> Self {
-        Self {
+    /// Listens on `address` (port 0 picks one), holding the port for the
+    /// gate's life.
+    pub fn bind(address: SocketAddr, runtime: Handle) -> io::Result<Self> {
+        let listener = {
+            let _runtime = runtime.enter();
+            listen(address)?
+        };
+        let address = listener.local_addr()?;
+        let port = reusing_port(address)?;
+        port.bind(address)?;
+        Ok(Self {
             address,
             runtime,
             slot: Mutex::new(GateSlot {
-                listener: Some(listener),
+                listener: Some(TcpIncoming::from(listener).with_nodelay(Some(true))),
+                port: Some(port),
                 waker: None,
                 finished: false,
             }),
-        }
+        })
     }
 
     pub fn address(&self) -> SocketAddr {
@@ -180,19 +202,21 @@ impl TcpGate {
         }
         let listener = {
             let _runtime = self.runtime.enter();
-            TcpIncoming::bind(self.address)?.with_nodelay(Some(true))
+            listen(self.address)?
         };
-        slot.listener = Some(listener);
+        slot.listener = Some(TcpIncoming::from(listener).with_nodelay(Some(true)));
         if let Some(waker) = slot.waker.take() {
             waker.wake();
         }
         Ok(())
     }
 
-    /// Stops listening for good and ends the accept stream.
+    /// Stops listening for good, lets the port go, and ends the accept
+    /// stream.
     pub fn finish(&self) {
         let mut slot = self.lock();
         slot.listener = None;
+        slot.port = None;
         slot.finished = true;
         if let Some(waker) = slot.waker.take() {
             waker.wake();
@@ -202,6 +226,26 @@ impl TcpGate {
     fn lock(&self) -> MutexGuard<'_, GateSlot> {
         self.slot.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// A socket that shares its port with the gate's other sockets (see
+/// [`TcpGate`]).
+fn reusing_port(address: SocketAddr) -> io::Result<TcpSocket> {
+    let socket = if address.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseport(true)?;
+    Ok(socket)
+}
+
+/// Listens on `address` sharing its port with the gate's placeholder.
+/// Inside the server's runtime (the listener registers with its reactor).
+fn listen(address: SocketAddr) -> io::Result<TcpListener> {
+    let socket = reusing_port(address)?;
+    socket.bind(address)?;
+    socket.listen(1024)
 }
 
 /// The stream of connections accepted through a `TcpGate`.

@@ -9,7 +9,6 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::Code;
-use tonic::transport::server::TcpIncoming;
 
 use xds_vocabulary::network::{AddressInUse, MemoryAcceptor, MemoryNetwork};
 
@@ -129,9 +128,8 @@ impl FakeAdsServer {
     pub async fn serve_tcp(&self, addr: SocketAddr) -> io::Result<SocketAddr> {
         let runtime = Handle::try_current().map_err(io::Error::other)?;
         self.ensure_running().map_err(io::Error::other)?;
-        let listener = TcpIncoming::bind(addr)?.with_nodelay(Some(true));
-        let bound = listener.local_addr()?;
-        let gate = Arc::new(TcpGate::new(bound, listener, runtime.clone()));
+        let gate = Arc::new(TcpGate::bind(addr, runtime.clone())?);
+        let bound = gate.address();
         if self.inner.read(|state| state.faults.refusing) {
             gate.close();
         }

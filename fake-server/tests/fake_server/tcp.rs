@@ -73,3 +73,33 @@ async fn auto_mode_over_tcp_with_refuse_and_accept() {
     let status = client.responses.message().await.expect_err("closed");
     assert_eq!(status.code(), tonic::Code::Unavailable);
 }
+
+/// A refusing server keeps its port: nobody else can be given it while it
+/// refuses (here with no connection open, which would hold it anyway), so
+/// a client reconnecting meets a refusal, never another run's server.
+#[tokio::test]
+async fn a_refusing_server_keeps_its_port() {
+    let server = server(ServingMode::Auto);
+    let addr = server
+        .serve_tcp("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("serve tcp");
+
+    server.apply(RefuseConnections);
+    let refused = tokio::net::TcpStream::connect(addr)
+        .await
+        .err()
+        .map(|e| e.kind());
+    assert_eq!(refused, Some(std::io::ErrorKind::ConnectionRefused));
+    let taken = std::net::TcpListener::bind(addr).err().map(|e| e.kind());
+    assert_eq!(
+        taken,
+        Some(std::io::ErrorKind::AddrInUse),
+        "another listener was given the refusing server's port"
+    );
+
+    server
+        .try_apply(AcceptConnections)
+        .expect("listen again on the same port");
+    tcp_channel(addr).await.expect("connect again");
+}
