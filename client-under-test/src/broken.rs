@@ -164,6 +164,21 @@ impl<C: ClientUnderTest> ClientUnderTest for Broken<C> {
     fn peak_rss_bytes(&self) -> Option<u64> {
         self.inner.peak_rss_bytes()
     }
+    async fn zone_set(
+        &mut self,
+        resources: Vec<xds_vocabulary::kds::KdsResource>,
+    ) -> Result<(), ClientError> {
+        self.inner.zone_set(resources).await
+    }
+
+    async fn zone_remove(
+        &mut self,
+        kuma_type: &str,
+        names: &[xds_vocabulary::kds::KdsName],
+    ) -> Result<(), ClientError> {
+        self.inner.zone_remove(kuma_type, names).await
+    }
+
     async fn shutdown(&mut self) {
         self.inner.shutdown().await
     }

@@ -40,6 +40,7 @@ use std::time::SystemTime;
 use envoy_types::pb::envoy::service::status::v3::{ClientStatusRequest, ClientStatusResponse};
 use std::time::Duration;
 
+use xds_vocabulary::kds::{KdsName, KdsResource, ZoneStoreChange};
 use xds_vocabulary::transport::{DataPlaneConnector, XdsTransportFactory};
 use xds_vocabulary::{ClientBootstrap, ClientEvent, ResourceType, XdsError};
 
@@ -127,6 +128,11 @@ pub struct Capabilities {
     /// Reports what its admin API shows (Envoy's `/config_dump`, `/stats`)
     /// as [`ObservedEvent::Admin`].
     pub admin: bool,
+    /// Plays a Kuma zone control plane against its global over KDS
+    /// (`kuma.mesh.v1alpha1.KDSSyncService`): a scenario with a `zone`
+    /// section. It reports what it stores as [`ObservedEvent::Zone`] and
+    /// takes zone-origin resources ([`ClientUnderTest::zone_set`]).
+    pub kds_zone: bool,
     /// Named behaviour profiles it accepts.
     pub profiles: Vec<String>,
 }
@@ -181,6 +187,18 @@ pub struct ClientEnvironment {
     /// Wall-clock time at start, so CSDS timestamps are deterministic.
     pub clock_epoch: SystemTime,
     pub events: EventSink,
+    /// A KDS run: the client plays this zone, its global being the
+    /// bootstrap's first server (see [`Capabilities::kds_zone`]).
+    pub zone: Option<ZoneSettings>,
+}
+
+/// A Kuma zone's start (KDS runs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ZoneSettings {
+    /// The zone's name: its `client-id` header and `node.id`.
+    pub name: String,
+    /// Zone-origin resources it holds from the start (Dataplanes, ...).
+    pub resources: Vec<KdsResource>,
 }
 
 /// Where a client without a watch API observes a scenario's watches: a
@@ -220,6 +238,9 @@ pub enum ObservedEvent {
         status: Result<(), XdsError>,
     },
     Client(ClientEvent),
+    /// A Kuma zone's store changed (KDS runs): what it holds from its
+    /// global, as a watcher's notifications tell what an xDS client holds.
+    Zone(ZoneStoreChange),
     /// What a proxy's admin API shows changed (Envoy: `/config_dump`,
     /// `/stats`); the analogue of CSDS for a client without it.
     Admin(AdminObservation),
@@ -489,6 +510,11 @@ pub trait ClientUnderTest: Send {
         &mut self,
         request: ClientStatusRequest,
     ) -> Result<Result<ClientStatusResponse, XdsError>, ClientError>;
+    /// A KDS zone ([`Capabilities::kds_zone`]): adds or replaces these
+    /// zone-origin resources, which it then syncs to its global.
+    async fn zone_set(&mut self, resources: Vec<KdsResource>) -> Result<(), ClientError>;
+    /// A KDS zone: deletes these zone-origin resources of `kuma_type`.
+    async fn zone_remove(&mut self, kuma_type: &str, names: &[KdsName]) -> Result<(), ClientError>;
     /// The client's peak resident set size so far, in bytes, when it can be
     /// told apart from the harness's own (a client in its own process);
     /// None otherwise. Read before [`ClientUnderTest::shutdown`].

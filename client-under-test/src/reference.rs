@@ -168,6 +168,7 @@ impl ClientUnderTest for ReferenceClient {
             proxy: false,
             connects_at_start: false,
             admin: false,
+            kds_zone: false,
             profiles: PROFILES.iter().map(|p| p.to_string()).collect(),
         }
     }
@@ -493,6 +494,21 @@ impl ClientUnderTest for ReferenceClient {
             return Ok(Err(XdsError::new(status.code(), status.message())));
         }
         self.csds().await.map(Ok)
+    }
+
+    async fn zone_set(
+        &mut self,
+        _resources: Vec<xds_vocabulary::kds::KdsResource>,
+    ) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported("a Kuma zone (KDS)".into()))
+    }
+
+    async fn zone_remove(
+        &mut self,
+        _kuma_type: &str,
+        _names: &[xds_vocabulary::kds::KdsName],
+    ) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported("a Kuma zone (KDS)".into()))
     }
 
     async fn shutdown(&mut self) {

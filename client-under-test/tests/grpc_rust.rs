@@ -106,6 +106,7 @@ async fn setup_with(mode: ServingMode, tls: Option<&TlsSettings>, bootstrap_json
             profile: None,
             clock_epoch: SystemTime::UNIX_EPOCH,
             events: Arc::new(move |event| sink.lock().expect("lock").push((Instant::now(), event))),
+            zone: None,
         })
         .await
         .expect("start");
@@ -368,6 +369,7 @@ async fn bad_bootstrap_and_profiles_are_errors() {
         profile: profile.map(str::to_string),
         clock_epoch: SystemTime::UNIX_EPOCH,
         events: Arc::new(|_| {}),
+        zone: None,
     };
     let mut client = GrpcRustClient::new();
     assert!(matches!(
@@ -1010,6 +1012,7 @@ async fn works_over_tcp() {
             events: Arc::new(move |event| {
                 let _ = tx.send(event);
             }),
+            zone: None,
         })
         .await
         .expect("start");

@@ -160,6 +160,7 @@ fn env(events: &Events) -> ClientEnvironment {
         profile: None,
         clock_epoch: SystemTime::UNIX_EPOCH,
         events: Arc::new(move |event| sink.lock().unwrap().push(event)),
+        zone: None,
     }
 }
 

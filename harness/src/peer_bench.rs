@@ -1013,6 +1013,21 @@ impl ClientUnderTest for WithoutCsds {
         self.0.serve(address).await
     }
 
+    async fn zone_set(
+        &mut self,
+        resources: Vec<xds_vocabulary::kds::KdsResource>,
+    ) -> Result<(), xds_client_under_test::ClientError> {
+        self.0.zone_set(resources).await
+    }
+
+    async fn zone_remove(
+        &mut self,
+        kuma_type: &str,
+        names: &[xds_vocabulary::kds::KdsName],
+    ) -> Result<(), xds_client_under_test::ClientError> {
+        self.0.zone_remove(kuma_type, names).await
+    }
+
     async fn shutdown(&mut self) {
         self.0.shutdown().await
     }

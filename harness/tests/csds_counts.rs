@@ -160,6 +160,21 @@ impl ClientUnderTest for CountsOnly {
     ) -> Result<Result<ClientStatusResponse, XdsError>, ClientError> {
         self.inner.csds_request(request).await
     }
+    async fn zone_set(
+        &mut self,
+        resources: Vec<xds_vocabulary::kds::KdsResource>,
+    ) -> Result<(), xds_client_under_test::ClientError> {
+        self.inner.zone_set(resources).await
+    }
+
+    async fn zone_remove(
+        &mut self,
+        kuma_type: &str,
+        names: &[xds_vocabulary::kds::KdsName],
+    ) -> Result<(), xds_client_under_test::ClientError> {
+        self.inner.zone_remove(kuma_type, names).await
+    }
+
     async fn shutdown(&mut self) {
         self.inner.shutdown().await
     }

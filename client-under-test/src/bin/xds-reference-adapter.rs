@@ -113,6 +113,7 @@ async fn run() -> Result<(), AdapterError> {
         profile,
         clock_epoch: SystemTime::now(),
         events: Arc::new(move |event| forward(&events, event)),
+        zone: None,
     };
     let mut client = ReferenceClient::new();
     let capabilities = client.capabilities();

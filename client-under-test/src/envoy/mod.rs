@@ -390,6 +390,21 @@ impl ClientUnderTest for EnvoyClient {
         vm_hwm_bytes(&status)
     }
 
+    async fn zone_set(
+        &mut self,
+        _resources: Vec<xds_vocabulary::kds::KdsResource>,
+    ) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported("a Kuma zone (KDS)".into()))
+    }
+
+    async fn zone_remove(
+        &mut self,
+        _kuma_type: &str,
+        _names: &[xds_vocabulary::kds::KdsName],
+    ) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported("a Kuma zone (KDS)".into()))
+    }
+
     async fn shutdown(&mut self) {
         let Some(running) = self.running.take() else {
             return;

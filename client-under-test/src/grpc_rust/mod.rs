@@ -732,6 +732,7 @@ impl ClientUnderTest for GrpcRustClient {
             proxy: false,
             connects_at_start: false,
             admin: false,
+            kds_zone: false,
             profiles: Vec::new(),
         }
     }
@@ -805,6 +806,21 @@ impl ClientUnderTest for GrpcRustClient {
 
     async fn resource_counts(&mut self) -> Result<crate::ResourceCounts, ClientError> {
         Ok(self.started()?.gauge.snapshot())
+    }
+
+    async fn zone_set(
+        &mut self,
+        _resources: Vec<xds_vocabulary::kds::KdsResource>,
+    ) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported("a Kuma zone (KDS)".into()))
+    }
+
+    async fn zone_remove(
+        &mut self,
+        _kuma_type: &str,
+        _names: &[xds_vocabulary::kds::KdsName],
+    ) -> Result<(), ClientError> {
+        Err(ClientError::Unsupported("a Kuma zone (KDS)".into()))
     }
 
     async fn shutdown(&mut self) {

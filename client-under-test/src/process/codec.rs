@@ -367,7 +367,10 @@ pub fn event_line(event: &ObservedEvent) -> Option<Value> {
             };
             json!({"event": "log", "level": level, "message": message})
         }
-        ObservedEvent::Dial { .. } | ObservedEvent::Admin(_) | ObservedEvent::Client(_) => {
+        ObservedEvent::Dial { .. }
+        | ObservedEvent::Admin(_)
+        | ObservedEvent::Client(_)
+        | ObservedEvent::Zone(_) => {
             return None;
         }
     })

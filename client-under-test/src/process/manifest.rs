@@ -65,6 +65,9 @@ impl AdapterCapabilities {
             proxy: self.proxy,
             connects_at_start: false,
             admin: false,
+            // The adapter protocol has no KDS commands (yet: a Kuma zone
+            // is driven through its REST API by a driver of its own).
+            kds_zone: false,
             profiles,
         }
     }

@@ -321,6 +321,7 @@ pub(super) async fn set_up(
         events: Arc::new(move |event| {
             sink_timeline.record(Source::Client, EventKind::Client(event))
         }),
+        zone: None,
     };
     Ok(Environment {
         servers,

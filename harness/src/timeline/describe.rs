@@ -9,6 +9,7 @@ use xds_client_under_test::{
 use xds_fake_server::backend::BackendEvent;
 use xds_fake_server::event::{RecordedRequest, RecordedResponse, ServerEvent};
 use xds_vocabulary::RequestKind;
+use xds_vocabulary::kds::ZoneStoreChange;
 use xds_vocabulary::{AdsProtocol, ClientEvent, LogLevel, ResourceType, XdsError, code_name};
 
 use super::*;
@@ -430,7 +431,29 @@ fn describe_client(event: &ObservedEvent) -> Option<String> {
         },
         ObservedEvent::Client(e) => describe_client_event(e)?,
         ObservedEvent::Admin(observation) => describe_admin(observation),
+        ObservedEvent::Zone(change) => describe_zone(change),
     })
+}
+
+/// `zone Mesh default.: stored {"mtls":...} labels={kuma.io/origin=global}`,
+/// `zone Mesh default.: removed`.
+pub fn describe_zone(change: &ZoneStoreChange) -> String {
+    match change {
+        ZoneStoreChange::Stored {
+            kuma_type,
+            name,
+            labels,
+            spec,
+        } => {
+            let mut text = format!("zone {kuma_type} {name}: stored {spec}");
+            if !labels.is_empty() {
+                let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let _ = write!(text, " labels={{{}}}", labels.join(","));
+            }
+            text
+        }
+        ZoneStoreChange::Removed { kuma_type, name } => format!("zone {kuma_type} {name}: removed"),
+    }
 }
 
 /// `admin CDS svc-cluster: active v1`, `admin EDS svc-endpoints: active

@@ -10,6 +10,7 @@
 pub mod name;
 pub mod resource;
 pub mod types;
+pub mod zone;
 
 /// Kuma's resource envelope: `kuma.mesh.v1alpha1.KumaResource`, generated
 /// by prost from `proto/kds.proto` (the project's own, with Kuma's field
@@ -23,6 +24,7 @@ pub mod proto {
 pub use name::{KdsName, KdsNameError};
 pub use proto::KumaResource;
 pub use resource::{UnpackError, kuma_resource, pack, unpack};
+pub use zone::{KdsResource, ZoneStoreChange};
 
 /// The service both RPCs belong to.
 pub const SYNC_SERVICE: &str = "kuma.mesh.v1alpha1.KDSSyncService";
