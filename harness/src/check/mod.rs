@@ -6,6 +6,7 @@
 //! file writes them.
 
 pub mod duration;
+pub(crate) mod kds;
 mod reach;
 pub mod schema;
 mod spanned;
@@ -143,13 +144,42 @@ pub(crate) fn opt<T, U>(
 pub(crate) struct Checker {
     servers: Vec<String>,
     backends: Vec<String>,
+    /// The scenario has a `zone`: it speaks KDS.
+    zone: bool,
 }
 
 impl Checker {
     /// A checker for a scenario with these servers and backends, in
     /// declaration order.
     pub(crate) fn new(servers: Vec<String>, backends: Vec<String>) -> Self {
-        Checker { servers, backends }
+        Checker {
+            servers,
+            backends,
+            zone: false,
+        }
+    }
+
+    /// The checker of a scenario that has a `zone` (a KDS run), or not.
+    pub(crate) fn with_zone(self, zone: bool) -> Self {
+        Checker { zone, ..self }
+    }
+
+    pub(crate) fn has_zone(&self) -> bool {
+        self.zone
+    }
+
+    /// What a KDS step or matcher says where the scenario has no zone.
+    pub(crate) fn needs_zone<T>(&self, at: &Spanned<T>, what: &str) -> Result<(), Problem> {
+        if self.zone {
+            return Ok(());
+        }
+        Err(Problem::at(
+            at,
+            format!(
+                "{what} is KDS's: it needs a scenario with a `zone` (the Kuma zone the client \
+                 plays)"
+            ),
+        ))
     }
 
     /// The scenario's servers, in declaration order.

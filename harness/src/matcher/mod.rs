@@ -19,6 +19,9 @@ pub mod csds_reply;
 pub mod delta_request;
 pub mod delta_response;
 pub mod dial;
+pub mod kds_request;
+pub mod kds_response;
+pub mod kds_stream;
 pub mod node;
 pub mod request;
 pub mod response;
@@ -26,6 +29,7 @@ pub mod rpc;
 pub mod server_event;
 pub mod serving;
 pub mod watcher;
+pub mod zone;
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -80,6 +84,16 @@ macro_rules! matcher_kinds {
         admin: Admin(admin::AdminMatcherSpec => AdminMatcher),
         /// A proxy's counter or gauge (Envoy's `/stats`) reaching a value.
         admin_stat: AdminStat(admin_stat::AdminStatMatcherSpec => AdminStatMatcher),
+        /// KDS: a stream a global saw opened (its RPC, the zone's headers).
+        kds_stream: KdsStream(kds_stream::KdsStreamMatcherSpec => KdsStreamMatcher),
+        /// KDS: a DeltaDiscoveryRequest, the zone's (`global_to_zone`) or
+        /// the global's (`zone_to_global`).
+        kds_request: KdsRequest(kds_request::KdsRequestMatcherSpec => KdsRequestMatcher),
+        /// KDS: a DeltaDiscoveryResponse, the global's (`global_to_zone`)
+        /// or the zone's (`zone_to_global`).
+        kds_response: KdsResponse(kds_response::KdsResponseMatcherSpec => KdsResponseMatcher),
+        /// KDS: a change in what the zone stores from its global.
+        zone: Zone(zone::ZoneMatcherSpec => ZoneMatcher),
     ] $($input)* } };
 }
 pub(crate) use matcher_kinds;
@@ -734,7 +748,7 @@ mod tests {
             step_matcher(&scenario.steps[2]),
             Matcher::Channel(_)
         ));
-        assert_eq!(MATCHER_KEYS.len(), 15);
+        assert_eq!(MATCHER_KEYS.len(), 19);
     }
 
     #[test]

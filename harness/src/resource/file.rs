@@ -28,6 +28,34 @@ pub enum ResourceSpec {
     Raw(RawSpec),
     /// The resource wrapped in `envoy.service.discovery.v3.Resource`.
     Wrapped(Box<Spanned<ResourceSpec>>),
+    /// A Kuma resource, as a KDS global serves it to a zone (a scenario
+    /// with a `zone`): `{type: Mesh, name: default, spec: {...}}`.
+    Kuma(KumaSpec),
+}
+
+/// A Kuma resource: its type, key, labels and spec, in the
+/// `KumaResource` envelope KDS carries.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KumaSpec {
+    /// The Kuma type, as Kuma spells it: `Mesh`, `MeshTrafficPermission`,
+    /// `Dataplane`, `ZoneIngress`, ...
+    #[serde(rename = "type")]
+    pub kuma_type: Spanned<String>,
+    /// The resource's name (without its mesh).
+    pub name: String,
+    /// Its mesh; none for global-scoped types (`Mesh`, `ZoneIngress`).
+    /// On KDS it is named `<name>.<mesh>`.
+    pub mesh: Option<String>,
+    /// Its labels, e.g. `kuma.io/origin: global`.
+    #[serde(default, skip_serializing_if = "crate::check::is_empty")]
+    pub labels: IndexMap<String, String>,
+    /// Its spec: a JSON object (packed as `google.protobuf.Struct`).
+    pub spec: Option<serde_json::Value>,
+    /// `true`: bytes that do not decode as a `KumaResource` instead (a
+    /// zone ends its whole connection, without a NACK).
+    pub undecodable: Option<bool>,
 }
 
 #[serde_with::skip_serializing_none]

@@ -297,6 +297,10 @@ impl ResourceSpec {
             ResourceSpec::Cluster(c) => ("CDS".into(), c.name.clone()),
             ResourceSpec::Endpoints(e) => ("EDS".into(), e.name.clone()),
             ResourceSpec::Raw(r) => (r.resource_type.value.clone(), r.name.clone()),
+            ResourceSpec::Kuma(k) => (
+                k.kuma_type.value.clone(),
+                format!("{}.{}", k.name, k.mesh.as_deref().unwrap_or_default()),
+            ),
             ResourceSpec::Wrapped(inner) => inner.value.identity(),
             ResourceSpec::Proto(json) => {
                 let field = |key: &str| {

@@ -8,6 +8,7 @@
 
 pub mod file;
 pub mod generate;
+pub mod kuma;
 pub mod proto_json;
 pub mod spanned_json;
 
@@ -85,6 +86,7 @@ pub(super) fn build(
         ResourceSpec::Proto(json) => proto(json),
         ResourceSpec::Raw(raw) => self::raw(raw),
         ResourceSpec::Wrapped(inner) => build(inner, backends).map(|r| r.wrapped(None)),
+        ResourceSpec::Kuma(k) => kuma::served(k, spec),
     }
 }
 

@@ -321,7 +321,13 @@ pub(super) async fn set_up(
         events: Arc::new(move |event| {
             sink_timeline.record(Source::Client, EventKind::Client(event))
         }),
-        zone: None,
+        zone: scenario
+            .zone
+            .as_ref()
+            .map(|zone| xds_client_under_test::ZoneSettings {
+                name: zone.name.clone(),
+                resources: zone.resources.clone(),
+            }),
     };
     Ok(Environment {
         servers,

@@ -326,6 +326,10 @@ pub fn missing_capabilities(scenario: &Scenario, caps: &Capabilities) -> Vec<Str
         .iter()
         .any(|s| scenario.protocol_of(&s.name) == AdsProtocol::Delta);
     need(!delta || caps.delta, "incremental (delta) xDS");
+    need(
+        scenario.zone.is_none() || caps.kds_zone,
+        "a Kuma zone (KDS)",
+    );
     match &scenario.bootstrap {
         BootstrapPlan::Json(_) => need(caps.grpc_bootstrap, "a gRPC bootstrap file"),
         BootstrapPlan::Generated {
@@ -560,7 +564,9 @@ async fn play(
         player.timeline.clone(),
     );
     let script = async {
-        if caps.connects_at_start {
+        // A zone connects to its global as soon as it starts, as Envoy
+        // does to its xDS servers.
+        if caps.connects_at_start || player.scenario.zone.is_some() {
             player.pending_start = Some(env);
             return player.play_steps().await;
         }

@@ -55,6 +55,11 @@ pub struct ScenarioFile {
     pub bootstrap: Option<BootstrapSpec>,
     /// Client settings.
     pub client: Option<ClientSpec>,
+    /// A KDS run: the client plays this Kuma zone, the first server (of
+    /// the bootstrap) being its global, which serves Kuma resources
+    /// (`kuma:` entries) on `GlobalToZoneSync` and asks for the zone's own
+    /// on `ZoneToGlobalSync`.
+    pub zone: Option<Spanned<ZoneSpec>>,
     /// The script, played in order.
     pub steps: Vec<Spanned<StepSpec>>,
     /// Clients known to fail this scenario, by client name, with the reason
@@ -206,6 +211,20 @@ pub struct AuthoritySpec {
     pub servers: Vec<Spanned<String>>,
     /// gRFC A47: how a target's Listener name is made for this authority, e.g. `xdstp://a.example/envoy.config.listener.v3.Listener/%s`.
     pub client_listener_resource_name_template: Option<String>,
+}
+
+/// The Kuma zone a KDS run's client plays.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZoneSpec {
+    /// The zone's name: its `client-id` header and `node.id` (default
+    /// `zone-1`).
+    pub name: Option<Spanned<String>>,
+    /// Zone-origin resources it holds from the start (Dataplanes, ...),
+    /// which it syncs to the global when asked.
+    #[serde(default, skip_serializing_if = "crate::check::is_empty")]
+    pub resources: Vec<Spanned<crate::resource::file::KumaSpec>>,
 }
 
 #[serde_with::skip_serializing_none]

@@ -21,11 +21,13 @@ use xds_vocabulary::AdsProtocol;
 use xds_vocabulary::certificates::Signer;
 
 use super::error::ScenarioError;
-use super::file::{BootstrapSpec, LimitsSpec, ScenarioFile, ServerSpec, Spanned, TlsSpec};
+use super::file::{
+    BootstrapSpec, LimitsSpec, ScenarioFile, ServerSpec, Spanned, TlsSpec, ZoneSpec,
+};
 use super::limits::{self, Limits, MAX_FILE_BYTES, MAX_STEPS, MAX_VIRTUAL_TIME, MAX_WALL_TIME};
 use super::{
     BootstrapPlan, ClientAuthPlan, ClientPlan, Location, Scenario, ServerCertificatePlan,
-    ServerDef, StepDef, TlsPlan,
+    ServerDef, StepDef, TlsPlan, ZonePlan,
 };
 use crate::check::{Checker, Problem, closest, duration, keyword, opt};
 use crate::resource::resource_list;
@@ -298,14 +300,15 @@ fn check(
     let checker = Checker::new(
         file.servers.value.keys().cloned().collect(),
         file.backends.keys().cloned().collect(),
-    );
+    )
+    .with_zone(file.zone.is_some());
     for tag in &file.spec {
         let v = &tag.value;
         let grfc = v.len() > 1 && v.starts_with('A') && v[1..].bytes().all(|b| b.is_ascii_digit());
-        if !(grfc || v == "delta") {
+        if !(grfc || v == "delta" || v == "kds") {
             return Err(Problem::at(
                 tag,
-                format!("spec tag `{v}`: expected a gRFC like A46, or delta"),
+                format!("spec tag `{v}`: expected a gRFC like A46, delta or kds"),
             ));
         }
     }
@@ -347,6 +350,11 @@ fn check(
             .and_then(|c| c.profile.as_ref())
             .map(|p| p.value.clone()),
     };
+    let zone = file
+        .zone
+        .as_ref()
+        .map(|zone| zone_plan(zone, &file))
+        .transpose()?;
     if let Some(extra) = file.steps.get(MAX_STEPS) {
         return Err(Problem::at(
             extra,
@@ -407,11 +415,62 @@ fn check(
         limits,
         bootstrap,
         client,
+        zone,
         steps,
         snapshot: file.snapshot.unwrap_or(true),
         source: source_name.to_string(),
     })
 }
+
+/// The zone a KDS run's client plays. Its streams are KDS's own, so the
+/// file says nothing of ADS protocols.
+fn zone_plan(zone: &Spanned<ZoneSpec>, file: &ScenarioFile) -> Result<ZonePlan, Problem> {
+    if let Some(p) = file.protocols.first() {
+        return Err(Problem::at(
+            p,
+            "protocols: a scenario with a `zone` speaks KDS (delta messages on Kuma's own \
+             RPCs); leave `protocols` out",
+        ));
+    }
+    let name = match &zone.value.name {
+        None => DEFAULT_ZONE.to_string(),
+        Some(name) if name.value.is_empty() || name.value.len() > 253 => {
+            return Err(Problem::at(
+                name,
+                "zone name: 1 to 253 bytes (it is a header value and node.id)",
+            ));
+        }
+        Some(name) if !name.value.bytes().all(|b| b.is_ascii_graphic()) => {
+            return Err(Problem::at(
+                name,
+                "zone name: printable ASCII without spaces (it is a gRPC header value)",
+            ));
+        }
+        Some(name) => name.value.clone(),
+    };
+    let mut resources: Vec<xds_vocabulary::kds::KdsResource> = Vec::new();
+    for spec in &zone.value.resources {
+        let resource = crate::resource::kuma::kds_resource(&spec.value, spec)?;
+        if resources
+            .iter()
+            .any(|r| r.kuma_type == resource.kuma_type && r.key() == resource.key())
+        {
+            return Err(Problem::at(
+                spec,
+                format!(
+                    "duplicate zone resource: {} `{}` is already in this list",
+                    resource.kuma_type,
+                    resource.key()
+                ),
+            ));
+        }
+        resources.push(resource);
+    }
+    Ok(ZonePlan { name, resources })
+}
+
+/// The zone's name when the file gives none.
+pub const DEFAULT_ZONE: &str = "zone-1";
 
 /// The file's `limits`, over the defaults.
 fn run_limits(spec: Option<&LimitsSpec>) -> Result<Limits, Problem> {

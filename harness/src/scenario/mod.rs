@@ -53,6 +53,8 @@ pub struct Scenario {
     pub backends: Vec<String>,
     pub bootstrap: BootstrapPlan,
     pub client: ClientPlan,
+    /// A KDS run: the zone the client plays.
+    pub zone: Option<ZonePlan>,
     pub steps: Vec<StepDef>,
     /// Client name -> why it is known to fail this scenario.
     pub known_failures: BTreeMap<String, String>,
@@ -156,6 +158,13 @@ pub enum BootstrapPlan {
     },
     /// Given verbatim; `${server:NAME}` is replaced by that server's URI.
     Json(String),
+}
+
+/// A KDS run's zone (see [`ZoneSpec`](file::ZoneSpec)).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ZonePlan {
+    pub name: String,
+    pub resources: Vec<xds_vocabulary::kds::KdsResource>,
 }
 
 #[derive(Clone, Debug, Default)]

@@ -30,10 +30,13 @@ pub mod generate;
 pub mod hang;
 pub mod hold_connections;
 pub mod reads;
+pub mod remove_kuma_resources;
 pub mod remove_resources;
 pub mod restart;
 pub mod rpc;
 pub mod send_delta_response;
+pub mod send_kds_request;
+pub mod send_kds_response;
 pub mod send_response;
 pub mod serve;
 pub mod set_resources;
@@ -41,6 +44,7 @@ pub mod stream_limit;
 pub mod wait;
 pub mod watch;
 pub mod watch_in_callback;
+pub mod zone_resources;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -104,6 +108,19 @@ macro_rules! step_kinds {
         /// Send exactly this DeltaDiscoveryResponse now, on every open delta
         /// stream.
         send_delta_response: SendDeltaResponse(send_delta_response::SendDeltaResponseSpec => send_delta_response::SendDeltaResponse),
+        /// KDS: add or replace the zone's own (zone-origin) resources, as a
+        /// user does on a Kuma zone; the zone syncs them to its global.
+        set_zone_resources: SetZoneResources(zone_resources::SetZoneResourcesSpec => zone_resources::SetZoneResources),
+        /// KDS: delete zone-origin resources from the zone.
+        remove_zone_resources: RemoveZoneResources(zone_resources::RemoveZoneResourcesSpec => zone_resources::RemoveZoneResources),
+        /// KDS: delete Kuma resources from a global's store.
+        remove_kuma_resources: RemoveKumaResources(remove_kuma_resources::RemoveKumaResourcesSpec => remove_kuma_resources::RemoveKumaResources),
+        /// KDS: send exactly this DeltaDiscoveryResponse now, on every open
+        /// `GlobalToZoneSync` stream of a global.
+        send_kds_response: SendKdsResponse(send_kds_response::SendKdsResponseSpec => send_kds_response::SendKdsResponse),
+        /// KDS: the global sends exactly this request (a subscription, an
+        /// ACK, a NACK) on every open `ZoneToGlobalSync` stream.
+        send_kds_request: SendKdsRequest(send_kds_request::SendKdsRequestSpec => send_kds_request::SendKdsRequest),
         /// Close the server's ADS streams with a gRPC status.
         close_stream: CloseStream(close_stream::CloseStreamSpec => close_stream::CloseStream),
         /// The server stops accepting connections.
@@ -387,6 +404,17 @@ impl Script<'_> {
         }
     }
 
+    /// A KDS step (`what`) in a scenario without a `zone`: an error at the
+    /// step.
+    pub(crate) fn needs_zone(&self, what: &str) -> Result<(), Problem> {
+        if self.checker.has_zone() {
+            return Ok(());
+        }
+        Err(self.problem(format!(
+            "{what} is KDS's: it needs a scenario with a `zone` (the Kuma zone the client plays)"
+        )))
+    }
+
     /// A watch starts (a resource may be watched more than once).
     pub(crate) fn start_watch(&mut self, resource_type: ResourceType, name: &str) {
         *self
@@ -566,6 +594,6 @@ mod tests {
             .filter_map(|p| p.keys().next().map(String::as_str))
             .collect();
         assert_eq!(keys, STEP_KEYS);
-        assert_eq!(STEP_KEYS.len(), 29);
+        assert_eq!(STEP_KEYS.len(), 34);
     }
 }
