@@ -32,6 +32,7 @@ pub mod expectations;
 pub mod fuzzing;
 pub mod interrupt;
 pub mod invariant;
+pub mod kds_bench;
 pub mod matcher;
 pub mod matrix;
 pub mod peer_bench;

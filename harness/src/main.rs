@@ -280,6 +280,12 @@ enum Command {
     /// the fake server sending it to receiving the client's ACK (or NACK),
     /// and each client's peak RSS. See the book, docs/src/benchmarks/index.md.
     BenchPeers(xds_conformance::peer_bench::BenchOptions),
+    /// Measure Kuma's KDS redesign claim: a zone with N Dataplanes (10,000)
+    /// of which one changes sends its global only that one. Reports the
+    /// bytes of the zone's response to the change against the floor (the
+    /// one resource) and the full sync, and the time from the change to
+    /// the global's ACK. See the README's KDS section.
+    BenchKds(xds_conformance::kds_bench::KdsBenchOptions),
     /// Write the book's reference pages (every step kind, fault, matcher,
     /// resource kind, capability, invariant, subcommand and client) from
     /// the code, or check the committed ones (`--check`).
@@ -438,6 +444,7 @@ fn main() -> ExitCode {
             iterations,
         } => bench(suite, scenario, iterations),
         Command::BenchPeers(options) => bench_peers(options),
+        Command::BenchKds(options) => bench_kds(options),
         Command::Reference(args) => {
             xds_conformance::reference_docs::command(&args, &Cli::command())
         }
@@ -1437,6 +1444,17 @@ fn bench_peers(options: xds_conformance::peer_bench::BenchOptions) -> ExitCode {
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("bench-peers: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn bench_kds(options: xds_conformance::kds_bench::KdsBenchOptions) -> ExitCode {
+    match xds_conformance::kds_bench::bench_kds(&options) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("bench-kds: {e}");
             ExitCode::from(2)
         }
     }

@@ -12,16 +12,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse,
 };
-use tonic::Status;
 use xds_vocabulary::AdsProtocol;
 
 use crate::config::ScriptedDeltaResponse;
 use crate::event::ServerEvent;
-use crate::incremental::IncrementalStream;
 use crate::incremental::rules::DeltaType;
-use crate::outbox::Refused;
+use crate::incremental::{DeltaWire, IncrementalStream};
 use crate::state::State;
-use crate::stream::{Outgoing, Protocol, Sender, StreamKind};
+use crate::stream::{Sender, StreamKind};
 
 /// A delta stream's own state: its wire and, per type URL, what the
 /// incremental rules track.
@@ -39,7 +37,7 @@ impl DeltaStream {
     }
 }
 
-impl Protocol for DeltaStream {
+impl DeltaWire for DeltaStream {
     fn kind(&self) -> StreamKind {
         StreamKind::Ads(AdsProtocol::Delta)
     }
@@ -52,23 +50,8 @@ impl Protocol for DeltaStream {
         }
     }
 
-    fn is_open(&self) -> bool {
-        !self.responses.is_closed()
-    }
-
-    fn transmit(&self, response: Outgoing) -> Result<(), Refused> {
-        match response {
-            Outgoing::Delta(response) => self.responses.send(response),
-            Outgoing::Sotw(_) => Err(Refused::Gone),
-        }
-    }
-
-    fn end(&self, status: Status) {
-        self.responses.end(status);
-    }
-
-    fn abort(&self, status: Status) {
-        self.responses.abort(status);
+    fn responses(&self) -> &Sender<DeltaDiscoveryResponse> {
+        &self.responses
     }
 }
 

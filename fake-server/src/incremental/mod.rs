@@ -18,11 +18,53 @@ use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource,
 };
 
+use tonic::Status;
+
 use crate::config::{ScriptedDeltaResponse, ScriptedResourceError};
 use crate::event::{RecordedRequest, ServerEvent};
+use crate::outbox::Refused;
 use crate::state::State;
-use crate::stream::{Outgoing, Protocol};
+use crate::stream::{Outgoing, Protocol, Sender, StreamKind};
 use rules::{DeltaType, WILDCARD};
+
+/// A stream whose server side sends `DeltaDiscoveryResponse`s (delta ADS,
+/// KDS's `GlobalToZoneSync`): what is its own (which RPC it is, how its
+/// opening is recorded, its wire); the rest of being a
+/// [`Protocol`] is the same for all of them, here.
+pub(crate) trait DeltaWire: std::any::Any + Send {
+    fn kind(&self) -> StreamKind;
+    fn opened(&self, stream: u64, connection: Option<u64>) -> ServerEvent;
+    fn responses(&self) -> &Sender<DeltaDiscoveryResponse>;
+}
+
+impl<T: DeltaWire> Protocol for T {
+    fn kind(&self) -> StreamKind {
+        DeltaWire::kind(self)
+    }
+
+    fn opened(&self, stream: u64, connection: Option<u64>) -> ServerEvent {
+        DeltaWire::opened(self, stream, connection)
+    }
+
+    fn is_open(&self) -> bool {
+        !self.responses().is_closed()
+    }
+
+    fn transmit(&self, response: Outgoing) -> Result<(), Refused> {
+        match response {
+            Outgoing::Delta(response) => self.responses().send(response),
+            Outgoing::Sotw(_) => Err(Refused::Gone),
+        }
+    }
+
+    fn end(&self, status: Status) {
+        self.responses().end(status);
+    }
+
+    fn abort(&self, status: Status) {
+        self.responses().abort(status);
+    }
+}
 
 /// A protocol whose streams follow the incremental rules: its per-stream
 /// state keeps, per type URL, what the rules track.

@@ -6,17 +6,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse,
 };
-use tonic::Status;
 use xds_vocabulary::kds::KdsRpc;
 
 use crate::config::ScriptedDeltaResponse;
 use crate::event::ServerEvent;
 use crate::handshake::KdsHandshake;
-use crate::incremental::IncrementalStream;
 use crate::incremental::rules::DeltaType;
-use crate::outbox::Refused;
+use crate::incremental::{DeltaWire, IncrementalStream};
 use crate::state::State;
-use crate::stream::{Outgoing, Protocol, Sender, StreamKind};
+use crate::stream::{Sender, StreamKind};
 
 /// A `GlobalToZoneSync` stream's own state: its wire, the zone's headers
 /// and, per Kuma type, what the incremental rules track.
@@ -36,7 +34,7 @@ impl GlobalToZone {
     }
 }
 
-impl Protocol for GlobalToZone {
+impl DeltaWire for GlobalToZone {
     fn kind(&self) -> StreamKind {
         StreamKind::Kds(KdsRpc::GlobalToZoneSync)
     }
@@ -50,23 +48,8 @@ impl Protocol for GlobalToZone {
         }
     }
 
-    fn is_open(&self) -> bool {
-        !self.responses.is_closed()
-    }
-
-    fn transmit(&self, response: Outgoing) -> Result<(), Refused> {
-        match response {
-            Outgoing::Delta(response) => self.responses.send(response),
-            Outgoing::Sotw(_) => Err(Refused::Gone),
-        }
-    }
-
-    fn end(&self, status: Status) {
-        self.responses.end(status);
-    }
-
-    fn abort(&self, status: Status) {
-        self.responses.abort(status);
+    fn responses(&self) -> &Sender<DeltaDiscoveryResponse> {
+        &self.responses
     }
 }
 
