@@ -126,10 +126,10 @@ pub fn scenario(n: usize) -> Result<crate::scenario::Scenario, KdsBenchError> {
          zone: {{}}\n\
          limits: {{ wall_time: 10m }}\n\
          steps:\n\
-         \x20 - expect:\n      kds_request: {{ rpc: zone_to_global, type: Dataplane, kind: ack }}\n      within: 5m\n\
+         \x20 - expect:\n      kds_request: {{ rpc: zone_to_global, type: Dataplane, kind: ack }}\n      within: 2m\n\
          \x20 - set_zone_resources:\n      resources:\n        - {{ type: Dataplane, name: dp-{i}, mesh: default, spec: {{ networking: {{ address: 10.255.255.1, inbound: [{{ port: 8080, tags: {{ kuma.io/service: svc-{} }} }}] }} }} }}\n\
-         \x20 - expect:\n      kds_response: {{ rpc: zone_to_global, type: Dataplane, names: [dp-{i}.default] }}\n      within: 5m\n\
-         \x20 - expect:\n      kds_request: {{ rpc: zone_to_global, type: Dataplane, kind: ack }}\n      within: 5m\n",
+         \x20 - expect:\n      kds_response: {{ rpc: zone_to_global, type: Dataplane, names: [dp-{i}.default] }}\n      within: 2m\n\
+         \x20 - expect:\n      kds_request: {{ rpc: zone_to_global, type: Dataplane, kind: ack }}\n      within: 2m\n",
         i % 100
     );
     let mut scenario = load_str("bench-kds.yaml", &yaml)?;
