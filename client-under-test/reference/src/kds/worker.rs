@@ -35,6 +35,10 @@ pub const FEATURES: [&str; 3] = [
     "optional-top-level-target-ref",
 ];
 
+/// How long a connection may take to hear the global (gRPC's minimum
+/// connect timeout).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// Why a connection ended.
 #[derive(Debug, thiserror::Error)]
 enum Ended {
@@ -47,6 +51,9 @@ enum Ended {
     Unreadable(#[from] Unreadable),
     #[error(transparent)]
     Stalled(#[from] Stalled),
+    /// The global never spoke on the connection (a blackhole).
+    #[error("connection attempt timed out before receiving SETTINGS frame")]
+    ConnectTimeout,
     /// The zone was stopped.
     #[error("the zone stopped")]
     Stopped,
@@ -56,6 +63,7 @@ impl Ended {
     fn status(&self) -> XdsError {
         match self {
             Ended::Rpc(_, status) => XdsError::new(status.code(), status.message()),
+            Ended::ConnectTimeout => XdsError::new(tonic::Code::Unavailable, self.to_string()),
             other => XdsError::new(tonic::Code::Cancelled, other.to_string()),
         }
     }
@@ -213,6 +221,10 @@ impl Worker {
             self.config.rng_seed,
         );
         let mut connected = false;
+        // A global that never speaks would hold the zone forever: gRPC's
+        // connect timeout (grpc-go's, under Kuma's dial) ends the attempt.
+        let connect_deadline = tokio::time::sleep(CONNECT_TIMEOUT);
+        tokio::pin!(connect_deadline);
         let ended = 'live: {
             for request in live.global_to_zone.subscriptions(&node) {
                 if let Err(stalled) = live
@@ -225,6 +237,7 @@ impl Worker {
             }
             loop {
                 tokio::select! {
+                    () = &mut connect_deadline, if !connected => break 'live Ended::ConnectTimeout,
                     changed = state.changed(), if !connected => {
                         if changed.is_ok() && *state.borrow_and_update() == ConnectionState::Ready {
                             connected = true;
@@ -251,7 +264,7 @@ impl Worker {
                 }
             }
         };
-        if let Ended::Unreadable(_) | Ended::Stalled(_) = &ended {
+        if let Ended::Unreadable(_) | Ended::Stalled(_) | Ended::ConnectTimeout = &ended {
             self.log(
                 LogLevel::Error,
                 format!("KDS: closing the connection to the global: {ended}"),

@@ -5,7 +5,9 @@
 use envoy_types::pb::google::protobuf::Any;
 use prost::Name;
 use xds_fake_server::ServingMode;
-use xds_fake_server::fault::{CloseStreams, CloseStreamsAfter};
+use xds_fake_server::fault::{
+    CloseStreams, CloseStreamsAfter, HoldConnections, RefuseConnections, ReleaseConnections,
+};
 use xds_vocabulary::RequestKind;
 use xds_vocabulary::kds::{KumaResource, types};
 
@@ -210,4 +212,41 @@ async fn a_broken_zone_reconnects_at_once() {
     let starts = connection_starts(&server);
     assert_eq!(starts.len(), 2);
     assert!(starts[1] - starts[0] < Duration::from_secs(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_global_that_never_speaks_or_refuses_is_retried_with_the_backoff() {
+    let (server, network) = global(ServingMode::Auto);
+    server.apply(HoldConnections);
+    let (_zone, heard) = start(&network, config(ZoneDefects::default()));
+    tokio::time::sleep(crate::kds::worker::CONNECT_TIMEOUT).await;
+    settle().await;
+    let finished: Vec<(tonic::Code, bool)> = heard
+        .client()
+        .into_iter()
+        .filter_map(|(_, e)| match e {
+            ClientEvent::AdsCallFinished {
+                status,
+                seen_response,
+                ..
+            } => Some((status.code, seen_response)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished, [(tonic::Code::Unavailable, false)]);
+    assert_eq!(
+        heard.retry_delays(),
+        kumas_waits(&[Duration::from_secs(20)])
+    );
+
+    server.apply(ReleaseConnections);
+    server.apply(RefuseConnections);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let refused = heard
+        .client()
+        .into_iter()
+        .filter(|(_, e)| matches!(e, ClientEvent::AdsCallFinished { status, .. } if status.code == tonic::Code::Unavailable))
+        .count();
+    assert!(refused >= 2, "{:?}", heard.client());
+    assert!(opened(&server).is_empty(), "never reached");
 }
