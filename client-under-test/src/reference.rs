@@ -2,6 +2,9 @@
 //! go to one XdsClient; each dial gets its own per-target XdsClient and
 //! xDS-enabled servers share one scoped `#server`, as gRFC A71 has gRPC
 //! do, so CSDS shows one `client_scope` per target.
+//!
+//! A KDS run's zone (`ClientEnvironment::zone`) is the reference's
+//! `KdsZone`, its global the bootstrap's first server.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,6 +12,7 @@ use std::sync::Arc;
 use envoy_types::pb::envoy::service::status::v3::{ClientStatusRequest, ClientStatusResponse};
 use tokio::sync::watch;
 use xds_reference_client::dataplane::DataPlane;
+use xds_reference_client::kds::{KdsZone, KdsZoneConfig, ZoneObserver};
 use xds_reference_client::read_delay::ReadDelayHandle;
 use xds_reference_client::resolver::{self, ClusterConfig, Dial, DialUpdate};
 use xds_reference_client::server::{self, SERVER_CLIENT_SCOPE, Serve, ServingStatus};
@@ -16,8 +20,9 @@ use xds_reference_client::{
     Bootstrap, ClientProfile, DataErrorHandling, Defects, ResourceWatcher, RetryAfterGoodStream,
     WatchId, WatcherEvent, XdsClient, XdsClientConfig,
 };
+use xds_vocabulary::kds::ZoneStoreChange;
 use xds_vocabulary::transport::{DataPlaneConnector, TcpTransport, XdsTransportFactory};
-use xds_vocabulary::{ResourceType, XdsError};
+use xds_vocabulary::{ClientEvent, ResourceType, XdsError};
 
 use crate::{
     Capabilities, ClientEnvironment, ClientError, ClientUnderTest, DialNotification, ObservedEvent,
@@ -65,6 +70,9 @@ struct Started {
     /// CSDS reports (gRPC creates its clients on first use, gRFC A71).
     watch_client_used: bool,
     data_plane: Arc<DataPlane>,
+    /// A KDS run's zone (`ClientEnvironment::zone`), its global the
+    /// bootstrap's first server.
+    zone: Option<KdsZone>,
 }
 
 impl ReferenceClient {
@@ -86,6 +94,14 @@ impl ReferenceClient {
         self.started
             .as_ref()
             .ok_or_else(|| ClientError::Failed("client not started".into()))
+    }
+
+    /// The KDS zone of a run that has one.
+    fn zone(&self) -> Result<&KdsZone, ClientError> {
+        self.started()?
+            .zone
+            .as_ref()
+            .ok_or_else(|| ClientError::Failed("no KDS zone: the run has no zone section".into()))
     }
 
     fn started_mut(&mut self) -> Result<&mut Started, ClientError> {
@@ -168,7 +184,7 @@ impl ClientUnderTest for ReferenceClient {
             proxy: false,
             connects_at_start: false,
             admin: false,
-            kds_zone: false,
+            kds_zone: true,
             profiles: PROFILES.iter().map(|p| p.to_string()).collect(),
         }
     }
@@ -189,6 +205,26 @@ impl ClientUnderTest for ReferenceClient {
                 Transport::Tcp => (Arc::new(TcpTransport), Arc::new(TcpTransport)),
             };
         let data_plane = Arc::new(DataPlane::new(connector, env.rng_seed));
+        let zone = match &env.zone {
+            None => None,
+            Some(settings) => {
+                let global = bootstrap.xds_servers.first().cloned().ok_or_else(|| {
+                    ClientError::Failed(
+                        "a KDS zone needs a global: the bootstrap names no xDS server".into(),
+                    )
+                })?;
+                let config = KdsZoneConfig {
+                    resources: settings.resources.clone(),
+                    rng_seed: env.rng_seed,
+                    defects: self.defects.zone,
+                    ..KdsZoneConfig::new(settings.name.clone(), global)
+                };
+                let observer = Arc::new(ZoneEvents(env.events.clone()));
+                let zone = KdsZone::start(config, transport.clone(), observer)
+                    .map_err(|e| ClientError::Failed(format!("the KDS zone: {e}")))?;
+                Some(zone)
+            }
+        };
         let watch_client = new_client(&env, &bootstrap, &profile, &transport, WATCH_SCOPE);
         self.started = Some(Started {
             bootstrap,
@@ -198,6 +234,7 @@ impl ClientUnderTest for ReferenceClient {
             watch_client,
             watch_client_used: false,
             data_plane,
+            zone,
         });
         Ok(())
     }
@@ -498,26 +535,50 @@ impl ClientUnderTest for ReferenceClient {
 
     async fn zone_set(
         &mut self,
-        _resources: Vec<xds_vocabulary::kds::KdsResource>,
+        resources: Vec<xds_vocabulary::kds::KdsResource>,
     ) -> Result<(), ClientError> {
-        Err(ClientError::Unsupported("a Kuma zone (KDS)".into()))
+        self.zone()?
+            .put(resources)
+            .await
+            .map_err(|e| ClientError::Failed(e.to_string()))
     }
 
     async fn zone_remove(
         &mut self,
-        _kuma_type: &str,
-        _names: &[xds_vocabulary::kds::KdsName],
+        kuma_type: &str,
+        names: &[xds_vocabulary::kds::KdsName],
     ) -> Result<(), ClientError> {
-        Err(ClientError::Unsupported("a Kuma zone (KDS)".into()))
+        self.zone()?
+            .remove(kuma_type, names)
+            .await
+            .map_err(|e| ClientError::Failed(e.to_string()))
     }
 
     async fn shutdown(&mut self) {
+        // Both KDS RPCs are cancelled now, not when the rest goes.
+        if let Some(zone) = self.started.as_mut().and_then(|s| s.zone.take()) {
+            zone.shutdown();
+        }
         self.dials.clear();
         self.servers.clear();
         self.server_client = None;
         self.bootstrap_error = None;
         self.watches = WatchStacks::default();
         self.started = None;
+    }
+}
+
+/// The zone's store changes and its connection's events, on the run's
+/// timeline.
+struct ZoneEvents(crate::EventSink);
+
+impl ZoneObserver for ZoneEvents {
+    fn on_store_change(&self, change: ZoneStoreChange) {
+        (self.0)(ObservedEvent::Zone(change));
+    }
+
+    fn on_client_event(&self, event: ClientEvent) {
+        (self.0)(ObservedEvent::Client(event));
     }
 }
 
@@ -644,5 +705,161 @@ impl ResourceWatcher for Observed {
                 .client
                 .watch(watch.resource_type, watch.name.as_str(), observed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::{Duration, SystemTime};
+
+    use xds_fake_server::event::ServerEvent;
+    use xds_fake_server::resource::ServedResource;
+    use xds_fake_server::{FakeAdsServer, ServerConfig, ServingMode};
+    use xds_vocabulary::kds::zone::spec;
+    use xds_vocabulary::kds::{self, KdsName, KdsResource, kuma_resource, types};
+    use xds_vocabulary::network::MemoryNetwork;
+
+    use super::*;
+    use crate::{ClientBootstrap, ZoneSettings};
+
+    const GLOBAL: &str = "global:5685";
+
+    fn resource(kuma_type: &str, key: KdsName) -> KdsResource {
+        let spec = serde_json::json!({"k": 1});
+        KdsResource {
+            kuma_type: kuma_type.into(),
+            resource: kuma_resource(
+                &key,
+                BTreeMap::new(),
+                Some(spec::pack(spec.as_object().expect("object"))),
+            ),
+        }
+    }
+
+    async fn settle() {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+
+    /// A KDS run on the reference: the zone starts with the client, reports
+    /// what it stores on the timeline, takes zone_set and zone_remove, and
+    /// stops with it; its defects come from `with_defects`.
+    #[tokio::test(start_paused = true)]
+    async fn a_kds_run_plays_a_zone_against_the_bootstraps_first_server() {
+        let network = MemoryNetwork::new();
+        let server = FakeAdsServer::new(ServerConfig {
+            name: "global".into(),
+            mode: ServingMode::Auto,
+        });
+        server.serve_in_memory(&network, GLOBAL).expect("serve");
+        let mesh = resource(types::MESH, KdsName::global("m1"));
+        server.set_resources(
+            vec![ServedResource::raw(
+                types::MESH,
+                "m1.",
+                kds::pack(&mesh.resource),
+            )],
+            None,
+        );
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let sink = heard.clone();
+        let bootstrap = format!(
+            r#"{{"xds_servers": [{{"server_uri": "{GLOBAL}", "channel_creds": [{{"type": "insecure"}}]}}], "node": {{"id": "n"}}}}"#
+        );
+        let env = ClientEnvironment {
+            projection: None,
+            bootstrap: ClientBootstrap::GrpcJson(bootstrap),
+            transport: Transport::InMemory {
+                xds: Arc::new(network.clone()),
+                data_plane: Arc::new(network.clone()),
+            },
+            rng_seed: 1,
+            profile: None,
+            clock_epoch: SystemTime::UNIX_EPOCH,
+            events: Arc::new(move |event| sink.lock().expect("lock").push(event)),
+            zone: Some(ZoneSettings {
+                name: "zone-1".into(),
+                resources: vec![resource(types::DATAPLANE, KdsName::new("dp-1", "default"))],
+            }),
+        };
+        let mut defects = Defects::default();
+        defects.zone.no_client_id_header = true;
+        let mut client = ReferenceClient::with_defects(defects);
+        assert!(client.capabilities().kds_zone);
+        client.start(env).await.expect("start");
+        settle().await;
+        let stored: Vec<ObservedEvent> = heard
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|e| matches!(e, ObservedEvent::Zone(_)))
+            .cloned()
+            .collect();
+        assert_eq!(
+            stored,
+            [ObservedEvent::Zone(ZoneStoreChange::Stored {
+                kuma_type: types::MESH.into(),
+                name: KdsName::global("m1"),
+                labels: BTreeMap::new(),
+                spec: r#"{"k":1}"#.into(),
+            })]
+        );
+        assert!(
+            heard
+                .lock()
+                .expect("lock")
+                .iter()
+                .any(|e| matches!(e, ObservedEvent::Client(ClientEvent::AdsCallStarted { server }) if server == GLOBAL))
+        );
+        client
+            .zone_set(vec![resource(
+                types::DATAPLANE,
+                KdsName::new("dp-2", "default"),
+            )])
+            .await
+            .expect("zone_set");
+        client
+            .zone_remove(types::DATAPLANE, &[KdsName::new("dp-1", "default")])
+            .await
+            .expect("zone_remove");
+        settle().await;
+        let events = server.events();
+        let dataplanes: Vec<(Vec<String>, Vec<String>)> = events
+            .iter()
+            .filter_map(|r| match &r.event {
+                ServerEvent::KdsResponseReceived { response, .. }
+                    if response.type_url == types::DATAPLANE =>
+                {
+                    let removed = response.delta.as_ref().map(|d| d.removed_resources.clone());
+                    Some((response.resource_names.clone(), removed.unwrap_or_default()))
+                }
+                _ => None,
+            })
+            .collect();
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            dataplanes,
+            [
+                (strings(&["dp-1.default"]), vec![]),
+                (strings(&["dp-2.default"]), vec![]),
+                (vec![], strings(&["dp-1.default"])),
+            ]
+        );
+        let client_ids: Vec<Option<String>> = events
+            .iter()
+            .filter_map(|r| match &r.event {
+                ServerEvent::KdsStreamOpened { handshake, .. } => Some(handshake.client_id.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(client_ids, [None, None], "the zone defects were carried");
+
+        client.shutdown().await;
+        settle().await;
+        assert!(server.open_streams().is_empty(), "both RPCs cancelled");
+        assert!(matches!(
+            client.zone_set(vec![]).await,
+            Err(ClientError::Failed(_))
+        ));
     }
 }

@@ -6,6 +6,9 @@
 //! servers through a pluggable transport, so it runs over TCP or over an
 //! in-memory transport on tokio's virtual time.
 //!
+//! Beside it, [`kds`] plays a Kuma zone control plane on KDS, Kuma's
+//! delta-xDS sync with its global, on the same transports and clock.
+//!
 //! It must not know about the harness, scenario files, timelines or fake
 //! servers: it is a library that stands on its own.
 
@@ -17,6 +20,7 @@ pub mod dataplane;
 /// For the fuzz targets in `fuzz/` and their corpus replay test only.
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod kds;
 pub mod name;
 pub mod observer;
 pub mod profile;
@@ -30,9 +34,10 @@ pub mod watcher;
 
 pub use bootstrap::{Bootstrap, BootstrapError, XdsServerConfig};
 pub use client::{WatchId, XdsClient, XdsClientConfig};
+pub use kds::{KdsZone, KdsZoneConfig, ZoneError, ZoneObserver};
 pub use observer::{ClientEvent, ClientObserver, LogLevel};
 pub use profile::{
-    ClientProfile, DataErrorHandling, Defects, RetryAfterGoodStream, ServerErrorRule,
+    ClientProfile, DataErrorHandling, Defects, RetryAfterGoodStream, ServerErrorRule, ZoneDefects,
 };
 pub use resource::{ResourceType, ValidationRule, XdsResource};
 pub use transport::{TcpTransport, XdsTransportFactory};

@@ -205,6 +205,49 @@ pub struct Defects {
     /// One rule of gRFC A88's handling of server-reported resource errors
     /// (xRFC TP3) not kept.
     pub broken_server_errors: Option<ServerErrorRule>,
+    /// The KDS zone's rules ([`crate::kds`]), one per field.
+    pub zone: ZoneDefects,
+}
+
+/// Deliberate violations of the rules a Kuma zone keeps on KDS
+/// ([`crate::kds`]), one per rule, off in the reference: each exists so a
+/// scenario can prove it catches a zone that breaks that rule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZoneDefects {
+    /// A type's first response on a stream deletes nothing (Kuma: it is a
+    /// full sync; the global-origin resources it leaves out go).
+    pub no_full_sync_deletion: bool,
+    /// The full sync deletes the zone's own (zone-origin) resources of the
+    /// type too (Kuma: only global-origin ones).
+    pub full_sync_deletes_zone_origin: bool,
+    /// A resource that breaks a validation rule is stored and the response
+    /// ACKed (Kuma: not stored, NACKed).
+    pub stores_invalid: bool,
+    /// An undecodable resource is NACKed and the connection kept (Kuma:
+    /// no NACK, the whole connection ends).
+    pub nack_on_undecodable: bool,
+    /// Reconnect at once after a connection ends (Kuma: 5 s doubling to
+    /// 1 min, ±5 s of jitter).
+    pub no_reconnect_backoff: bool,
+    /// ACKs carry no `response_nonce` (an ACK echoes the response's).
+    pub ack_without_nonce: bool,
+    /// A resource equal to the stored one (same labels and spec) is
+    /// reported as stored again (Kuma: no change, no update).
+    pub equal_spec_is_a_change: bool,
+    /// `removed_resources` is ignored (Kuma deletes what it names).
+    pub removals_ignored: bool,
+    /// ZoneToGlobalSync: each change resends every zone-origin resource of
+    /// the type (the MADR's point: only what changed travels).
+    pub sends_every_zone_resource: bool,
+    /// ZoneToGlobalSync: resources go without `kuma.io/origin: zone` and
+    /// `kuma.io/zone: <zone>`.
+    pub no_zone_labels: bool,
+    /// No `client-id` header on the KDS RPCs (the global needs the zone's
+    /// name).
+    pub no_client_id_header: bool,
+    /// ZoneToGlobalSync: after the global's NACK, resend the type's
+    /// resources at once (Kuma: nothing until the next change).
+    pub resends_after_nack: bool,
 }
 
 /// The rules of gRFC A88 for errors a server reports per resource in a
