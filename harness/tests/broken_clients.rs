@@ -57,12 +57,90 @@ fn defect(name: &str) -> Defects {
         "read_delays_ignored" => d.read_delays_ignored = true,
         "wait_for_ready_stuck_after_error" => d.wait_for_ready_stuck_after_error = true,
         "csds_node_matchers_match_nothing" => d.csds_node_matchers_match_nothing = true,
+        "zone_no_full_sync_deletion" => d.zone.no_full_sync_deletion = true,
+        "zone_full_sync_deletes_zone_origin" => d.zone.full_sync_deletes_zone_origin = true,
+        "zone_stores_invalid" => d.zone.stores_invalid = true,
+        "zone_nack_on_undecodable" => d.zone.nack_on_undecodable = true,
+        "zone_no_reconnect_backoff" => d.zone.no_reconnect_backoff = true,
+        "zone_ack_without_nonce" => d.zone.ack_without_nonce = true,
+        "zone_equal_spec_is_a_change" => d.zone.equal_spec_is_a_change = true,
+        "zone_removals_ignored" => d.zone.removals_ignored = true,
+        "zone_sends_every_zone_resource" => d.zone.sends_every_zone_resource = true,
+        "zone_no_zone_labels" => d.zone.no_zone_labels = true,
+        "zone_no_client_id_header" => d.zone.no_client_id_header = true,
+        "zone_resends_after_nack" => d.zone.resends_after_nack = true,
         other => panic!("unknown defect {other}"),
     }
     d
 }
 
 #[rstest]
+#[case::kds_full_sync(
+    "zone_no_full_sync_deletion",
+    "kds/first-response-of-a-new-stream-is-a-full-sync",
+    ":35:5:"
+)]
+#[case::kds_full_sync_of_a_restarted_global(
+    "zone_no_full_sync_deletion",
+    "kds/global-restart-with-an-empty-store",
+    ":25:5:"
+)]
+#[case::kds_full_sync_only_global_origin(
+    "zone_full_sync_deletes_zone_origin",
+    "kds/full-sync-deletes-only-global-origin",
+    ":46:5:"
+)]
+#[case::kds_invalid_spec(
+    "zone_stores_invalid",
+    "kds/invalid-spec-is-nacked-valid-siblings-stored",
+    ":17:5:"
+)]
+#[case::kds_undecodable(
+    "zone_nack_on_undecodable",
+    "kds/undecodable-resource-drops-the-connection",
+    ":21:5:"
+)]
+#[case::kds_unknown_type(
+    "zone_nack_on_undecodable",
+    "kds/unknown-type-drops-the-connection",
+    ":18:5:"
+)]
+#[case::kds_backoff("zone_no_reconnect_backoff", "kds/reconnect-backoff-grows", ":22:5:")]
+#[case::kds_ack_nonce("zone_ack_without_nonce", "kds/ack-echoes-the-nonce", ":22:5:")]
+#[case::kds_equal_spec("zone_equal_spec_is_a_change", "kds/equal-spec-is-no-update", ":27:5:")]
+#[case::kds_equal_spec_after_reconnect(
+    "zone_equal_spec_is_a_change",
+    "kds/reconnect-after-cancelled",
+    ":22:5:"
+)]
+#[case::kds_removal("zone_removals_ignored", "kds/removal-by-name-and-mesh", ":22:5:")]
+#[case::kds_removal_dotted(
+    "zone_removals_ignored",
+    "kds/a-resource-with-dots-in-its-name",
+    ":17:5:"
+)]
+#[case::kds_partial_then_removed(
+    "zone_removals_ignored",
+    "kds/a-later-partial-response-deletes-nothing",
+    ":34:5:"
+)]
+#[case::kds_only_changes(
+    "zone_sends_every_zone_resource",
+    "kds/zone-sends-only-changed-dataplanes",
+    ":21:5:"
+)]
+#[case::kds_zone_labels(
+    "zone_no_zone_labels",
+    "kds/zone-resources-carry-the-zone-labels",
+    ":17:5:"
+)]
+#[case::kds_own_zone_labels("zone_no_zone_labels", "kds/each-zone-sends-only-its-own", ":22:5:")]
+#[case::kds_client_id(
+    "zone_no_client_id_header",
+    "kds/handshake-headers-and-node-metadata",
+    ":18:5:"
+)]
+#[case::kds_nack_from_global("zone_resends_after_nack", "kds/nack-from-the-global", ":21:5:")]
 #[case::timer_while_held(
     "timer_while_connecting",
     "a57/requests-held-before-the-handshake-start-no-timer",

@@ -223,8 +223,9 @@ pub struct ZoneDefects {
     /// A resource that breaks a validation rule is stored and the response
     /// ACKed (Kuma: not stored, NACKed).
     pub stores_invalid: bool,
-    /// An undecodable resource is NACKed and the connection kept (Kuma:
-    /// no NACK, the whole connection ends).
+    /// An undecodable resource, or a response of a type the zone does not
+    /// consume, is NACKed and the connection kept (Kuma: no NACK, the
+    /// whole connection ends).
     pub nack_on_undecodable: bool,
     /// Reconnect at once after a connection ends (Kuma: 5 s doubling to
     /// 1 min, ±5 s of jitter).

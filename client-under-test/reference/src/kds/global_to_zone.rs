@@ -95,6 +95,14 @@ impl GlobalToZone {
     ) -> Result<Handled, Unreadable> {
         let kuma_type = response.type_url.clone();
         if !self.consumed.contains(&kuma_type) {
+            if self.defects.nack_on_undecodable {
+                let message = format!("invalid resource type {kuma_type:?}");
+                return Ok(Handled {
+                    reply: self.nack(&response, &message),
+                    changes: Vec::new(),
+                    nack: Some(message),
+                });
+            }
             return Err(Unreadable::UnknownType(kuma_type));
         }
         let mut errors: Vec<String> = Vec::new();
