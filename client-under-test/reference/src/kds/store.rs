@@ -81,7 +81,7 @@ impl SpecValue {
     /// One string that changes with the spec's content, for versions.
     pub fn canonical(&self) -> String {
         match self {
-            SpecValue::Object(object) => serde_json::Value::Object(object.clone()).to_string(),
+            SpecValue::Object(object) => serde_json::to_string(object).unwrap_or_default(),
             SpecValue::Other(any) => format!("{}:{:?}", any.type_url, any.value),
         }
     }
@@ -94,6 +94,9 @@ pub(crate) struct Entry {
     /// The spec as it came.
     pub spec: Option<Any>,
     pub value: SpecValue,
+    /// [`SpecValue::canonical`], made once: zone-origin versions are
+    /// hashed from it on every change of the type.
+    pub canonical: String,
     /// Its encoded size, counted against [`StoreLimits`].
     bytes: usize,
 }
@@ -108,6 +111,7 @@ impl Entry {
                 .map(|m| m.labels.clone())
                 .unwrap_or_default(),
             spec: resource.spec.clone(),
+            canonical: value.canonical(),
             value,
             bytes: resource.encoded_len(),
         }

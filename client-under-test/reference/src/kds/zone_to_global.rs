@@ -170,16 +170,18 @@ impl ZoneToGlobal {
         store: &ZoneStore,
         always: bool,
     ) -> Option<DeltaDiscoveryResponse> {
-        let current: BTreeMap<&KdsName, (String, Resource)> = store
+        // Versions of everything (the global must hear of removals and
+        // changes), but the wire form only of what changed: with 10,000
+        // Dataplanes and one change, packing all of them dominated.
+        let current: BTreeMap<&KdsName, (String, &Entry)> = store
             .zone_origin(kuma_type)
-            .map(|(name, entry)| (name, self.wire(name, entry)))
+            .map(|(name, entry)| (name, (self.version_of(name, entry), entry)))
             .collect();
-        let served = self.types.get_mut(kuma_type)?;
+        let sent = &self.types.get(kuma_type)?.sent;
         let changed = current
             .iter()
-            .any(|(name, (version, _))| served.sent.get(*name) != Some(version));
-        let removed: Vec<String> = served
-            .sent
+            .any(|(name, (version, _))| sent.get(*name) != Some(version));
+        let removed: Vec<String> = sent
             .keys()
             .filter(|name| !current.contains_key(name))
             .map(|name| name.to_string())
@@ -187,13 +189,13 @@ impl ZoneToGlobal {
         if !changed && removed.is_empty() && !always {
             return None;
         }
+        let sends_every = self.defects.sends_every_zone_resource;
         let resources = current
             .iter()
-            .filter(|(name, (version, _))| {
-                self.defects.sends_every_zone_resource || served.sent.get(**name) != Some(version)
-            })
-            .map(|(_, (_, resource))| resource.clone())
+            .filter(|(name, (version, _))| sends_every || sent.get(**name) != Some(version))
+            .map(|(name, (version, entry))| self.wire(name, version, entry))
             .collect();
+        let served = self.types.get_mut(kuma_type)?;
         served.sent = current
             .iter()
             .map(|(name, (version, _))| ((*name).clone(), version.clone()))
@@ -211,24 +213,30 @@ impl ZoneToGlobal {
         })
     }
 
-    /// A zone-origin resource as the global gets it, with its version.
-    fn wire(&self, name: &KdsName, entry: &Entry) -> (String, Resource) {
+    /// The labels a zone-origin resource goes to the global with.
+    fn wire_labels(&self, entry: &Entry) -> BTreeMap<String, String> {
         let mut wire_labels = entry.labels.clone();
         if !self.defects.no_zone_labels {
             wire_labels.insert(labels::ORIGIN.to_string(), labels::ORIGIN_ZONE.to_string());
             wire_labels.insert(labels::ZONE.to_string(), self.zone.clone());
         }
-        let version = version(name, &wire_labels, &entry.value.canonical());
-        let resource = kuma_resource(name, wire_labels, entry.spec.clone());
-        (
-            version.clone(),
-            Resource {
-                name: name.to_string(),
-                version,
-                resource: Some(kds::pack(&resource)),
-                ..Default::default()
-            },
-        )
+        wire_labels
+    }
+
+    /// A zone-origin resource's version: a hash of what the global gets.
+    fn version_of(&self, name: &KdsName, entry: &Entry) -> String {
+        version(name, &self.wire_labels(entry), &entry.canonical)
+    }
+
+    /// A zone-origin resource as the global gets it.
+    fn wire(&self, name: &KdsName, version: &str, entry: &Entry) -> Resource {
+        let resource = kuma_resource(name, self.wire_labels(entry), entry.spec.clone());
+        Resource {
+            name: name.to_string(),
+            version: version.to_string(),
+            resource: Some(kds::pack(&resource)),
+            ..Default::default()
+        }
     }
 }
 
