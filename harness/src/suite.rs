@@ -123,12 +123,7 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 /// benchmarks, and for the check that real time never fails a correct
 /// client, which CI plays apart at `--jobs 12`); a column of it would
 /// compare the implementation with itself.
-/// `grpc-java` waits for a triage: `a47/fallback-per-authority` (its
-/// revert to an authority's primary) failed its first try in every matrix
-/// of 2026-11-28 and all three tries once, a race of the client or of the
-/// scenario not yet read in grpc-java's source; a gate must not go red on
-/// it meanwhile (`run --client grpc-java` plays it).
-pub const NOT_IN_DEFAULT_MATRIX: &[&str] = &["reference-process", "grpc-java"];
+pub const NOT_IN_DEFAULT_MATRIX: &[&str] = &["reference-process"];
 
 /// The clients `matrix` runs by default: every client but
 /// [`NOT_IN_DEFAULT_MATRIX`].

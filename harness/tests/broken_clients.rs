@@ -217,8 +217,8 @@ fn defect(name: &str) -> Defects {
     "a71/does-not-exist-counts-as-cached",
     ":26:5:"
 )]
-#[case::a71_fall_forward("no_fall_forward", "a71/primary-down-at-start-uses-fallback", ":47:5:")]
-#[case::a71_three_tier("no_fall_forward", "a71/three-tier-promotion", ":36:5:")]
+#[case::a71_fall_forward("no_fall_forward", "a71/primary-down-at-start-uses-fallback", ":52:5:")]
+#[case::a71_three_tier("no_fall_forward", "a71/three-tier-promotion", ":44:5:")]
 #[case::a71_channel_three_tier("no_fall_forward", "a71/channel-three-tier-promotion", ":43:5:")]
 #[case::a71_errors_when_all_fail(
     "errors_from_every_server",

@@ -30,12 +30,19 @@ impl Player {
     /// may start later, and everything it causes with it. The client is
     /// still never allowed to be early (before `t`), and held to `t` after
     /// the script was ready. Virtual time is exact.
+    ///
+    /// The script's lateness is read where this window starts, at the
+    /// latest of now and the nominal end of an `expect_none` window right
+    /// before it: that window is held shorter than written, so now alone
+    /// would take back the allowance it gave, and a client late by less
+    /// than the allowance after a late step would fail.
     fn lateness_in(&self, window: Window) -> std::time::Duration {
         let lateness = self.mode.lateness();
         match window {
             Window::At(_) if self.mode == RunMode::RealTime => {
                 let now = Instant::now() - self.timeline.start();
-                lateness + now.saturating_sub(self.scheduled)
+                let start = now.max(self.window_start());
+                lateness + start.saturating_sub(self.scheduled)
             }
             _ => lateness,
         }
