@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use xds_client_under_test::Capabilities;
-use xds_fake_server::event::ServerEvent;
+use xds_fake_server::event::{RecordedRequest, ServerEvent};
 use xds_vocabulary::ResourceType;
 
 use super::request::{RequestMatcher, RequestMatcherSpec};
@@ -94,12 +94,60 @@ impl Check for DeltaRequestMatcher {
         fields: &mut Compare,
     ) -> Option<()> {
         // Scaffolding (`Source::Scaffold`) is never the scenario's.
-        let (Some(_), EventKind::Server(e)) = (event.source.server(), &event.kind) else {
+        let (Some(source), EventKind::Server(e)) = (event.source.server(), &event.kind) else {
             return None;
         };
         let ServerEvent::RequestReceived { request, .. } = &**e else {
             return None;
         };
+        self.compare_request(source, request, text, fields)
+    }
+
+    fn describe(&self) -> String {
+        let common = self.common.describe();
+        let fields = common.strip_prefix("DiscoveryRequest").unwrap_or(&common);
+        let list = |v: &Vec<String>| format!("[{}]", v.join(","));
+        let mut head = Description::new("DeltaDiscoveryRequest")
+            .given(
+                "type",
+                self.common.resource_type.map(ResourceType::short_name),
+            )
+            .given("subscribe", self.subscribe.as_ref().map(list))
+            .given("unsubscribe", self.unsubscribe.as_ref().map(list))
+            .given_debug("initial", self.initial.as_ref());
+        // The shared fields, without the type said twice.
+        for field in fields
+            .split(' ')
+            .filter(|f| !f.is_empty() && !f.starts_with("type="))
+        {
+            let (name, value) = field.split_once('=').unwrap_or((field, ""));
+            head = head.field(name, value);
+        }
+        head.into()
+    }
+
+    fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
+        // Not `initial`: a wildcard subscriber claims what it holds by name.
+        let names: Vec<String> = [&self.subscribe, &self.unsubscribe, &self.common.names]
+            .into_iter()
+            .flatten()
+            .flatten()
+            .cloned()
+            .collect();
+        super::request::named_lds_cds_needed(self.common.resource_type, Some(&names), caps)
+    }
+}
+
+impl DeltaRequestMatcher {
+    /// Checks a delta request `source` received or sent (`kds_request`
+    /// builds on it); `None` for a SotW request.
+    pub(super) fn compare_request(
+        &self,
+        source: &str,
+        request: &RecordedRequest,
+        text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
         let delta = request.delta.as_ref()?;
         fields
             .set(
@@ -138,41 +186,7 @@ impl Check for DeltaRequestMatcher {
                     format!("{sent:?}")
                 },
             );
-        self.common.compare(event, text, fields)
-    }
-
-    fn describe(&self) -> String {
-        let common = self.common.describe();
-        let fields = common.strip_prefix("DiscoveryRequest").unwrap_or(&common);
-        let list = |v: &Vec<String>| format!("[{}]", v.join(","));
-        let mut head = Description::new("DeltaDiscoveryRequest")
-            .given(
-                "type",
-                self.common.resource_type.map(ResourceType::short_name),
-            )
-            .given("subscribe", self.subscribe.as_ref().map(list))
-            .given("unsubscribe", self.unsubscribe.as_ref().map(list))
-            .given_debug("initial", self.initial.as_ref());
-        // The shared fields, without the type said twice.
-        for field in fields
-            .split(' ')
-            .filter(|f| !f.is_empty() && !f.starts_with("type="))
-        {
-            let (name, value) = field.split_once('=').unwrap_or((field, ""));
-            head = head.field(name, value);
-        }
-        head.into()
-    }
-
-    fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
-        // Not `initial`: a wildcard subscriber claims what it holds by name.
-        let names: Vec<String> = [&self.subscribe, &self.unsubscribe, &self.common.names]
-            .into_iter()
-            .flatten()
-            .flatten()
-            .cloned()
-            .collect();
-        super::request::named_lds_cds_needed(self.common.resource_type, Some(&names), caps)
+        self.common.compare_request(source, request, text, fields)
     }
 }
 

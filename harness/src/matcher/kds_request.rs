@@ -11,10 +11,13 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use xds_fake_server::event::{RecordedRequest, ServerEvent};
+use xds_vocabulary::RequestKind;
 use xds_vocabulary::kds::KdsRpc;
-use xds_vocabulary::{RequestKind, code_name};
 
-use super::{Check, Compare, Compile, Description, Translate, keyword_name, list, quoted};
+use super::delta_request::DeltaRequestMatcher;
+use super::node::NodeHas;
+use super::request::RequestMatcher;
+use super::{Check, Compare, Compile, Description, Translate, keyword_name, list};
 use crate::check::kds::{KDS_RPCS, kuma_type};
 use crate::check::{Checker, OneOrMany, Problem, Spanned, code, keyword, opt};
 use crate::timeline::{EventKind, TimelineEvent};
@@ -53,7 +56,7 @@ pub struct KdsRequestMatcherSpec {
     pub error_code: Option<Spanned<String>>,
     /// Substring(s) that error_detail.message must all contain.
     pub error_contains: Option<OneOrMany>,
-    /// node.id (`""`: no node, or an empty id).
+    /// node.id.
     pub node_id: Option<String>,
     /// Keys node.metadata must have (a zone's first request of a type
     /// sends `version`, `features`, `control-plane-id`, `config`); `[]`:
@@ -63,17 +66,11 @@ pub struct KdsRequestMatcherSpec {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct KdsRequestMatcher {
-    pub server: Option<String>,
     pub rpc: KdsRpc,
     pub kuma_type: Option<String>,
-    pub subscribe: Option<Vec<String>>,
-    pub unsubscribe: Option<Vec<String>>,
-    pub initial: Option<BTreeMap<String, String>>,
-    pub nonce: Option<String>,
-    pub kind: Option<RequestKind>,
-    pub error_code: Option<i32>,
-    pub error_contains: Vec<String>,
-    pub node_id: Option<String>,
+    /// What a delta request says, checked as `delta_request` checks it
+    /// (its `type` left open: KDS's are Kuma type names).
+    pub delta: DeltaRequestMatcher,
     pub node_metadata: Option<Vec<String>>,
 }
 
@@ -81,17 +78,14 @@ impl Default for KdsRequestMatcher {
     /// The zone's requests, anything about them.
     fn default() -> Self {
         KdsRequestMatcher {
-            server: None,
             rpc: KdsRpc::GlobalToZoneSync,
             kuma_type: None,
-            subscribe: None,
-            unsubscribe: None,
-            initial: None,
-            nonce: None,
-            kind: None,
-            error_code: None,
-            error_contains: Vec::new(),
-            node_id: None,
+            delta: DeltaRequestMatcher {
+                common: RequestMatcher::default(),
+                subscribe: None,
+                unsubscribe: None,
+                initial: None,
+            },
             node_metadata: None,
         }
     }
@@ -101,14 +95,8 @@ impl Compile for KdsRequestMatcherSpec {
     type Matcher = KdsRequestMatcher;
 
     fn compile(&self, scenario: &Checker) -> Result<KdsRequestMatcher, Problem> {
-        Ok(KdsRequestMatcher {
+        let common = RequestMatcher {
             server: scenario.filter_server(self.server.as_ref())?,
-            rpc: opt(self.rpc.as_ref(), |r| keyword(r, "KDS RPC", KDS_RPCS))?
-                .unwrap_or(KdsRpc::GlobalToZoneSync),
-            kuma_type: opt(self.kuma_type.as_ref(), kuma_type)?,
-            subscribe: self.subscribe.clone(),
-            unsubscribe: self.unsubscribe.clone(),
-            initial: self.initial.clone(),
             nonce: self.nonce.clone(),
             kind: opt(self.kind.as_ref(), |k| {
                 keyword(k, "request kind", &RequestKind::ALL.map(|k| (k.name(), k)))
@@ -119,7 +107,22 @@ impl Compile for KdsRequestMatcherSpec {
                 .clone()
                 .map(OneOrMany::into_vec)
                 .unwrap_or_default(),
-            node_id: self.node_id.clone(),
+            node_has: self.node_id.as_ref().map(|id| NodeHas {
+                id: Some(id.clone()),
+                ..NodeHas::default()
+            }),
+            ..RequestMatcher::default()
+        };
+        Ok(KdsRequestMatcher {
+            rpc: opt(self.rpc.as_ref(), |r| keyword(r, "KDS RPC", KDS_RPCS))?
+                .unwrap_or(KdsRpc::GlobalToZoneSync),
+            kuma_type: opt(self.kuma_type.as_ref(), kuma_type)?,
+            delta: DeltaRequestMatcher {
+                common,
+                subscribe: self.subscribe.clone(),
+                unsubscribe: self.unsubscribe.clone(),
+                initial: self.initial.clone(),
+            },
             node_metadata: self.node_metadata.clone(),
         })
     }
@@ -157,10 +160,9 @@ impl Check for KdsRequestMatcher {
         if rpc != self.rpc {
             return None;
         }
-        let delta = request.delta.clone().unwrap_or_default();
-        let error = request.error_detail.as_ref();
-        let node = request.node.as_ref();
-        let metadata_keys: Vec<String> = node
+        let metadata_keys: Vec<String> = request
+            .node
+            .as_ref()
             .and_then(|n| n.metadata.as_ref())
             .map(|m| {
                 let mut keys: Vec<String> = m.fields.keys().cloned().collect();
@@ -169,68 +171,11 @@ impl Check for KdsRequestMatcher {
             })
             .unwrap_or_default();
         fields
-            .eq("server", self.server.as_deref(), source, str::to_string)
             .eq(
                 "type",
                 self.kuma_type.as_deref(),
                 request.type_url.as_str(),
                 str::to_string,
-            )
-            .set(
-                "subscribe",
-                &self.subscribe,
-                delta.subscribe.iter().map(String::as_str),
-                text,
-            )
-            .set(
-                "unsubscribe",
-                &self.unsubscribe,
-                delta.unsubscribe.iter().map(String::as_str),
-                text,
-            )
-            .eq(
-                "initial",
-                self.initial.as_ref(),
-                &delta.initial_resource_versions,
-                |m| format!("{m:?}"),
-            )
-            .eq(
-                "nonce",
-                self.nonce.as_deref(),
-                request.response_nonce.as_str(),
-                quoted,
-            )
-            .eq("kind", self.kind.as_ref(), &request.kind, |k| {
-                k.name().to_string()
-            })
-            .eq(
-                "error_code",
-                self.error_code.map(Some).as_ref(),
-                &error.map(|(code, _)| *code),
-                |c| {
-                    c.map_or("(none)", |c| code_name(tonic::Code::from_i32(c)))
-                        .to_string()
-                },
-            )
-            .check(
-                "error_contains",
-                !self.error_contains.is_empty(),
-                || {
-                    error.is_some_and(|(_, message)| {
-                        let message = text(message);
-                        self.error_contains
-                            .iter()
-                            .all(|w| message.contains(w.as_str()))
-                    })
-                },
-                || format!("{:?}", self.error_contains),
-                || error.map_or("(no error_detail)".into(), |(_, m)| quoted(&text(m))),
-            )
-            .eq(
-                "node_id",
-                self.node_id.as_deref(),
-                node.map_or("", |n| n.id.as_str()),
-                quoted,
             )
             .check(
                 "node_metadata",
@@ -243,31 +188,21 @@ impl Check for KdsRequestMatcher {
                 || list(self.node_metadata.iter().flatten()),
                 || list(&metadata_keys),
             );
-        Some(())
+        self.delta.compare_request(source, request, text, fields)
     }
 
     fn describe(&self) -> String {
         let names = |v: &Vec<String>| format!("[{}]", v.join(","));
-        Description::new("KDS DeltaDiscoveryRequest")
+        let delta = self.delta.describe();
+        let rest = delta
+            .strip_prefix("DeltaDiscoveryRequest")
+            .unwrap_or(&delta);
+        let head: String = Description::new("KDS DeltaDiscoveryRequest")
             .field("rpc", keyword_name(KDS_RPCS, &self.rpc))
-            .given("server", self.server.as_ref())
             .given("type", self.kuma_type.as_ref())
-            .given("subscribe", self.subscribe.as_ref().map(names))
-            .given("unsubscribe", self.unsubscribe.as_ref().map(names))
-            .given_debug("initial", self.initial.as_ref())
-            .given_debug("nonce", self.nonce.as_ref())
-            .given("kind", self.kind.map(RequestKind::name))
-            .given(
-                "error_code",
-                self.error_code.map(|c| code_name(tonic::Code::from_i32(c))),
-            )
-            .given_debug(
-                "error_contains",
-                Some(&self.error_contains).filter(|w| !w.is_empty()),
-            )
-            .given_debug("node_id", self.node_id.as_ref())
             .given("node_metadata", self.node_metadata.as_ref().map(names))
-            .into()
+            .into();
+        format!("{head}{rest}")
     }
 }
 
@@ -334,9 +269,19 @@ mod tests {
             request: request("Dataplane", RequestKind::Initial, "zone-1"),
         });
         let zones = KdsRequestMatcher {
-            subscribe: Some(vec!["*".into()]),
-            node_id: Some("zone-1".into()),
-            kind: Some(RequestKind::Initial),
+            delta: DeltaRequestMatcher {
+                common: RequestMatcher {
+                    kind: Some(RequestKind::Initial),
+                    node_has: Some(NodeHas {
+                        id: Some("zone-1".into()),
+                        ..NodeHas::default()
+                    }),
+                    ..RequestMatcher::default()
+                },
+                subscribe: Some(vec!["*".into()]),
+                unsubscribe: None,
+                initial: None,
+            },
             ..Default::default()
         };
         assert!(zones.matches(&zone, &as_written));
@@ -349,10 +294,11 @@ mod tests {
         };
         assert!(globals.matches(&global, &as_written));
         assert!(!globals.matches(&zone, &as_written));
-        let other_zone = KdsRequestMatcher {
-            node_id: Some("zone-2".into()),
-            ..zones.clone()
-        };
+        let mut other_zone = zones.clone();
+        other_zone.delta.common.node_has = Some(NodeHas {
+            id: Some("zone-2".into()),
+            ..NodeHas::default()
+        });
         assert!(!other_zone.matches(&zone, &as_written));
         let with_metadata = KdsRequestMatcher {
             node_metadata: Some(vec!["config".into()]),

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use xds_client_under_test::Capabilities;
-use xds_fake_server::event::ServerEvent;
+use xds_fake_server::event::{RecordedRequest, ServerEvent};
 use xds_vocabulary::{RequestKind, ResourceType, code_name};
 
 use super::node::{NodeHas, NodeHasSpec};
@@ -112,6 +112,29 @@ impl Check for RequestMatcher {
         let ServerEvent::RequestReceived { request, .. } = &**e else {
             return None;
         };
+        self.compare_request(source, request, text, fields)
+    }
+
+    fn describe(&self) -> String {
+        self.describe_request()
+    }
+
+    fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
+        named_lds_cds_needed(self.resource_type, self.names.as_deref(), caps)
+    }
+}
+
+impl RequestMatcher {
+    /// Checks a request `source` received or sent, field by field: what
+    /// every kind of request matcher shares (`delta_request`,
+    /// `kds_request` build on it).
+    pub(super) fn compare_request(
+        &self,
+        source: &str,
+        request: &RecordedRequest,
+        text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
         let error = request.error_detail.as_ref();
         fields
             .server_and_type(
@@ -180,7 +203,7 @@ impl Check for RequestMatcher {
         Some(())
     }
 
-    fn describe(&self) -> String {
+    fn describe_request(&self) -> String {
         Description::new("DiscoveryRequest")
             .given("server", self.server.as_ref())
             .given("type", self.resource_type.map(ResourceType::short_name))
@@ -205,10 +228,6 @@ impl Check for RequestMatcher {
             .given("node", self.node)
             .given("node_has", self.node_has.as_ref().map(NodeHas::describe))
             .into()
-    }
-
-    fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
-        named_lds_cds_needed(self.resource_type, self.names.as_deref(), caps)
     }
 }
 

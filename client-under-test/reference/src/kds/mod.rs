@@ -2,19 +2,19 @@
 //! as Kuma v2.14.3 behaves (facts in `client-under-test/adapters/kuma/KDS-FACTS.md`,
 //! source lines in `pkg/kds/...`).
 //!
-//! One connection to the global carries both RPCs ([`connection`]):
-//! - `GlobalToZoneSync` ([`global_to_zone`]): the zone subscribes `*` to
-//!   every type it consumes and stores what the global sends ([`store`]):
+//! One connection to the global carries both RPCs (`connection`):
+//! - `GlobalToZoneSync` (`global_to_zone`): the zone subscribes `*` to
+//!   every type it consumes and stores what the global sends (`store`):
 //!   a type's first response on a stream is a full sync, invalid resources
 //!   ([`validate`]) are NACKed while their valid siblings are stored, and
 //!   an undecodable resource or an unknown type ends the whole connection.
-//! - `ZoneToGlobalSync` ([`zone_to_global`]): the roles reversed; the zone
+//! - `ZoneToGlobalSync` (`zone_to_global`): the roles reversed; the zone
 //!   answers the global's requests from its own (zone-origin) resources,
 //!   labelled with its zone, and then sends only what changed.
 //!
 //! Any end of either RPC ends the connection; the next one starts after
 //! Kuma's backoff ([`backoff`]). Everything runs on one task
-//! ([`worker`]), so a seed gives the same run on tokio's paused clock.
+//! (`worker`), so a seed gives the same run on tokio's paused clock.
 //!
 //! Like the rest of the crate it knows no harness: what it stores is told
 //! to a [`ZoneObserver`], its zone-origin resources come from
