@@ -809,7 +809,7 @@ mod tests {
                 .lock()
                 .expect("lock")
                 .iter()
-                .any(|e| matches!(e, ObservedEvent::Client(ClientEvent::AdsCallStarted { server }) if server == GLOBAL))
+                .any(|e| matches!(e, ObservedEvent::Client(ClientEvent::AdsCallStarted { server, .. }) if server == GLOBAL))
         );
         client
             .zone_set(vec![resource(

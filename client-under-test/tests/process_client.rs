@@ -885,6 +885,61 @@ fn install_runs_once() {
     assert_eq!(scratch.read("peers/install-counter/runs"), "run\n");
 }
 
+#[test]
+fn a_changed_install_input_installs_again() {
+    let scratch = Scratch::new("install-inputs");
+    // `variant` writes the manifest into this folder: the inputs are
+    // relative to it.
+    let dir = scratch.root.join("variant-install-counter");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("lock.txt"), "v1").unwrap();
+    std::fs::write(dir.join("src/main.go"), "package main").unwrap();
+    let client = scratch.variant("install-counter", |m| {
+        m["install_inputs"] = json!(["lock.txt", "src"]);
+    });
+    client.ensure_installed().unwrap();
+    client.ensure_installed().unwrap();
+    assert_eq!(scratch.read("peers/install-counter/runs"), "run\n");
+    let marker = scratch.read("peers/install-counter/.installed");
+    assert!(marker.starts_with("install inputs sha256 "), "{marker}");
+
+    // A changed lock file installs again, and so does a changed file in a
+    // folder named as an input; each only once.
+    std::fs::write(dir.join("lock.txt"), "v2").unwrap();
+    client.ensure_installed().unwrap();
+    client.ensure_installed().unwrap();
+    assert_eq!(scratch.read("peers/install-counter/runs"), "run\nrun\n");
+    std::fs::write(dir.join("src/main.go"), "package main // changed").unwrap();
+    client.ensure_installed().unwrap();
+    client.ensure_installed().unwrap();
+    assert_eq!(
+        scratch.read("peers/install-counter/runs"),
+        "run\nrun\nrun\n"
+    );
+    // One inputs line, whatever the install left in the marker.
+    let marker = scratch.read("peers/install-counter/.installed");
+    assert_eq!(
+        marker.matches("install inputs sha256 ").count(),
+        1,
+        "{marker}"
+    );
+}
+
+#[test]
+fn a_missing_install_input_is_an_error_that_names_it() {
+    let scratch = Scratch::new("install-input-missing");
+    let client = scratch.variant("install-counter", |m| {
+        m["install_inputs"] = json!(["gone.lock"]);
+    });
+    match client.ensure_installed() {
+        Err(ProcessError::InstallIo { source, .. }) => {
+            assert!(source.to_string().contains("gone.lock"), "{source}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!scratch.root.join("peers/install-counter/runs").exists());
+}
+
 /// Holds the install lock of the `install-counter` fixture in `scratch`, as
 /// another harness process installing the same adapter would.
 fn hold_install_lock(scratch: &Scratch) -> std::fs::File {

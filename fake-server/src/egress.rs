@@ -147,14 +147,16 @@ impl State {
              at most {} MiB per stream",
             MAX_BACKLOG >> 20
         );
-        if let Some(stream) = self.streams.remove(&stream_id) {
+        let kds = self.streams.remove(&stream_id).and_then(|stream| {
             stream.abort(Status::resource_exhausted(message.clone()));
-        }
+            stream.kds_rpc()
+        });
         self.record(ServerEvent::StreamClosed {
             stream: stream_id,
             code: Code::ResourceExhausted,
             message,
             by_client: false,
+            kds,
         });
     }
 
@@ -173,6 +175,7 @@ impl State {
             code,
             message,
             by_client,
+            kds: stream.kds_rpc(),
         });
         // Dropping `stream` here ends its response stream and stops its reader.
     }
@@ -190,12 +193,13 @@ impl State {
     pub fn drop_all_streams(&mut self, why: &str) {
         for id in self.open_stream_ids() {
             // Removing the stream ends its response stream without a status.
-            self.streams.remove(&id);
+            let kds = self.streams.remove(&id).and_then(|stream| stream.kds_rpc());
             self.record(ServerEvent::StreamClosed {
                 stream: id,
                 code: Code::Unavailable,
                 message: why.to_string(),
                 by_client: false,
+                kds,
             });
         }
     }

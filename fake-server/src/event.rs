@@ -95,14 +95,17 @@ pub enum ServerEvent {
         stream: u64,
         response: RecordedResponse,
     },
-    /// An ADS stream ended. `by_client` is true when the client half-closed
+    /// A stream ended. `by_client` is true when the client half-closed
     /// (code `Ok`) or cancelled/lost it (the code tonic reported); false when
-    /// the server closed it with `code`/`message`.
+    /// the server closed it with `code`/`message`. `kds`: the KDS RPC it
+    /// was (None: an ADS stream), so that a KDS timeline names its streams
+    /// as it opened them.
     StreamClosed {
         stream: u64,
         code: tonic::Code,
         message: String,
         by_client: bool,
+        kds: Option<KdsRpc>,
     },
     /// A `DiscoveryRequest` or `DeltaDiscoveryRequest` was decoded on a
     /// stream.

@@ -135,6 +135,14 @@ impl Stream {
         }
     }
 
+    /// The KDS RPC the stream is, if it is one (how its end is recorded).
+    pub fn kds_rpc(&self) -> Option<KdsRpc> {
+        match self.protocol.kind() {
+            StreamKind::Kds(rpc) => Some(rpc),
+            StreamKind::Ads(_) => None,
+        }
+    }
+
     /// The protocol's own state, if the stream speaks protocol `P`.
     pub fn protocol_ref<P: Protocol>(&self) -> Option<&P> {
         (self.protocol.as_ref() as &dyn Any).downcast_ref()

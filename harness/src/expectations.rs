@@ -243,6 +243,18 @@ impl Expectations {
             .collect()
     }
 
+    /// Entries that expect a failure (or a flaky run) of runs the client
+    /// cannot run (`not_applicable`: their IDs): they hold nothing, and
+    /// nothing would ever say so. A `skip` entry is a choice, not a result,
+    /// and stays.
+    pub fn for_not_applicable<'a>(&'a self, not_applicable: &[String]) -> Vec<&'a str> {
+        self.entries
+            .iter()
+            .filter(|(id, e)| e.expect != Expected::Skip && not_applicable.contains(id))
+            .map(|(id, _)| id.as_str())
+            .collect()
+    }
+
     /// The chaos invariants the client is known to break, each with its
     /// entry: `chaos:<invariant>: {expect: fail, reason: ...}`. A chaos
     /// campaign does not hold the client to them (docs/src/chaos/clients.md).
@@ -258,8 +270,10 @@ impl Expectations {
     /// that failed is expected to fail, keeping an existing entry (its
     /// reason, link and comments); a new entry's reason and `check` are
     /// the failure's first line without its file, times or timeline
-    /// lines; entries of runs that passed go; `skip` and `flaky`
-    /// entries, and entries of runs not in `runs`, stay.
+    /// lines; entries of runs that passed go, and so do the `fail` and
+    /// `flaky` entries of runs that were not applicable (they hold
+    /// nothing); `skip` and other `flaky` entries, and entries of runs not
+    /// in `runs`, stay.
     pub fn updated<'a>(&self, runs: impl IntoIterator<Item = (&'a str, &'a Verdict)>) -> Update {
         let mut update = Update {
             expectations: self.clone(),
@@ -270,6 +284,10 @@ impl Expectations {
         for (id, observed) in runs {
             let kept = entries.get(id);
             match (observed, kept) {
+                (Verdict::NotApplicable { .. }, Some(entry)) if entry.expect != Expected::Skip => {
+                    entries.shift_remove(id);
+                    update.removed.push(id.to_string());
+                }
                 (_, Some(entry)) if entry.expect != Expected::Fail => {}
                 (Verdict::Fail { .. }, Some(_)) => {}
                 (Verdict::Fail { message }, None) => {
@@ -555,6 +573,31 @@ chaos:node-on-first-request: {expect: fail, reason: r2}
         let e = parse("a/x: {expect: fail, reason: r, typo: 1}\n").expect_err("unknown key");
         assert!(e.message.contains("typo"), "{e}");
         assert!(parse("").expect("empty is none").entries.is_empty());
+    }
+
+    #[test]
+    fn entries_of_runs_the_client_cannot_run_are_stale() {
+        let e = parse(
+            "a/gone: {expect: fail, reason: r}\na/wobbly: {expect: flaky, reason: r}\n\
+             a/skip: {expect: skip, reason: hangs}\na/runs: {expect: fail, reason: r}\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let na: Vec<String> = ["a/gone", "a/wobbly", "a/skip"].map(String::from).to_vec();
+        assert_eq!(e.for_not_applicable(&na), ["a/gone", "a/wobbly"]);
+        let n_a = Verdict::NotApplicable {
+            reason: "no delta".into(),
+        };
+        let updated = e.updated([
+            ("a/gone", &n_a),
+            ("a/wobbly", &n_a),
+            ("a/skip", &n_a),
+            ("a/runs", &fail("again")),
+        ]);
+        assert_eq!(updated.removed, ["a/gone", "a/wobbly"]);
+        let text = updated.to_yaml();
+        let reread = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let ids: Vec<&str> = reread.entries.keys().map(String::as_str).collect();
+        assert_eq!(ids, ["a/skip", "a/runs"], "{text}");
     }
 
     #[test]

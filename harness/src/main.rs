@@ -854,7 +854,7 @@ fn run(
         let path = &client.expectations.source;
         match write_whole(path, updated.to_yaml().as_bytes()) {
             Ok(()) => eprintln!(
-                "{}: {} entries (was {}): {} removed (passed){}, {} added (failed){}",
+                "{}: {} entries (was {}): {} removed (passed or n/a){}, {} added (failed){}",
                 path.display(),
                 updated.expectations.entries.len(),
                 client.expectations.entries.len(),
@@ -1093,6 +1093,22 @@ fn warn_unknown_expectations(client: &TestedClient, report: &xds_conformance_rep
             client.expectations.source.display(),
             unknown.len(),
             unknown.join(", ")
+        );
+    }
+    let not_applicable: Vec<String> = report
+        .results
+        .iter()
+        .filter(|r| matches!(r.verdict, Verdict::NotApplicable { .. }))
+        .map(|r| r.name.clone())
+        .collect();
+    let stale = client.expectations.for_not_applicable(&not_applicable);
+    if !stale.is_empty() {
+        eprintln!(
+            "warning: {} expects {} runs to fail that the client cannot run (n/a): {}; \
+             remove them (--update-expectations does)",
+            client.expectations.source.display(),
+            stale.len(),
+            stale.join(", ")
         );
     }
 }

@@ -644,16 +644,34 @@ mod tests {
         assert_eq!(client_jobs("reference"), crate::schedule::DEFAULT_JOBS);
     }
 
+    /// What a shipped client says it can do, without installing or
+    /// starting it (an adapter's manifest says it; `hello` must agree).
+    fn declared_capabilities(client: &str) -> xds_client_under_test::Capabilities {
+        match client {
+            "reference" => ReferenceClient::new().capabilities(),
+            "grpc-rust" => GrpcRustClient::new().capabilities(),
+            _ => {
+                let dir = repo_root().unwrap().join(ADAPTERS_DIR).join(client);
+                let manifest = AdapterManifest::load(&dir).unwrap();
+                let root = manifest.root_dir(&dir).unwrap();
+                match manifest.driver {
+                    Driver::Adapter => ProcessClient::new(&root, manifest).capabilities(),
+                    Driver::Envoy => EnvoyClient::new(&root, manifest).capabilities(),
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_shipped_clients_keep_their_expectations_and_each_names_a_run() {
         let root = manifest_dir(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-        let ids: Vec<String> = discover(std::slice::from_ref(&root))
+        let variants: Vec<_> = discover(std::slice::from_ref(&root))
             .unwrap()
             .iter()
             .map(|f| crate::scenario::load_file(f).unwrap_or_else(|e| panic!("{e}")))
             .flat_map(|s| s.variants())
-            .map(|v| v.name)
             .collect();
+        let ids: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
         let mut sizes = Vec::new();
         // Every shipped adapter (a new one is a folder) and the in-process
         // clients; reference-process is the reference client again.
@@ -665,6 +683,19 @@ mod tests {
         for client in clients {
             let own = own_expectations(client).unwrap_or_else(|e| panic!("{client}: {e}"));
             assert_eq!(own.unknown(&ids), Vec::<&str>::new(), "{client}");
+            // No entry expects a result of a run the client cannot run
+            // (what it can run is known without starting it).
+            let caps = declared_capabilities(client);
+            let not_applicable: Vec<String> = variants
+                .iter()
+                .filter(|v| crate::runner::not_applicable(v, &caps).is_some())
+                .map(|v| v.name.clone())
+                .collect();
+            assert_eq!(
+                own.for_not_applicable(&not_applicable),
+                Vec::<&str>::new(),
+                "{client}: entries of runs it cannot run"
+            );
             // Its chaos entries name invariants it is known to break.
             crate::chaos::Rules::with_expectations(Default::default(), &own)
                 .unwrap_or_else(|e| panic!("{client}: {e}"));

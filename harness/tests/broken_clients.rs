@@ -46,6 +46,7 @@ fn defect(name: &str) -> Defects {
         "csds_old_error_state" => d.csds_old_error_state = true,
         "claims_no_client_features" => d.claims_no_client_features = true,
         "node_in_every_request" => d.node_in_every_request = true,
+        "node_on_first_stream_only" => d.node_on_first_stream_only = true,
         "ambient_error_never_cleared" => d.ambient_error_never_cleared = true,
         "unchanged_update_keeps_failure" => d.unchanged_update_keeps_failure = true,
         "channel_per_authority" => d.channel_per_authority = true,
@@ -169,12 +170,12 @@ fn defect(name: &str) -> Defects {
 #[case::silent_cached(
     "silent_stream_failures",
     "a57/stream-closed-before-response-cached",
-    ":35:5:"
+    ":40:5:"
 )]
 #[case::error_after_response(
     "error_after_good_stream",
     "a57/stream-closed-after-response-is-not-an-error",
-    ":23:5:"
+    ":29:5:"
 )]
 #[case::backoff("backoff_never_resets", "a57/backoff-growth-and-reset", ":34:5:")]
 #[case::blackhole(
@@ -185,7 +186,7 @@ fn defect(name: &str) -> Defects {
 #[case::channel_backoff(
     "backoff_never_resets",
     "a57/channel-backoff-growth-and-reset",
-    ":60:5:"
+    ":65:5:"
 )]
 #[case::channel_blackhole(
     "no_connect_timeout",
@@ -296,7 +297,12 @@ fn defect(name: &str) -> Defects {
     "delta/nack-keeps-valid-resources-and-versions",
     ":36:5:"
 )]
-#[case::node_in_every_request("node_in_every_request", "a27/node-only-in-first-request", ":22:5:")]
+#[case::node_in_every_request("node_in_every_request", "a27/node-only-in-first-request", ":23:5:")]
+#[case::node_on_first_stream_only(
+    "node_on_first_stream_only",
+    "a27/node-only-in-first-request",
+    ":40:5:"
+)]
 #[case::empty_first_request(
     "empty_first_request_is_sent",
     "a27/names-gone-before-the-first-request-send-none",

@@ -29,10 +29,33 @@ impl LogLevel {
     }
 }
 
+/// Which service a client's call to a server speaks: an xDS client's ADS
+/// stream, or a Kuma zone's KDS connection (its `KDSSyncService` streams,
+/// opened and ended together), so that a zone's timeline says KDS.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CallService {
+    #[default]
+    Ads,
+    Kds,
+}
+
+impl std::fmt::Display for CallService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CallService::Ads => "ADS",
+            CallService::Kds => "KDS",
+        })
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum ClientEvent {
-    /// A new ADS call (stream attempt) to `server`.
-    AdsCallStarted { server: String },
+    /// A new call (an ADS stream attempt, or a zone's KDS connection) to
+    /// `server`.
+    AdsCallStarted {
+        server: String,
+        service: CallService,
+    },
     /// A subscription request went out on a connected stream; the
     /// does-not-exist timers of the named resources may start now.
     SubscriptionSent {
@@ -40,9 +63,10 @@ pub enum ClientEvent {
         resource_type: ResourceType,
         names: Vec<String>,
     },
-    /// The ADS call ended.
+    /// The call ended.
     AdsCallFinished {
         server: String,
+        service: CallService,
         status: XdsError,
         seen_response: bool,
     },
@@ -51,7 +75,11 @@ pub enum ClientEvent {
     /// when that call ends. Does-not-exist timers start only while true.
     Connected { server: String, connected: bool },
     /// The next attempt to `server` starts after `delay`.
-    RetryScheduled { server: String, delay: Duration },
+    RetryScheduled {
+        server: String,
+        service: CallService,
+        delay: Duration,
+    },
     /// The xDS channel's health changed: `error` is None when healthy.
     /// `failures` counts transitions from healthy to failing.
     ServerStatus {

@@ -31,7 +31,7 @@ pub use bootstrap::{
     AuthorityConfig, BootstrapConfig, ChannelCredentials, ClientBootstrap, IdentityFiles,
     NodeConfig, TlsCredentials, XdsServerConfig,
 };
-pub use client_event::{ClientEvent, LogLevel};
+pub use client_event::{CallService, ClientEvent, LogLevel};
 pub use protocol::AdsProtocol;
 pub use request_kind::RequestKind;
 pub use resource_type::ResourceType;

@@ -2,7 +2,7 @@
 //! the log lines gRFCs require, ADS call lifecycle, backoff, and the
 //! per-server connectivity state of A57). A harness puts them on a timeline.
 
-pub use xds_vocabulary::{ClientEvent, LogLevel};
+pub use xds_vocabulary::{CallService, ClientEvent, LogLevel};
 
 /// Receives [`ClientEvent`]s, on the client's task, in order.
 pub trait ClientObserver: Send + Sync + 'static {

@@ -158,6 +158,9 @@ pub struct Defects {
     /// The node in every request of a stream (A27: in its first only;
     /// grpc-rust's xds-client 0.1.0-alpha.4 sends it every time).
     pub node_in_every_request: bool,
+    /// The node in the client's first request only, not in the first of
+    /// each new stream (A27: every stream starts with it).
+    pub node_on_first_stream_only: bool,
     /// The node claims no client features (gRPC clients claim
     /// `envoy.lb.does_not_support_overprovisioning` and
     /// `xds.config.resource-in-sotw`).

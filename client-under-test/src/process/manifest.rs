@@ -107,6 +107,18 @@ pub struct AdapterManifest {
     /// The marker file `install` creates.
     #[serde(default)]
     pub installed: Option<PathBuf>,
+    /// What the install is built from, relative to the manifest's folder:
+    /// files, and folders taken whole (a lock file, a `go.sum`, the
+    /// adapter's sources). The harness writes their digest into the marker
+    /// after an install, and installs again when they change, so a changed
+    /// lock or source is never run from a stale build. Empty: the marker's
+    /// existence alone says the install is done.
+    #[serde(default)]
+    pub install_inputs: Vec<PathBuf>,
+    /// The folder the manifest was read from (set by [`Self::load`]): what
+    /// `install_inputs` and `expectations` are relative to.
+    #[serde(skip)]
+    pub dir: Option<PathBuf>,
     /// How the harness drives the client: through the adapter protocol
     /// (the default), or as Envoy.
     #[serde(default)]
@@ -164,7 +176,9 @@ impl AdapterManifest {
                 source,
             },
         )?;
-        Self::parse(&text, &path)
+        let mut manifest = Self::parse(&text, &path)?;
+        manifest.dir = Some(adapter_dir.to_path_buf());
+        Ok(manifest)
     }
 
     /// Parses and checks a manifest; `path` is only used in errors.
@@ -191,6 +205,9 @@ impl AdapterManifest {
             (Some(_), Some(_)) | (None, None) => {}
             (Some(_), None) => return Err(invalid("`install` needs an `installed` marker")),
             (None, Some(_)) => return Err(invalid("`installed` needs an `install` command")),
+        }
+        if !manifest.install_inputs.is_empty() && manifest.install.is_none() {
+            return Err(invalid("`install_inputs` needs an `install` command"));
         }
         Ok(manifest)
     }

@@ -41,6 +41,7 @@ async fn close_streams_ends_every_stream_with_the_given_status() {
         code: Code::Unavailable,
         message: "maintenance".into(),
         by_client: false,
+        kds: None,
     };
     let events = events_only(server.events());
     let at = events
@@ -401,6 +402,7 @@ async fn a_client_that_never_reads_loses_its_stream_at_the_backlog_bound() {
                 code,
                 message,
                 by_client: false,
+                kds: None,
             } => Some((*code, message.clone())),
             _ => None,
         })

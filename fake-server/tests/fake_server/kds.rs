@@ -445,18 +445,26 @@ async fn faults_hold_back_and_end_kds_streams_as_they_do_ads_streams() {
     });
     assert_eq!(down.ended_with().await, Code::Unavailable);
     assert_eq!(up.ended_with().await, Code::Unavailable);
-    let closed: Vec<u64> = events_only(server.events())
+    // Each end names the RPC its stream was, as its opening did.
+    let closed: Vec<(u64, Option<KdsRpc>)> = events_only(server.events())
         .into_iter()
         .filter_map(|e| match e {
             ServerEvent::StreamClosed {
                 stream,
                 by_client: false,
+                kds,
                 ..
-            } => Some(stream),
+            } => Some((stream, kds)),
             _ => None,
         })
         .collect();
-    assert_eq!(closed, [1, 2]);
+    assert_eq!(
+        closed,
+        [
+            (1, Some(KdsRpc::GlobalToZoneSync)),
+            (2, Some(KdsRpc::ZoneToGlobalSync))
+        ]
+    );
     assert!(server.open_streams().is_empty());
 }
 

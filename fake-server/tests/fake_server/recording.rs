@@ -170,6 +170,7 @@ async fn a_session_records_connections_and_streams_in_order() {
                 code: Code::Ok,
                 message: "client half-closed".into(),
                 by_client: true,
+                kds: None,
             },
             ServerEvent::ConnectionClosed { connection: 1 },
         ]

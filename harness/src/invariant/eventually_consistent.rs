@@ -676,6 +676,7 @@ mod tests {
                     code: tonic::Code::Unavailable,
                     message: String::new(),
                     by_client: false,
+                    kds: None,
                 },
             ),
         );
@@ -774,6 +775,7 @@ mod tests {
                 code: tonic::Code::Unavailable,
                 message: String::new(),
                 by_client: false,
+                kds: None,
             },
         );
         let events = vec![

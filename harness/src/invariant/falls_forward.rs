@@ -296,6 +296,7 @@ pub(super) mod tests {
                 code: tonic::Code::Unavailable,
                 message: String::new(),
                 by_client: false,
+                kds: None,
             }),
         )
     }

@@ -611,6 +611,7 @@ mod tests {
                     code: Code::Unavailable,
                     message: String::new(),
                     by_client: false,
+                    kds: None,
                 }),
             ),
         );

@@ -130,7 +130,7 @@ impl Check for ClientEventMatcher {
             return None;
         };
         let (kind, server) = match e {
-            ClientEvent::AdsCallStarted { server } => {
+            ClientEvent::AdsCallStarted { server, .. } => {
                 (ClientEventKind::AdsCallStarted, Some(server))
             }
             ClientEvent::AdsCallFinished { server, .. } => {
@@ -250,6 +250,7 @@ fn log_levels(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 mod tests {
     use super::*;
     use crate::timeline::Source;
+    use xds_vocabulary::CallService;
 
     fn retry(server: &str, delay_ms: u64) -> TimelineEvent {
         TimelineEvent {
@@ -257,6 +258,7 @@ mod tests {
             source: Source::Client,
             kind: EventKind::Client(ObservedEvent::Client(ClientEvent::RetryScheduled {
                 server: server.into(),
+                service: CallService::Ads,
                 delay: Duration::from_millis(delay_ms),
             })),
         }

@@ -271,6 +271,7 @@ mod tests {
                 code: tonic::Code::Unavailable,
                 message: String::new(),
                 by_client,
+                kds: None,
             })),
         }
     }

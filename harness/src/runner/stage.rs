@@ -14,8 +14,9 @@ use super::Player;
 use crate::check::Location;
 use crate::matcher::Matcher;
 use crate::proxy::{ProxyListeners, served_to};
-use crate::step::{Stage, StepError, Window};
-use crate::timeline::{EventKind, Source, Timeline};
+use crate::step::{Failure, Stage, StepError, Window};
+use crate::timeline::{EventKind, Mark, Source, Timeline};
+use xds_conformance_reports::matrix::MarkKind;
 
 #[async_trait::async_trait]
 impl Stage for Player {
@@ -60,10 +61,20 @@ impl Stage for Player {
         let events = self.timeline.events();
         match (invariant.check)(&self.scenario, &events) {
             None => Ok(()),
-            Some(violation) => Err(StepError::failed(format!(
-                "{at}: expected the run to keep {}",
-                crate::invariant::explain(invariant, &violation, &events)
-            ))),
+            // The picture points at the event that broke it, in a window
+            // of the whole run (the invariant reads all of it).
+            Some(violation) => Err(StepError::Failed(Failure {
+                message: format!(
+                    "{at}: expected the run to keep {}",
+                    crate::invariant::explain(invariant, &violation, &events)
+                ),
+                mark: Some(Mark {
+                    kind: MarkKind::Failing,
+                    window: Some((Duration::ZERO, Instant::now() - self.timeline.start())),
+                    event: (violation.event < events.len()).then_some(violation.event),
+                    expected: format!("invariant {}: {}", invariant.name, invariant.rule),
+                }),
+            })),
         }
     }
 

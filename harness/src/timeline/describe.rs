@@ -241,10 +241,12 @@ fn describe_server(event: &ServerEvent) -> String {
             code,
             message,
             by_client,
+            kds,
         } => {
             let who = if *by_client { "by client" } else { "by server" };
+            let what = kds.map_or_else(|| "ADS".to_string(), |rpc| format!("KDS {rpc}"));
             format!(
-                "[s{stream}] ADS stream closed {who}: {}",
+                "[s{stream}] {what} stream closed {who}: {}",
                 status_text(*code, message)
             )
         }
@@ -482,13 +484,16 @@ pub fn describe_admin(observation: &AdminObservation) -> String {
 
 fn describe_client_event(event: &ClientEvent) -> Option<String> {
     Some(match event {
-        ClientEvent::AdsCallStarted { server } => format!("ADS call to {server} started"),
+        ClientEvent::AdsCallStarted { server, service } => {
+            format!("{service} call to {server} started")
+        }
         ClientEvent::AdsCallFinished {
             server,
+            service,
             status,
             seen_response,
         } => format!(
-            "ADS call to {server} ended ({}): {}",
+            "{service} call to {server} ended ({}): {}",
             if *seen_response {
                 "after a response"
             } else {
@@ -504,9 +509,14 @@ fn describe_client_event(event: &ClientEvent) -> Option<String> {
             server,
             connected: false,
         } => format!("no longer connected to {server}"),
-        ClientEvent::RetryScheduled { server, delay } => {
-            format!("next ADS call to {server} in {:.3}s", delay.as_secs_f64())
-        }
+        ClientEvent::RetryScheduled {
+            server,
+            service,
+            delay,
+        } => format!(
+            "next {service} call to {server} in {:.3}s",
+            delay.as_secs_f64()
+        ),
         ClientEvent::ServerStatus {
             server,
             error: None,

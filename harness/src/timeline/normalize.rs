@@ -583,6 +583,7 @@ mod tests {
                 code: tonic::Code::Unknown,
                 message: "gone".into(),
                 by_client: true,
+                kds: None,
             })),
         };
         let reconnect = [
@@ -716,6 +717,7 @@ mod tests {
             code: tonic::Code::Ok,
             message: "client half-closed".into(),
             by_client: true,
+            kds: None,
         });
         let connection_closed = server(ServerEvent::ConnectionClosed { connection: 1 });
         let one = [stream_closed.clone(), connection_closed.clone()];

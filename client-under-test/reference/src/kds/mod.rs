@@ -104,7 +104,7 @@ pub trait ZoneObserver: Send + Sync + 'static {
     fn on_store_change(&self, change: ZoneStoreChange);
     /// The connection's lifecycle (`AdsCallStarted`, `Connected`,
     /// `AdsCallFinished`, `RetryScheduled`, with the global's `server_uri`
-    /// as `server`) and log lines (NACKs sent and received, dropped
+    /// as `server` and `CallService::Kds`) and log lines (NACKs sent and received, dropped
     /// connections, requests ignored).
     fn on_client_event(&self, event: ClientEvent);
 }

@@ -21,7 +21,7 @@ use super::store::ZoneStore;
 use super::zone_to_global::{Reaction, ZoneToGlobal};
 use super::{Command, KdsZoneConfig, ZoneObserver};
 use crate::backoff::SplitMix64;
-use crate::observer::{ClientEvent, LogLevel};
+use crate::observer::{CallService, ClientEvent, LogLevel};
 use crate::transport::tls::TlsDefects;
 use crate::transport::{ConnectionState, XdsTransport, XdsTransportFactory};
 
@@ -144,11 +144,13 @@ impl Worker {
             };
             self.emit(ClientEvent::AdsCallFinished {
                 server: self.server(),
+                service: CallService::Kds,
                 status: ended.status(),
                 seen_response: heard,
             });
             self.emit(ClientEvent::RetryScheduled {
                 server: self.server(),
+                service: CallService::Kds,
                 delay,
             });
             if self.wait(delay).await.is_err() {
@@ -178,6 +180,7 @@ impl Worker {
     async fn connect(&mut self) -> (Ended, bool) {
         self.emit(ClientEvent::AdsCallStarted {
             server: self.server(),
+            service: CallService::Kds,
         });
         let transport = XdsTransport::new(
             self.transport.clone(),

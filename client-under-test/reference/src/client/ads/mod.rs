@@ -161,7 +161,10 @@ impl AdsStream {
             id,
             queue,
             task,
-            sent_initial: false,
+            // The first stream is call 1 (Channels::start_call counts
+            // from 1): a later one that counts its first request as sent
+            // leaves the node out.
+            sent_initial: defects.node_on_first_stream_only && id > 1,
             seen_response: false,
             connected: false,
             send_pending: None,

@@ -194,6 +194,7 @@ impl Worker {
         }
         self.emit(ClientEvent::AdsCallStarted {
             server: server.server_uri.clone(),
+            service: CallService::Ads,
         });
         for resource_type in types {
             self.send_request(server, resource_type);
@@ -465,11 +466,13 @@ impl Worker {
         }
         self.emit(ClientEvent::AdsCallFinished {
             server: server.server_uri.clone(),
+            service: CallService::Ads,
             status: status.clone(),
             seen_response,
         });
         self.emit(ClientEvent::RetryScheduled {
             server: server.server_uri.clone(),
+            service: CallService::Ads,
             delay,
         });
         // A57: a stream that ends before any response is a connectivity

@@ -43,7 +43,7 @@ use super::cache::ResourceState;
 use crate::backoff::{Backoff, SplitMix64};
 use crate::bootstrap::{Bootstrap, XdsServerConfig};
 use crate::name::ResourceName;
-use crate::observer::{ClientEvent, ClientObserver, LogLevel};
+use crate::observer::{CallService, ClientEvent, ClientObserver, LogLevel};
 use crate::profile::{ClientProfile, DataErrorHandling, RetryAfterGoodStream, ServerErrorRule};
 use crate::read_delay::ReadDelayHandle;
 use crate::resource::{DecodeContext, ResourceType};

@@ -4,8 +4,8 @@
 
 use xds_fake_server::ServingMode;
 use xds_fake_server::handshake::KdsHandshake;
-use xds_vocabulary::RequestKind;
 use xds_vocabulary::kds::{KdsRpc, metadata, types};
+use xds_vocabulary::{CallService, RequestKind};
 
 use super::*;
 use crate::kds::REFERENCE_VERSION;
@@ -43,7 +43,8 @@ async fn one_connection_carries_both_rpcs_with_the_zones_headers_and_gzip() {
         lifecycle,
         [
             ClientEvent::AdsCallStarted {
-                server: GLOBAL.into()
+                server: GLOBAL.into(),
+                service: CallService::Kds,
             },
             ClientEvent::Connected {
                 server: GLOBAL.into(),

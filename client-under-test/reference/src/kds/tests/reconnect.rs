@@ -63,7 +63,7 @@ async fn an_undecodable_resource_ends_the_whole_connection_without_a_nack() {
             ClientEvent::Log { message, .. },
             ClientEvent::Connected { connected: false, .. },
             ClientEvent::AdsCallFinished { status, seen_response: true, .. },
-            ClientEvent::RetryScheduled { server, delay },
+            ClientEvent::RetryScheduled { server, delay, .. },
         ] if message.contains("Mesh resource #0") && status.code == tonic::Code::Cancelled
             && server == GLOBAL && *delay == first_wait),
         "{lifecycle:#?}"
