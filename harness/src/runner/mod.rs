@@ -640,6 +640,12 @@ async fn play(
 }
 
 impl Player {
+    /// An expectation reads the timeline from the last action: from here
+    /// on, the client's start is no longer the next action's to own.
+    pub(super) fn forget_start(&mut self) {
+        self.start_mark = None;
+    }
+
     /// Starts a client whose start was put off (`pending_start`); the
     /// verdict if it cannot start.
     async fn start_pending(&mut self) -> Option<Verdict> {
@@ -670,8 +676,14 @@ impl Player {
                 return verdict;
             }
             self.acted = (self.acted.1, false);
+            // `start_mark` stays until an action takes it or an
+            // expectation reads the timeline (`Player::forget_start`): a
+            // proxy's `dial` is no action (it subscribes from its start),
+            // so what Envoy sent before the dial step is the next action's
+            // (an `rpc`), whatever the race between its start and the
+            // script (Envoy's `a57/channel-keeps-serving-across-a-server-
+            // restart` failed when its EDS ACK came before the dial step).
             let played = step.step.play(self, &step.location).await;
-            self.start_mark = None;
             match played {
                 Ok(()) => {}
                 Err(StepError::Failed(Failure { message, mark })) => {

@@ -50,6 +50,7 @@ impl Stage for Player {
     }
 
     fn keeps_invariant(&mut self, at: &Location, name: &str) -> Result<(), StepError> {
+        self.forget_start();
         let invariant = crate::invariant::named(name)
             .ok_or_else(|| StepError::failed(format!("no invariant named {name}")))?;
         if !(invariant.held_to)(&self.client.capabilities(), self.mode) {
@@ -135,6 +136,7 @@ impl Stage for Player {
         matcher: &Matcher,
         window: Window,
     ) -> Result<(), StepError> {
+        self.forget_start();
         Player::expect(self, at, matcher, window).await
     }
 
@@ -144,6 +146,7 @@ impl Stage for Player {
         matcher: &Matcher,
         duration: Duration,
     ) -> Result<(), StepError> {
+        self.forget_start();
         Player::expect_none(self, at, matcher, duration).await
     }
 }
