@@ -355,12 +355,7 @@ impl SuiteVersion {
             digest.update(&crate::scenario::read_bounded(file).unwrap_or_default());
             digest.update(&[0]);
         }
-        let hex: String = digest
-            .finish()
-            .as_ref()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let hex = xds_vocabulary::hex::hex(digest.finish().as_ref());
         SuiteVersion {
             harness: env!("CARGO_PKG_VERSION").to_string(),
             scenarios: format!("sha256:{hex}"),

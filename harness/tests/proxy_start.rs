@@ -16,10 +16,12 @@ use std::sync::Arc;
 
 use xds_client_under_test::broken::Broken;
 use xds_client_under_test::{Capabilities, ClientUnderTest, ReferenceClient};
-use xds_conformance::expectations::Expectations;
 use xds_conformance::scenario::load_str;
-use xds_conformance::schedule::{HeldTo, no_progress, run_all};
 use xds_conformance_reports::Verdict;
+
+#[path = "support/play_one.rs"]
+mod play_one;
+use play_one::play_one;
 
 fn play(steps: &str) -> Verdict {
     let scenario = load_str(
@@ -40,16 +42,7 @@ fn play(steps: &str) -> Verdict {
         Box::new(Broken::new(ReferenceClient::new(), "proxy", pass).claiming(claims))
             as Box<dyn ClientUnderTest>
     };
-    let mut runs = run_all(
-        &[&scenario],
-        &factory,
-        1,
-        0,
-        "proxy",
-        HeldTo::expectations(&Expectations::default()),
-        &no_progress,
-    );
-    runs.remove(0).remove(0).1.verdict
+    play_one(&scenario, &factory, "proxy").verdict
 }
 
 #[test]

@@ -17,11 +17,13 @@ use std::time::Duration;
 
 use xds_client_under_test::broken::{Broken, Command};
 use xds_client_under_test::{ClientUnderTest, ReferenceClient};
-use xds_conformance::expectations::Expectations;
 use xds_conformance::runner::RunMode;
 use xds_conformance::scenario::load_str;
-use xds_conformance::schedule::{HeldTo, no_progress, run_all};
 use xds_conformance_reports::Verdict;
+
+#[path = "support/play_one.rs"]
+mod play_one;
+use play_one::play_one;
 
 /// Plays "the response comes `delay_ms` after the watch; expected at 2 s"
 /// with the watch step `late_ms` late.
@@ -47,16 +49,7 @@ fn play(late_ms: u64, delay_ms: u64) -> Verdict {
         Box::new(Broken::new(ReferenceClient::new(), "late", rule).on_real_time())
             as Box<dyn ClientUnderTest>
     };
-    let mut runs = run_all(
-        &[&scenario],
-        &factory,
-        1,
-        0,
-        "late",
-        HeldTo::expectations(&Expectations::default()),
-        &no_progress,
-    );
-    let (_, outcome) = runs.remove(0).remove(0);
+    let outcome = play_one(&scenario, &factory, "late");
     assert_eq!(outcome.mode, RunMode::RealTime);
     outcome.verdict
 }

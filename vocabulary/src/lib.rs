@@ -3,7 +3,7 @@
 //! xDS resource
 //! types and their type URLs, gRPC status codes and the error watchers
 //! hear, how a request relates to the responses before it, the events a
-//! client reports about itself, how text from outside is cut to size, the `envoy.service.discovery.v3.Resource`
+//! client reports about itself, how text from outside is cut to size, digests in hex, the `envoy.service.discovery.v3.Resource`
 //! codec, Kuma's KDS (its service, names and resource envelope: `kds`),
 //! and the byte-stream transports (TCP and the in-memory network
 //! that lets a whole scenario run on virtual time).
@@ -19,6 +19,7 @@ pub mod codec;
 pub mod cut;
 pub mod data_plane;
 pub mod files;
+pub mod hex;
 pub mod kds;
 pub mod network;
 pub mod protocol;

@@ -197,13 +197,7 @@ impl ProcessClient {
             digest.update(&(bytes.len() as u64).to_le_bytes());
             digest.update(&bytes);
         }
-        let hex: String = digest
-            .finish()
-            .as_ref()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        Ok(Some(hex))
+        Ok(Some(xds_vocabulary::hex::hex(digest.finish().as_ref())))
     }
 
     /// Takes the lock beside `marker` (`<marker>.lock`), waiting at most
