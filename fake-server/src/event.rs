@@ -21,6 +21,14 @@ use crate::fault::Fault;
 use crate::handshake::KdsHandshake;
 use crate::subscribed::{SubscribedNames, WILDCARD};
 
+/// How a stream the client ended is recorded (code `Ok`): a half-close
+/// and a RST_STREAM(CANCEL) are alike here, since hyper reads both as the
+/// end of the request body (tonic 0.14.9, `src/status.rs`, the comment
+/// on `Incoming::poll_frame`); a grpc-go server would see CANCELLED for
+/// the reset.
+pub const CLIENT_ENDED: &str =
+    "client ended its side (a half-close, or a CANCEL reset: hyper reads both as the end)";
+
 /// One recorded event.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Recorded<E> {
@@ -95,8 +103,9 @@ pub enum ServerEvent {
         stream: u64,
         response: RecordedResponse,
     },
-    /// A stream ended. `by_client` is true when the client half-closed
-    /// (code `Ok`) or cancelled/lost it (the code tonic reported); false when
+    /// A stream ended. `by_client` is true when the client ended its side
+    /// (code `Ok`, message [`CLIENT_ENDED`]) or lost it (the code tonic
+    /// reported); false when
     /// the server closed it with `code`/`message`. `kds`: the KDS RPC it
     /// was (None: an ADS stream), so that a KDS timeline names its streams
     /// as it opened them.

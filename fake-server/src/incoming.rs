@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 use tonic::{Code, Request, Response, Status, Streaming};
 
 use crate::connection::ConnectionInfo;
+use crate::event::CLIENT_ENDED;
 use crate::outbox::{Taken, outbox};
 use crate::shared::Inner;
 use crate::state::State;
@@ -81,7 +82,7 @@ async fn read_messages<In>(
                 Ok(Some(request)) => inner.update(|state| on_request(state, stream_id, request)),
                 Ok(None) => {
                     inner.update(|state| {
-                        state.close_stream(stream_id, Code::Ok, "client half-closed".into(), true)
+                        state.close_stream(stream_id, Code::Ok, CLIENT_ENDED.into(), true)
                     });
                     return;
                 }

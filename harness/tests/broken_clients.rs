@@ -186,7 +186,7 @@ fn defect(name: &str) -> Defects {
 #[case::channel_backoff(
     "backoff_never_resets",
     "a57/channel-backoff-growth-and-reset",
-    ":65:5:"
+    ":67:5:"
 )]
 #[case::channel_blackhole(
     "no_connect_timeout",

@@ -168,7 +168,7 @@ async fn a_session_records_connections_and_streams_in_order() {
             ServerEvent::StreamClosed {
                 stream: 1,
                 code: Code::Ok,
-                message: "client half-closed".into(),
+                message: xds_fake_server::event::CLIENT_ENDED.into(),
                 by_client: true,
                 kds: None,
             },

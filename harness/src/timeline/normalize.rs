@@ -715,7 +715,7 @@ mod tests {
         let stream_closed = server(ServerEvent::StreamClosed {
             stream: 1,
             code: tonic::Code::Ok,
-            message: "client half-closed".into(),
+            message: xds_fake_server::event::CLIENT_ENDED.into(),
             by_client: true,
             kds: None,
         });

@@ -252,7 +252,7 @@ pub(super) fn opened(server: &FakeAdsServer) -> Vec<(Instant, KdsRpc, KdsHandsha
 /// Both RPCs as the fake global records the zone cancelling them. The
 /// zone resets each with RST_STREAM(CANCEL), as Kuma's does; hyper's
 /// server reads a CANCEL reset of a request body as its end, so the fake
-/// records "client half-closed", OK (a grpc-go global sees CANCELLED).
+/// records OK, `CLIENT_ENDED` (a grpc-go global sees CANCELLED).
 /// A reset with another reason is recorded with its code, which is how
 /// the reset itself was checked.
 pub(super) const CANCELLED_BY_THE_ZONE: [(bool, tonic::Code); 2] =
