@@ -102,12 +102,14 @@ impl Containment {
     /// Kills every process of the run that is still alive: the cgroup's,
     /// and every process bearing the environment mark (found again until
     /// none is left, so one forking as it dies is caught too). Returns
-    /// how many were found by the mark.
+    /// how many distinct processes were found by the mark: a killed one
+    /// may still be found on the next pass, before the kernel has taken
+    /// its memory, and is not counted twice.
     pub(crate) fn sweep(&self) -> usize {
         if let Some(cgroup) = &self.cgroup {
             cgroup.kill_all();
         }
-        let mut found = 0;
+        let mut found = std::collections::BTreeSet::new();
         for _ in 0..5 {
             let marked = marked_processes(&self.token);
             if marked.is_empty() {
@@ -119,10 +121,10 @@ impl Containment {
                     libc::kill(*pid, libc::SIGKILL);
                 }
             }
-            found += marked.len();
+            found.extend(marked);
             std::thread::sleep(Duration::from_millis(5));
         }
-        found
+        found.len()
     }
 }
 
@@ -307,8 +309,15 @@ mod tests {
     fn processes_that_left_the_group_are_found_by_their_mark() {
         let containment = Containment::without_cgroup();
         escape(&containment, "86397");
-        wait_until("both sleeps start", || {
-            alive("sleep 86397").len() + alive("sleep 863971").len() == 2
+        // The shells that started them carry the mark too, until they
+        // exit: the sweep is asked to find the two sleeps alone.
+        wait_until("both sleeps start and their shells end", || {
+            let mut sleeps = alive("sleep 86397");
+            sleeps.extend(alive("sleep 863971"));
+            let mut marked = marked_processes(&containment.token);
+            sleeps.sort_unstable();
+            marked.sort_unstable();
+            sleeps.len() == 2 && marked == sleeps
         });
         assert_eq!(containment.sweep(), 2);
         wait_until("both sleeps end", || {
