@@ -537,7 +537,9 @@ class Projector:
     # Below the harness's 10 s command timeout, so that this error, with
     # C-core's reason, is what the report says.
     BIND_TIMEOUT_S = 8.0
-    PROBE_TIMEOUT_S = 1.0
+    # Also only a guard: the probe's wait ends when its manager is told of
+    # the resource, which C-core does after logging what it holds.
+    PROBE_TIMEOUT_S = 8.0
     CHANNEL_OPTIONS = [("grpc.client_idle_timeout_ms", 2**31 - 1)]
 
     def __init__(self, out, tap):
@@ -772,7 +774,10 @@ class Projector:
                                         return e
                                 return None
 
-                            self._cond.wait_for(found, timeout=self.PROBE_TIMEOUT_S)
+                            def told():
+                                return bound is None or bound.notified or not self._tap.alive()
+
+                            self._cond.wait_for(lambda: found() is not None or told(), timeout=self.PROBE_TIMEOUT_S)
                             hit = found()
                             code = hit.code if hit is not None else None
                             self._unbind_locked(probe)

@@ -506,6 +506,9 @@ class Watch:
     client: Optional[str] = None
     active: bool = True
     bound_seq: int = 0
+    # A probe's manager told its watcher of the resource (an update or an
+    # error line): WatchResource has said all it holds, before that line.
+    notified: bool = False
 
 
 @dataclass
@@ -645,9 +648,16 @@ class Tracker:
         if mgr.shut or mgr.token is None:
             return [], other
         watch = self.watches.get(mgr.token)
-        if watch is None or not watch.active or watch.probe:
+        if watch is None or not watch.active:
             return [], other
         word = TYPES[watch.short][1]
+        if watch.probe:
+            # Not reported; it only ends the probe's wait: WatchResource
+            # logs "returning cached ..." before it schedules this call.
+            told = _M_UPDATE.match(rest) or _M_ERROR.match(rest)
+            if told is not None and told.group(1) == word and canonical_name(told.group(2)) == canonical_name(watch.name):
+                watch.notified = True
+            return [], other
         upd = _M_UPDATE.match(rest)
         if upd is not None:
             if upd.group(1) != word or canonical_name(upd.group(2)) != canonical_name(watch.name):

@@ -576,6 +576,24 @@ class CorrectClients(unittest.TestCase):
         self.assertEqual((hit.name, hit.code, hit.message, hit.manager), ("c2", "NOT_FOUND", "c2 was deleted", p))
         self.assertEqual(s.kinds(), [("t1", "resource_error", "UNKNOWN")])  # the probe's own update is not reported
 
+    def test_a_probe_is_told_once_its_manager_hears_of_the_resource(self):
+        # The probe's wait ends on a definite line, not on a timer: C-core
+        # logs what WatchResource holds before it tells the new watcher.
+        s = Synth(profile="a88")
+        s.channel("t1", name="c2")
+        s.tracker.expect("probe", CDS, "c2", "w1", SCAFFOLD, probe=True)
+        p = s.channel("probe", name="c2", authority="w1", expect=False)
+        probe = s.tracker.watches["probe"]
+        s.watch_cluster(p, "c2")
+        s.update(p, "c1")  # another resource of its channel
+        s.ambient(p, "UNAVAILABLE: gone", name="c2", word="Endpoint")  # another type
+        self.assertFalse(probe.notified)
+        s.cached("error", "c2", "NOT_FOUND: c2 was deleted")
+        self.assertFalse(probe.notified)
+        s.update(p, "c2")
+        self.assertTrue(probe.notified)
+        self.assertEqual(s.kinds(), [])  # a probe reports nothing
+
     def test_second_watcher_gets_the_cached_value(self):
         s = Synth()
         first_value(s)
