@@ -21,13 +21,14 @@ use crate::fault::Fault;
 use crate::handshake::KdsHandshake;
 use crate::subscribed::{SubscribedNames, WILDCARD};
 
-/// How a stream the client ended is recorded (code `Ok`): a half-close
-/// and a RST_STREAM(CANCEL) are alike here, since hyper reads both as the
-/// end of the request body (tonic 0.14.9, `src/status.rs`, the comment
-/// on `Incoming::poll_frame`); a grpc-go server would see CANCELLED for
-/// the reset.
-pub const CLIENT_ENDED: &str =
-    "client ended its side (a half-close, or a CANCEL reset: hyper reads both as the end)";
+/// How a stream the client half-closed is recorded (code `Ok`): it sent
+/// END_STREAM (hyper reads a reset with NO_ERROR alike).
+pub const CLIENT_HALF_CLOSED: &str = "client half-closed its side";
+
+/// How a stream the client cancelled is recorded (code `CANCELLED`): it
+/// sent RST_STREAM(CANCEL), which tonic's decoder would read as the end
+/// of the stream (see `cancel`).
+pub const CLIENT_CANCELLED: &str = "client cancelled the stream (RST_STREAM CANCEL)";
 
 /// One recorded event.
 #[derive(Clone, Debug, PartialEq)]
@@ -104,8 +105,9 @@ pub enum ServerEvent {
         response: RecordedResponse,
     },
     /// A stream ended. `by_client` is true when the client ended its side
-    /// (code `Ok`, message [`CLIENT_ENDED`]) or lost it (the code tonic
-    /// reported); false when
+    /// (code `Ok`, message [`CLIENT_HALF_CLOSED`]), cancelled it (code
+    /// `Cancelled`, message [`CLIENT_CANCELLED`]) or lost it (the code
+    /// tonic reported); false when
     /// the server closed it with `code`/`message`. `kds`: the KDS RPC it
     /// was (None: an ADS stream), so that a KDS timeline names its streams
     /// as it opened them.

@@ -34,7 +34,7 @@ use xds_vocabulary::resource_type::is_full_state;
 use crate::config::ServingMode;
 use crate::delta::DeltaStream;
 use crate::effect::Verb;
-use crate::event::{CLIENT_ENDED, ServerEvent};
+use crate::event::{CLIENT_HALF_CLOSED, ServerEvent};
 use crate::fault::{Hang, Resume};
 use crate::outbox::{Taken, outbox};
 use crate::resource::ServedResource;
@@ -205,7 +205,7 @@ impl Run {
     fn half_close(&mut self) {
         if let Some(open) = self.open.take() {
             self.state
-                .close_stream(open.id, Code::Ok, CLIENT_ENDED.into(), true);
+                .close_stream(open.id, Code::Ok, CLIENT_HALF_CLOSED.into(), true);
         }
     }
 

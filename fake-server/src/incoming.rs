@@ -11,8 +11,9 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 use tonic::{Code, Request, Response, Status, Streaming};
 
+use crate::cancel::ClientCancel;
 use crate::connection::ConnectionInfo;
-use crate::event::CLIENT_ENDED;
+use crate::event::{CLIENT_CANCELLED, CLIENT_HALF_CLOSED};
 use crate::outbox::{Taken, outbox};
 use crate::shared::Inner;
 use crate::state::State;
@@ -36,6 +37,13 @@ where
         .extensions()
         .get::<ConnectionInfo>()
         .map(|info| info.connection);
+    // Absent only where a request did not come through `serve` (the
+    // fuzzing entry): a cancel is then never noted.
+    let cancel = request
+        .extensions()
+        .get::<ClientCancel>()
+        .cloned()
+        .unwrap_or_default();
     let (sender, taken) = outbox();
     let (stop_reader, stopped) = oneshot::channel();
     let stream = Stream::new(protocol(sender), stop_reader);
@@ -50,6 +58,7 @@ where
         inner.clone(),
         stream_id,
         request.into_inner(),
+        cancel,
         stopped,
         on_message,
     ));
@@ -69,6 +78,7 @@ async fn read_messages<In>(
     inner: Arc<Inner>,
     stream_id: u64,
     mut requests: Streaming<In>,
+    cancel: ClientCancel,
     mut stopped: oneshot::Receiver<()>,
     on_request: fn(&mut State, u64, In),
 ) {
@@ -81,9 +91,12 @@ async fn read_messages<In>(
             message = requests.message() => match message {
                 Ok(Some(request)) => inner.update(|state| on_request(state, stream_id, request)),
                 Ok(None) => {
-                    inner.update(|state| {
-                        state.close_stream(stream_id, Code::Ok, CLIENT_ENDED.into(), true)
-                    });
+                    let (code, message) = if cancel.cancelled() {
+                        (Code::Cancelled, CLIENT_CANCELLED)
+                    } else {
+                        (Code::Ok, CLIENT_HALF_CLOSED)
+                    };
+                    inner.update(|state| state.close_stream(stream_id, code, message.into(), true));
                     return;
                 }
                 Err(status) if is_oversize(&status) => {

@@ -57,6 +57,7 @@ pub mod tls;
 pub mod fuzzing;
 
 mod ads;
+mod cancel;
 mod config;
 mod connection;
 mod delta;

@@ -21,6 +21,7 @@ use tonic::transport::Server;
 use tonic::transport::server::{Connected, TcpIncoming};
 
 use crate::ads::AdsService;
+use crate::cancel::note_cancel;
 use crate::connection::{ConnectionInfo, ServerConnection};
 use crate::kds_service::KdsSyncService;
 use crate::shared::Inner;
@@ -73,6 +74,7 @@ where
         // tonic fails here only if building a per-connection service fails,
         // which a plain router cannot; a failing connection ends only itself.
         let _ = builder
+            .layer(tower::ServiceBuilder::new().map_request(note_cancel))
             .add_service(service)
             .add_service(kds)
             .serve_with_incoming_shutdown(incoming, shutdown)

@@ -2,6 +2,7 @@
 //! network on paused virtual time, and over real TCP; plaintext and TLS.
 
 mod auto_mode;
+mod client_end;
 mod delta;
 mod faults;
 mod kds;

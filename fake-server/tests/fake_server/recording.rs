@@ -168,7 +168,7 @@ async fn a_session_records_connections_and_streams_in_order() {
             ServerEvent::StreamClosed {
                 stream: 1,
                 code: Code::Ok,
-                message: xds_fake_server::event::CLIENT_ENDED.into(),
+                message: xds_fake_server::event::CLIENT_HALF_CLOSED.into(),
                 by_client: true,
                 kds: None,
             },

@@ -20,7 +20,9 @@ pub struct ServerEventMatcherSpec {
     /// stream_opened, stream_closed, tls_established, tls_failed.
     #[schemars(schema_with = "server_events")]
     pub event: Spanned<String>,
-    /// stream_closed: the status code.
+    /// stream_closed: the status code. Of a stream the client ended: OK
+    /// for a half-close, CANCELLED for a RST_STREAM(CANCEL), or what its
+    /// lost connection gave.
     #[schemars(schema_with = "crate::check::schema::status_code")]
     #[serde(default)]
     pub code: Option<Spanned<String>>,

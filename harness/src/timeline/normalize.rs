@@ -715,7 +715,7 @@ mod tests {
         let stream_closed = server(ServerEvent::StreamClosed {
             stream: 1,
             code: tonic::Code::Ok,
-            message: xds_fake_server::event::CLIENT_ENDED.into(),
+            message: xds_fake_server::event::CLIENT_HALF_CLOSED.into(),
             by_client: true,
             kds: None,
         });
