@@ -99,6 +99,13 @@ const REFERENCE_DEFECTS: &[ReferenceDefect] = &[
         AdsProtocol::Delta,
     ),
     (
+        "delta_memory_dies_with_its_channel",
+        |d| d.delta_memory_dies_with_its_channel = true,
+        "delta/fallback-again-claims-what-only-the-fallback-sent",
+        "delta-claims-what-it-holds",
+        AdsProtocol::Delta,
+    ),
+    (
         "wildcard_misses_named_first",
         |d| d.wildcard_misses_named_first = true,
         "delta/wildcard-hears-a-resource-first-watched-by-name",

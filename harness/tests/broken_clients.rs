@@ -39,6 +39,8 @@ fn defect(name: &str) -> Defects {
         "wildcard_misses_cached" => d.wildcard_misses_cached = true,
         "timers_for_cached" => d.timers_for_cached = true,
         "delta_claims_replaced_copies" => d.delta_claims_replaced_copies = true,
+        "delta_memory_dies_with_its_channel" => d.delta_memory_dies_with_its_channel = true,
+        "delta_confirms_replaced_claims" => d.delta_confirms_replaced_claims = true,
         "tls_accepts_any_server" => d.tls_accepts_any_server = true,
         "tls_no_identity" => d.tls_no_identity = true,
         "new_watcher_misses_pending_error" => d.new_watcher_misses_pending_error = true,
@@ -333,6 +335,16 @@ fn defect(name: &str) -> Defects {
     "delta_claims_replaced_copies",
     "delta/back-on-the-primary-claims-nothing-the-fallback-replaced",
     ":46:5:"
+)]
+#[case::delta_fallback_again(
+    "delta_memory_dies_with_its_channel",
+    "delta/fallback-again-claims-what-only-the-fallback-sent",
+    ":53:5:"
+)]
+#[case::delta_replaced_claim(
+    "delta_confirms_replaced_claims",
+    "delta/a-confirmed-claim-of-a-replaced-copy-is-asked-again",
+    ":48:5:"
 )]
 #[case::a65_untrusted_server(
     "tls_accepts_any_server",

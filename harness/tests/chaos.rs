@@ -361,7 +361,11 @@ fn a_finding_shrinks_to_a_smaller_file_that_still_breaks_the_rule() {
 /// it. `delta_claims_replaced_copies`: back on the primary after a
 /// fallback, a delta stream claimed the primary's old version of the
 /// fallback's copy, so the primary never resent it
-/// (`delta-claims-what-it-holds`). `wildcard_misses_named_first`: a
+/// (`delta-claims-what-it-holds`). `delta_memory_dies_with_its_channel`:
+/// falling back a second time, the fallback's new stream claimed nothing
+/// of what only the fallback had sent, its channel's memory gone with the
+/// channel (`delta-claims-what-it-holds`; seed 20261128, delta schedule
+/// 4985 of 60 steps). `wildcard_misses_named_first`: a
 /// resource first watched by name while a wildcard watch was on never
 /// reached the wildcard watcher (`every-watcher-hears-each-change`, which
 /// counts the watchers told; `wildcard-hears-every-resource` cannot see it:
@@ -371,11 +375,16 @@ fn the_invariants_catch_the_defects_their_regression_scenarios_prove() {
     let root =
         xds_conformance::suite::manifest_dir(env!("CARGO_MANIFEST_DIR")).join("../scenarios/delta");
     type Case = (&'static str, &'static str, fn(&mut Defects));
-    let defects: [Case; 2] = [
+    let defects: [Case; 3] = [
         (
             "back-on-the-primary-claims-nothing-the-fallback-replaced.yaml",
             "delta-claims-what-it-holds",
             |d| d.delta_claims_replaced_copies = true,
+        ),
+        (
+            "fallback-again-claims-what-only-the-fallback-sent.yaml",
+            "delta-claims-what-it-holds",
+            |d| d.delta_memory_dies_with_its_channel = true,
         ),
         (
             "wildcard-hears-a-resource-first-watched-by-name.yaml",

@@ -113,6 +113,17 @@ pub struct Defects {
     /// (back on the primary after a fallback, its old version of the
     /// fallback's copy: the primary never resends it).
     pub delta_claims_replaced_copies: bool,
+    /// Delta: forget a server's versions when its channel is released
+    /// (back on the primary, the fallback's), though the client still
+    /// holds that server's copies: the next stream to it claims none of
+    /// them (found by the chaos invariant `delta-claims-what-it-holds`).
+    pub delta_memory_dies_with_its_channel: bool,
+    /// Delta: take a server's confirmation of a claim as confirming the
+    /// copy held now, though another server's copy replaced the claimed
+    /// one since the claim was written: the fallback's copy then counts
+    /// as the primary's (found by the chaos invariant
+    /// `delta-claims-what-it-holds`).
+    pub delta_confirms_replaced_claims: bool,
     /// Take a wildcard watch (`*`) for a watch of a resource named `*`.
     pub wildcard_as_a_name: bool,
     /// A new wildcard watcher is not told of the resources of its type the

@@ -18,6 +18,13 @@
 //! a name whose last watch was cancelled (or every name of the type, for
 //! the last wildcard watch), until a response settles it: the client may
 //! unsubscribe by closing the stream and forget it, or keep it.
+//! A server whose connections were held (`hold_connections`: no bytes
+//! move) gets at its release requests the client wrote at any time during
+//! the hold: a name whose copy from that server changed meanwhile (another
+//! server's copy taken, an unsubscription) is unknown there until a
+//! response settles it (seed 20261130, delta schedule 426: the primary's
+//! new stream, written while it held svc, arrived after the fallback's
+//! svc was taken).
 //! It holds where the script's watches are the client's only ones (no
 //! dial, RPC or serve: their XdsClients hold their own) and no
 //! authorities split the client.
@@ -25,6 +32,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use xds_fake_server::event::{RecordedResponse, ServerEvent};
+use xds_fake_server::fault::Fault;
 
 use xds_vocabulary::ResourceType;
 
@@ -129,6 +137,9 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     // Names a watch from a callback watched: it starts when the callback
     // runs, which the timeline does not say.
     let mut from_callback: HashSet<(ResourceType, &str)> = HashSet::new();
+    // Servers whose connections are held -> (type, name) whose copy from
+    // that server changed during the hold.
+    let mut holding: HashMap<&str, HashSet<(&str, &str)>> = HashMap::new();
     for (index, event) in events.iter().enumerate() {
         // A cancel that leaves a name (or `*`) with no watch unsubscribes
         // it even when no request says so: the client may close the
@@ -170,6 +181,21 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
             continue;
         };
         match &**server_event {
+            ServerEvent::FaultApplied {
+                fault: Fault::HoldConnections(_),
+            } => {
+                holding.entry(server).or_default();
+            }
+            ServerEvent::FaultApplied {
+                fault: Fault::ReleaseConnections(_) | Fault::Restart(_),
+            } => {
+                for (type_url, name) in holding.remove(server).unwrap_or_default() {
+                    if let Some(of_server) = held.get_mut(type_url).and_then(|t| t.get_mut(server))
+                    {
+                        of_server.blur(name);
+                    }
+                }
+            }
             ServerEvent::ResponseSent { stream, response } if response.delta.is_some() => {
                 sent.insert((server, *stream, &response.nonce), response);
                 // Until it answers, the client may have taken it over any
@@ -230,13 +256,19 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                                 .chain(response.delta.iter().flat_map(|d| &d.removed_resources))
                             {
                                 held.drop_name(name);
+                                if let Some(touched) = holding.get_mut(from) {
+                                    touched.insert((type_url, name));
+                                }
                             }
                         }
                     }
                 }
                 for name in &delta.unsubscribe {
-                    for held in of_type.values_mut() {
+                    for (from, held) in of_type.iter_mut() {
                         held.drop_name(name);
+                        if let Some(touched) = holding.get_mut(from) {
+                            touched.insert((type_url, name));
+                        }
                     }
                 }
             }
@@ -474,6 +506,68 @@ mod tests {
             request(2, &["c1"], "", &[]),
         ];
         assert_eq!(check(&test_scenario(), &events), None);
+    }
+
+    /// Seed 20261130, delta schedule 426: the primary's connections held,
+    /// the client wrote its new stream's first request claiming c1 while
+    /// it held the primary's c1; the fallback's c1 was taken before the
+    /// request arrived, at the release.
+    #[test]
+    fn a_request_held_in_transit_may_claim_what_was_held_when_it_was_written() {
+        let fault = |on: &str, fault: Fault| {
+            at(
+                0,
+                Source::Server(on.into()),
+                server(ServerEvent::FaultApplied { fault }),
+            )
+        };
+        let hold = || {
+            fault(
+                "primary",
+                Fault::HoldConnections(xds_fake_server::fault::HoldConnections),
+            )
+        };
+        let release = || {
+            fault(
+                "primary",
+                Fault::ReleaseConnections(xds_fake_server::fault::ReleaseConnections),
+            )
+        };
+        let events = |held: bool| {
+            let mut events = vec![
+                crate::invariant::test_events::step("watch CDS c1"),
+                request(1, &["c1"], "", &[]),
+                response(1, "1", &[("c1", "v1")], false),
+                request(1, &[], "1", &[]),
+                hold(),
+                request_to("fallback", 1, &["c1"], "", &[]),
+                response_from("fallback", 1, "1", &[("c1", "f1")], false),
+                request_to("fallback", 1, &[], "1", &[]),
+                release(),
+                request(2, &["c1"], "", &[("c1", "v1")]),
+            ];
+            if !held {
+                events.retain(|e| {
+                    !matches!(&e.kind, EventKind::Server(s) if matches!(**s, ServerEvent::FaultApplied { .. }))
+                });
+            }
+            events
+        };
+        assert_eq!(check(&test_scenario(), &events(true)), None);
+        // Not held, the request was written after the fallback's c1 came.
+        let v = check(&test_scenario(), &events(false)).expect("claims the replaced copy");
+        assert!(v.message.contains("claims c1"), "{v:?}");
+        // After the release, a response from the primary settles it again.
+        let mut settled = events(true);
+        settled.pop();
+        settled.extend([
+            request(2, &["c1"], "", &[]),
+            response(2, "2", &[("c1", "v2")], false),
+            request(2, &[], "2", &[]),
+            request(3, &["c1"], "", &[]),
+        ]);
+        let v = check(&test_scenario(), &settled).expect("settled: must claim c1");
+        assert!(v.message.contains("does not claim c1"), "{v:?}");
     }
 
     #[test]

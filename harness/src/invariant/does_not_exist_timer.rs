@@ -207,11 +207,24 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                 // Asked last, so that a does-not-exist the other rules
                 // explain (a second stream's timer) does not use up the
                 // callback's watch.
+                // Once taken as started, the callback's watch started at
+                // this instant: a wildcard watcher is told of every
+                // resource of the type the cache knows not to exist at
+                // once (seed 20261130, delta schedule 1480).
+                // A watch step of this instant explains it before a
+                // callback's watch is used up (seed 20261130, delta
+                // schedule 1157: `watch CDS *` told c2, and the watch of c2
+                // from a callback ran later).
+                let keys = [name.as_str(), "*"].map(|n| (*resource_type, n));
                 let new_watcher = known
-                    && [name.as_str(), "*"].iter().any(|n| {
-                        watched.get(&(*resource_type, *n)) == Some(&event.at)
-                            || from_callback.remove(&(*resource_type, *n))
-                    });
+                    && (keys.iter().any(|k| watched.get(k) == Some(&event.at))
+                        || keys.iter().any(|k| {
+                            let started = from_callback.remove(k);
+                            if started {
+                                watched.insert(*k, event.at);
+                            }
+                            started
+                        }));
                 if !new_watcher {
                     let last = requests.iter().rfind(|at| **at <= event.at).map_or(
                         "no request named it".to_string(),
@@ -304,6 +317,44 @@ mod tests {
         let mut without = events.clone();
         without[1] = at(2_000, step("wait 1s"));
         assert!(check(&test_scenario(), &without).is_some());
+    }
+
+    /// Seed 20261130, delta schedule 1480: a wildcard watch from a
+    /// callback is told, when the callback runs, of every resource of the
+    /// type the cache knows not to exist.
+    #[test]
+    fn a_wildcard_watch_from_a_callback_is_told_of_every_missing_resource_at_once() {
+        let dne = |name| heard(name, WatcherNotification::DoesNotExist);
+        let events = vec![
+            at(1_000, request(1, CDS, &["c1", "c2"], "", "", true)),
+            at(16_000, dne("c1")),
+            at(16_000, dne("c2")),
+            at(
+                20_000,
+                step("watch CDS * from the next callback of LDS svc"),
+            ),
+            at(25_000, dne("c1")),
+            at(25_000, dne("c2")),
+        ];
+        assert_eq!(check(&test_scenario(), &events), None);
+        // Told later than the callback's instant, the second is unexplained.
+        let mut later = events.clone();
+        later[5] = at(26_000, dne("c2"));
+        assert!(check(&test_scenario(), &later).is_some());
+        // Seed 20261130, delta schedule 1157: a wildcard watch step tells
+        // c2 first; a named watch of c2 from a callback runs later.
+        let both = vec![
+            at(1_000, request(1, CDS, &["c2"], "", "", true)),
+            at(16_000, dne("c2")),
+            at(
+                17_000,
+                step("watch CDS c2 from the next callback of RDS r1"),
+            ),
+            at(20_000, step("watch CDS *")),
+            at(20_000, dne("c2")),
+            at(25_000, dne("c2")),
+        ];
+        assert_eq!(check(&test_scenario(), &both), None);
     }
 
     #[test]

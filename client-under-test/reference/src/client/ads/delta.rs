@@ -30,6 +30,10 @@ use crate::resource::{DecodeContext, DecodeError, DecodedEntry, ResourceType, de
 #[derive(Default)]
 pub(crate) struct DeltaMemory {
     versions: BTreeMap<(ResourceType, ResourceName), String>,
+    /// Names whose copy from this server another server's response
+    /// replaced, until this server sends them again: a claim of one
+    /// written before the replacement is not the client's to confirm.
+    replaced: BTreeSet<(ResourceType, ResourceName)>,
 }
 
 impl DeltaMemory {
@@ -44,12 +48,15 @@ impl DeltaMemory {
                     entry.version.clone(),
                 );
             }
+            self.replaced
+                .remove(&(parsed.resource_type, entry.name.clone()));
         }
         if let Deletions::Named(names) = &parsed.deletions
             && !defects.delta_removals_ignored
         {
             for name in names {
                 self.versions.remove(&(parsed.resource_type, name.clone()));
+                self.replaced.remove(&(parsed.resource_type, name.clone()));
             }
         }
     }
@@ -61,20 +68,33 @@ impl DeltaMemory {
     /// fallback's copy would keep the primary from resending it; gRFC
     /// A71). A rejected entry leaves the copy as it was (gRFC A46).
     pub fn replaced_elsewhere(&mut self, parsed: &ParsedResponse) {
-        for entry in parsed.entries.iter().filter(|e| e.resource.is_ok()) {
-            self.versions
-                .remove(&(parsed.resource_type, entry.name.clone()));
-        }
-        if let Deletions::Named(names) = &parsed.deletions {
-            for name in names {
-                self.versions.remove(&(parsed.resource_type, name.clone()));
+        let names = parsed
+            .entries
+            .iter()
+            .filter(|e| e.resource.is_ok())
+            .map(|e| &e.name);
+        let removed = match &parsed.deletions {
+            Deletions::Named(names) => names.as_slice(),
+            _ => &[],
+        };
+        for name in names.chain(removed) {
+            let key = (parsed.resource_type, name.clone());
+            if self.versions.remove(&key).is_some() {
+                self.replaced.insert(key);
             }
         }
+    }
+
+    /// Whether another server's copy replaced this server's `name` since
+    /// the client last held it from here.
+    pub fn replaced(&self, resource_type: ResourceType, name: &ResourceName) -> bool {
+        self.replaced.contains(&(resource_type, name.clone()))
     }
 
     /// The name is no longer subscribed: the client will not hold it.
     pub fn forget(&mut self, resource_type: ResourceType, name: &ResourceName) {
         self.versions.remove(&(resource_type, name.clone()));
+        self.replaced.remove(&(resource_type, name.clone()));
     }
 
     /// Every resource of `resource_type` held, with its version.

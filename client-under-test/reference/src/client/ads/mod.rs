@@ -215,6 +215,18 @@ impl AdsStream {
         removed.timer
     }
 
+    /// Delta: names `name`, still subscribed, in the next request's
+    /// `resource_names_subscribe` again, which asks the server to send it
+    /// again (the client holds no copy of its own).
+    pub fn subscribe_again(&mut self, resource_type: ResourceType, name: &ResourceName) {
+        if self.is_subscribed(resource_type, name) {
+            self.delta_sent
+                .entry(resource_type)
+                .or_default()
+                .changed(name);
+        }
+    }
+
     pub fn is_subscribed(&self, resource_type: ResourceType, name: &ResourceName) -> bool {
         self.types
             .get(&resource_type)

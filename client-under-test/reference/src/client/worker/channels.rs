@@ -14,13 +14,17 @@ impl Worker {
 
     pub(super) fn get_or_create_channel(&mut self, server: &XdsServerConfig) {
         if !self.channels.contains_key(server) {
+            let memory = match self.parked.remove(server) {
+                Some(memory) => Memory::Delta(memory),
+                None => Memory::new(server.protocol),
+            };
             self.channels.insert(
                 server.clone(),
                 XdsChannel {
                     transport: self.shared.channels.open(server),
                     status: None,
                     failures: 0,
-                    memory: Memory::new(server.protocol),
+                    memory,
                     retryable: None,
                 },
             );
@@ -41,10 +45,22 @@ impl Worker {
             .cloned()
             .collect();
         for server in unused {
-            if let Some(mut channel) = self.channels.remove(&server)
-                && let Some(retryable) = channel.retryable.take()
-            {
+            let Some(mut channel) = self.channels.remove(&server) else {
+                continue;
+            };
+            if let Some(retryable) = channel.retryable.take() {
                 self.drop_retryable(retryable);
+            }
+            // SotW's memory (a version per type) is C-core's, which goes
+            // with the channel; delta's names what the client still holds.
+            if let Memory::Delta(memory) = channel.memory
+                && !self
+                    .shared
+                    .profile
+                    .defects
+                    .delta_memory_dies_with_its_channel
+            {
+                self.parked.insert(server, memory);
             }
         }
     }
@@ -101,6 +117,9 @@ impl Worker {
             ..
         }) = self.channels.get_mut(server)
         {
+            memory.forget(resource_type, name);
+        }
+        for memory in self.parked.values_mut() {
             memory.forget(resource_type, name);
         }
         let Some(call) = self.call_mut(server) else {

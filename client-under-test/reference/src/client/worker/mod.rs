@@ -241,6 +241,11 @@ pub(crate) struct Worker {
     rng: SplitMix64,
     authorities: BTreeMap<Option<String>, AuthorityState>,
     channels: BTreeMap<XdsServerConfig, XdsChannel>,
+    /// The delta memory of servers whose channel was released: the client
+    /// still holds their copies (back on the primary, what only the
+    /// fallback sent stays the fallback's), and a new channel to the
+    /// server claims them again. One entry per bootstrap server at most.
+    parked: BTreeMap<XdsServerConfig, delta::DeltaMemory>,
     watchers: BTreeMap<WatchId, WatchEntry>,
     timers: BTreeMap<TimerId, TimerKind>,
     timer_seq: u64,
@@ -272,6 +277,7 @@ impl Worker {
             rng: SplitMix64::new(rng_seed),
             authorities: BTreeMap::new(),
             channels: BTreeMap::new(),
+            parked: BTreeMap::new(),
             watchers: BTreeMap::new(),
             timers: BTreeMap::new(),
             timer_seq: 0,

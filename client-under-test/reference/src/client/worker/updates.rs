@@ -97,10 +97,34 @@ impl Worker {
         // claimed that it does not change; a confirmed resource counts as
         // received again (as SotW would resend it), in name order with the
         // rest, so a delta client tells its watchers what a SotW one does.
-        let confirmed = match self.call_mut(server) {
+        let mut confirmed = match self.call_mut(server) {
             Some(call) => call.confirmed_claims(resource_type, &parsed),
             None => Vec::new(),
         };
+        // A claim written before another server's copy replaced this
+        // server's (the claim travelled while the fallback's response
+        // came): the server confirms a copy the client no longer holds.
+        // It is not applied (the client would take the fallback's copy
+        // for this server's); the name is subscribed again, and the
+        // server sends its copy (seed 20261130, delta schedule 3489).
+        if !self.shared.profile.defects.delta_confirms_replaced_claims {
+            let replaced_since = |name: &ResourceName| match self.channels.get(server) {
+                Some(XdsChannel {
+                    memory: Memory::Delta(memory),
+                    ..
+                }) => memory.replaced(resource_type, name),
+                _ => false,
+            };
+            let (replaced, held): (Vec<_>, Vec<_>) = confirmed
+                .into_iter()
+                .partition(|(name, _)| replaced_since(name));
+            confirmed = held;
+            if let Some(call) = self.call_mut(server) {
+                for (name, _) in &replaced {
+                    call.subscribe_again(resource_type, name);
+                }
+            }
+        }
         if !confirmed.is_empty() {
             for (name, version) in confirmed {
                 if let Some((value, serialized)) = self
@@ -133,6 +157,9 @@ impl Worker {
                 {
                     memory.replaced_elsewhere(&parsed);
                 }
+            }
+            for memory in self.parked.values_mut() {
+                memory.replaced_elsewhere(&parsed);
             }
         }
         let deletions = std::mem::replace(&mut parsed.deletions, Deletions::None);
