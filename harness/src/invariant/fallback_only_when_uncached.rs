@@ -81,10 +81,16 @@ fn check(scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
     for (index, event) in events.iter().enumerate() {
         match &event.kind {
             EventKind::Step(text) => {
-                if let Some(WatchStep::Cancelled { watched, last }) = watches.read(text) {
-                    // The client may drop what no one watches: cached
+                if let Some(WatchStep::Cancelled {
+                    watched,
+                    maybe_last,
+                    ..
+                }) = watches.read(text)
+                {
+                    // The client may drop what no one watches (a watch
+                    // from a callback may never have started): cached
                     // again only once a new watcher hears it.
-                    if last {
+                    if maybe_last {
                         last_cancel = Some(event.at);
                         cached.remove(&watched);
                         // The last wildcard watch: what only it watched

@@ -213,35 +213,54 @@ pub(crate) enum WatchStep<'a> {
     /// A watch started. One from a callback starts when the callback
     /// runs, later: counted from its step, it can only excuse.
     Started(Watched<'a>),
-    /// A watch cancelled; `last`: no watch of the resource is left.
-    Cancelled { watched: Watched<'a>, last: bool },
+    /// A watch cancelled; `last`: no watch of the resource is left;
+    /// `maybe_last`: none may be left, the ones left being watches from
+    /// callbacks, which never start if their callback never runs (the
+    /// cancel may have taken the very watcher whose callback was armed).
+    /// `last` is what a rule that demands reads, `maybe_last` what one
+    /// that excuses does.
+    Cancelled {
+        watched: Watched<'a>,
+        last: bool,
+        maybe_last: bool,
+    },
 }
 
 /// The script's active watches per resource, counted from its step lines
 /// (the invariants that read what the client holds, or owes its watchers).
 #[derive(Default)]
-pub(crate) struct Watches<'a>(HashMap<Watched<'a>, usize>);
+pub(crate) struct Watches<'a> {
+    active: HashMap<Watched<'a>, usize>,
+    /// Of those, watches from callbacks, counted from their steps.
+    from_callbacks: HashMap<Watched<'a>, usize>,
+}
 
 impl<'a> Watches<'a> {
     /// Counts the watch a step line starts or cancels, and says which.
     pub(crate) fn read(&mut self, text: &'a str) -> Option<WatchStep<'a>> {
-        let started = WatchInCallback::described(text).or_else(|| Watch::described(text));
-        if let Some(watched) = started {
-            *self.0.entry(watched).or_default() += 1;
+        if let Some(watched) = WatchInCallback::described(text) {
+            *self.from_callbacks.entry(watched).or_default() += 1;
+            *self.active.entry(watched).or_default() += 1;
+            return Some(WatchStep::Started(watched));
+        }
+        if let Some(watched) = Watch::described(text) {
+            *self.active.entry(watched).or_default() += 1;
             return Some(WatchStep::Started(watched));
         }
         let watched = CancelWatch::described(text)?;
-        let active = self.0.entry(watched).or_default();
+        let active = self.active.entry(watched).or_default();
         *active = active.saturating_sub(1);
+        let from_callbacks = self.from_callbacks.get(&watched).copied().unwrap_or(0);
         Some(WatchStep::Cancelled {
             watched,
             last: *active == 0,
+            maybe_last: *active <= from_callbacks,
         })
     }
 
     /// Whether a watch of `watched` is active.
     pub(crate) fn watched(&self, watched: Watched<'a>) -> bool {
-        self.0.get(&watched).is_some_and(|n| *n > 0)
+        self.active.get(&watched).is_some_and(|n| *n > 0)
     }
 
     /// Whether a wildcard watch of `resource_type` is active.
@@ -251,12 +270,12 @@ impl<'a> Watches<'a> {
 
     /// Whether no watch is active.
     pub(crate) fn none(&self) -> bool {
-        self.0.values().all(|n| *n == 0)
+        self.active.values().all(|n| *n == 0)
     }
 
     /// Active watches per resource (0 once its last watch went).
     pub(crate) fn counts(&self) -> &HashMap<Watched<'a>, usize> {
-        &self.0
+        &self.active
     }
 }
 

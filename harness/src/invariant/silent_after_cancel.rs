@@ -33,6 +33,7 @@ fn check(_scenario: &Scenario, events: &[TimelineEvent]) -> Option<Violation> {
                 Some(WatchStep::Cancelled {
                     watched,
                     last: true,
+                    ..
                 }) => {
                     cancelled.insert(watched, index);
                 }
