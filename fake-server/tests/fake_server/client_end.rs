@@ -8,7 +8,7 @@ use prost::Message;
 use rstest::rstest;
 use tonic::Code;
 use xds_fake_server::ServingMode;
-use xds_fake_server::event::{CLIENT_CANCELLED, CLIENT_HALF_CLOSED, ServerEvent};
+use xds_fake_server::event::{CLIENT_CANCELLED, CLIENT_HALF_CLOSED};
 
 use crate::support::*;
 
@@ -65,17 +65,6 @@ async fn a_client_end_is_recorded_as_what_it_sent(
     }
     tokio::time::sleep(QUIET).await;
 
-    let closes: Vec<_> = events_only(server.events())
-        .into_iter()
-        .filter_map(|e| match e {
-            ServerEvent::StreamClosed {
-                code,
-                message,
-                by_client,
-                ..
-            } => Some((code, message, by_client)),
-            _ => None,
-        })
-        .collect();
+    let closes = stream_closes(&server);
     assert_eq!(closes, vec![(code, message.to_string(), true)]);
 }

@@ -300,17 +300,9 @@ async fn an_oversize_request_is_answered_with_resource_exhausted() {
         .unwrap_or_else(|_| panic!("no status; server saw {:#?}", events_only(server.events())))
         .expect_err("the stream ends with a status");
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
-    let closed = events_only(server.events())
+    let closed = stream_closes(&server)
         .into_iter()
-        .find_map(|e| match e {
-            ServerEvent::StreamClosed {
-                code,
-                message,
-                by_client,
-                ..
-            } => Some((code, message, by_client)),
-            _ => None,
-        })
+        .next()
         .expect("the close is recorded");
     assert_eq!(closed.0, Code::ResourceExhausted);
     assert!(closed.1.starts_with("request too large: "), "{}", closed.1);

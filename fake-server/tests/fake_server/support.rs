@@ -288,6 +288,22 @@ pub fn events_only(events: Vec<Recorded<ServerEvent>>) -> Vec<ServerEvent> {
     events.into_iter().map(|recorded| recorded.event).collect()
 }
 
+/// Every stream close the server recorded: (code, message, by client).
+pub fn stream_closes(server: &FakeAdsServer) -> Vec<(tonic::Code, String, bool)> {
+    events_only(server.events())
+        .into_iter()
+        .filter_map(|e| match e {
+            ServerEvent::StreamClosed {
+                code,
+                message,
+                by_client,
+                ..
+            } => Some((code, message, by_client)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The responses the server recorded as sent, as (stream, names) pairs.
 pub fn sent(server: &FakeAdsServer) -> Vec<(u64, String, Vec<String>)> {
     server
