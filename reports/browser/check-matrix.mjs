@@ -64,6 +64,15 @@ try {
     page.screenshot({ path: path.join(config.out, name), ...options });
 
   // What the page shows now.
+  // Resolves once the page has handled the next hash change. A link that
+  // only changes the hash is followed in the page's hashchange listener,
+  // a task after the click returns; a listener added after the page's
+  // runs after it (reading right after the click raced it on a busy
+  // machine). Call it before the click.
+  const hashHandled = () => page.evaluate(() => new Promise((resolve, reject) => {
+    window.addEventListener("hashchange", () => resolve(), { once: true });
+    setTimeout(() => reject(new Error("no hashchange within 10 s of the click")), 10000);
+  }));
   const visibleRows = () =>
     page.$$eval("#matrix tbody tr.row", (trs) =>
       trs.filter((tr) => tr.checkVisibility()).map((tr) => tr.dataset.name));
@@ -134,7 +143,9 @@ try {
   check(same(reloaded, withoutPass), "a link with the hash reproduces the view", reloaded.length);
   check(!(await page.isChecked("#filters input[name=s][value=pass]")), "and its checkbox");
   // A dimmed cell's badge still leads to its run.
+  const handled = hashHandled();
   await page.click(`#matrix a.badge[href="#${expect.pass_run}"]`);
+  await handled;
   const opened = await page.$eval(`details#${expect.pass_run}`, (d) => d.open && d.checkVisibility());
   check(opened, "a hidden pass run opens when its badge is clicked");
   await page.click("#filters button[name=reset]");
@@ -274,8 +285,10 @@ try {
   check(counts.length > 0, "the table at a glance has counts", counts.length);
   const target = counts.find((x) => x.status === "fail") ?? counts[0];
   if (target) {
+    const applied = hashHandled();
     await page.click(`#glance a[data-status="${target.status}"][data-client="${target.client}"]` +
       `[data-spec="${target.spec}"]`);
+    await applied;
     const what = `${target.n} ${target.status} of ${target.client} in ${target.spec}`;
     check((await visibleRows()).length === target.n, `the count ${what} shows exactly that many rows`,
       (await visibleRows()).length);
