@@ -6,12 +6,42 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-/// One line of text for a table cell: newlines joined, pipes escaped.
+/// One line of text for a table cell: newlines joined, pipes escaped,
+/// and a `<` outside code spans written `&lt;`, so that a placeholder
+/// such as `<name>` in a reason is shown, not taken for an HTML tag (inside
+/// a code span Markdown shows it as it is, and would show `&lt;` too).
 pub fn cell(text: &str) -> String {
-    text.split_whitespace()
+    let joined = text
+        .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
-        .replace('|', "\\|")
+        .replace('|', "\\|");
+    let mut out = String::with_capacity(joined.len());
+    let mut in_code = false;
+    for c in joined.chars() {
+        match c {
+            '`' => {
+                in_code = !in_code;
+                out.push(c);
+            }
+            '<' if !in_code => out.push_str("&lt;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod cell_tests {
+    use super::cell;
+
+    #[test]
+    fn placeholders_outside_code_are_shown_and_code_is_kept() {
+        assert_eq!(
+            cell("a \"<TYPE> response\"\n and `<dir>/x` | y"),
+            "a \"&lt;TYPE> response\" and `<dir>/x` \\| y"
+        );
+    }
 }
 
 /// The anchor mdBook gives a heading of this text.
