@@ -31,19 +31,6 @@ pub fn cell(text: &str) -> String {
     out
 }
 
-#[cfg(test)]
-mod cell_tests {
-    use super::cell;
-
-    #[test]
-    fn placeholders_outside_code_are_shown_and_code_is_kept() {
-        assert_eq!(
-            cell("a \"<TYPE> response\"\n and `<dir>/x` | y"),
-            "a \"&lt;TYPE> response\" and `<dir>/x` \\| y"
-        );
-    }
-}
-
 /// The anchor mdBook gives a heading of this text.
 pub fn anchor(heading: &str) -> String {
     heading
@@ -282,4 +269,17 @@ fn words(values: &[Value]) -> String {
         text.push_str(", ...");
     }
     format!("one of {text}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cell;
+
+    #[test]
+    fn placeholders_outside_code_are_shown_and_code_is_kept() {
+        assert_eq!(
+            cell("a \"<TYPE> response\"\n and `<dir>/x` | y"),
+            "a \"&lt;TYPE> response\" and `<dir>/x` \\| y"
+        );
+    }
 }
