@@ -1,8 +1,10 @@
 //! The harness's peak memory under a client that floods it: for each
 //! flood (valid 1 KB `log` events, valid 1 KB `watcher` events, lines of
 //! a megabyte, a flooded stderr; the fixture adapters of
-//! `harness/tests/hostile/adapters/flood*`), one run of a scenario that
-//! watches and waits, played as `run` plays it (expectations, retries,
+//! `harness/tests/hostile/adapters/flood*`), one run of the scenario the
+//! test of floods plays (`tests/interrupts.rs`: the adapter's flood past
+//! its bounds, or the watcher flood to the timeline's limit), played as
+//! `run` plays it (expectations, retries,
 //! reports written), in a fresh process each: its verdict, its wall time
 //! and the process's peak RSS (`VmHWM`).
 //!
@@ -15,11 +17,12 @@ use std::time::Instant;
 use xds_conformance::matrix::run_files;
 use xds_conformance::suite::{Selection, TestedClient};
 
-const KINDS: &[(&str, &str)] = &[
-    ("log", "flood"),
-    ("watcher", "flood-watcher"),
-    ("line", "flood-line"),
-    ("stderr", "flood-stderr"),
+/// Each flood: its kind, its adapter, its scenario (beside `adapter.py`).
+const KINDS: &[(&str, &str, &str)] = &[
+    ("log", "flood", "past-its-bounds.yaml"),
+    ("watcher", "flood-watcher", "watcher-flood.yaml"),
+    ("line", "flood-line", "past-its-bounds.yaml"),
+    ("stderr", "flood-stderr", "past-its-bounds.yaml"),
 ];
 
 fn crate_dir() -> PathBuf {
@@ -37,17 +40,12 @@ fn peak_mib() -> f64 {
 }
 
 /// One flood in this process: prints `kind|verdict|seconds|peak MiB`.
-fn measure(kind: &str, adapter: &str) {
+fn measure(kind: &str, adapter: &str, scenario: &str) {
     let scratch = tempfile::tempdir().expect("a temporary folder");
     let file = scratch.path().join("flood.yaml");
-    std::fs::write(
-        &file,
-        "description: a client floods the harness\nservers: {main: {}}\nsnapshot: false\n\
-         limits: {wall_time: 60s}\nsteps:\n  - watch: {type: CDS, name: c1}\n  - wait: 6s\n  \
-         - expect: {watcher: {type: CDS, name: c1, event: does_not_exist}, within: 0s}\n",
-    )
-    .expect("write the scenario");
-    let adapter = crate_dir().join("tests/hostile/adapters").join(adapter);
+    let fixtures = crate_dir().join("tests/hostile/adapters");
+    std::fs::copy(fixtures.join("flood").join(scenario), &file).expect("copy the scenario");
+    let adapter = fixtures.join(adapter);
     let client = TestedClient::new(&adapter.display().to_string(), None).expect("the fixture");
     let started = Instant::now();
     let report = run_files(
@@ -83,9 +81,9 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let [_, flag, kind] = args.as_slice()
         && flag == "--one"
-        && let Some((kind, adapter)) = KINDS.iter().find(|(k, _)| k == kind)
+        && let Some((kind, adapter, scenario)) = KINDS.iter().find(|(k, _, _)| k == kind)
     {
-        measure(kind, adapter);
+        measure(kind, adapter, scenario);
         return;
     }
     if cfg!(debug_assertions) {
@@ -94,7 +92,7 @@ fn main() {
     println!("| flood | verdict | wall, s | peak RSS, MiB |");
     println!("|---|---|---:|---:|");
     let me = std::env::current_exe().expect("this program");
-    for (kind, _) in KINDS {
+    for (kind, _, _) in KINDS {
         let output = std::process::Command::new(&me)
             .args(["--one", kind])
             .current_dir(Path::new(&crate_dir()).parent().unwrap_or(Path::new(".")))
