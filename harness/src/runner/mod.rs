@@ -186,7 +186,9 @@ pub fn run_scenario_in(
     let projected = crate::projection::wildcard::project(scenario, &caps);
     let scenario = &*projected;
     let missing = missing_capabilities(scenario, &caps);
-    if let Some(reason) = lacks(&missing) {
+    // A rule that does not bind this client says so first: what else it
+    // lacks does not matter then.
+    if let Some(reason) = scenario.applies_to.not_bound(&caps).or_else(|| lacks(&missing)) {
         return RunOutcome {
             missing,
             ..early(Verdict::NotApplicable { reason })
@@ -321,6 +323,11 @@ pub fn missing_capabilities(scenario: &Scenario, caps: &Capabilities) -> Vec<Str
             missing.push(what.to_string());
         }
     };
+    let rule = scenario.applies_to.clients;
+    need(
+        rule.include(caps),
+        &crate::scenario::applicability::not_bound_label(rule),
+    );
     let delta = scenario
         .servers
         .iter()

@@ -32,6 +32,11 @@ pub struct ScenarioFile {
     /// delta.
     #[serde(default, skip_serializing_if = "crate::check::is_empty")]
     pub spec: Vec<Spanned<String>>,
+    /// Which clients the rule this scenario checks binds, when not every
+    /// xDS client: `{clients: grpc, because: "<the spec sentence>"}` (a
+    /// gRFC rule of gRPC's XdsClient), or `proxy`. A run on a client the
+    /// rule does not bind is n/a with `because`, not a failure.
+    pub applies_to: Option<Spanned<AppliesToSpec>>,
     /// Free-form tags for selecting scenarios, e.g. `slow-on-real-time`
     /// (timers that take their full 15 s on a real client), which
     /// `--skip-tag` leaves out.
@@ -78,6 +83,18 @@ pub struct ScenarioFile {
     /// 5m of real time per run) are not enough; the command line's
     /// `--virtual-limit` / `--wall-limit` override both.
     pub limits: Option<LimitsSpec>,
+}
+
+/// Whom a scenario's rule binds (see `scenario::applicability`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppliesToSpec {
+    /// `grpc` (gRPC clients), `proxy` (Envoy) or `any` (the default).
+    #[schemars(schema_with = "super::applicability::clients_schema")]
+    pub clients: Spanned<String>,
+    /// Why the rule binds only those clients: the spec's words, quoted.
+    #[serde(default)]
+    pub because: String,
 }
 
 /// Time limits of one run.

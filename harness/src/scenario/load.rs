@@ -312,6 +312,12 @@ fn check(
             ));
         }
     }
+    let applies_to = file
+        .applies_to
+        .as_ref()
+        .map(super::applicability::Applicability::compile)
+        .transpose()?
+        .unwrap_or_default();
     let servers = file
         .servers
         .value
@@ -405,6 +411,7 @@ fn check(
         name,
         description: file.description,
         spec: file.spec.into_iter().map(|s| s.value).collect(),
+        applies_to,
         tags: file.tags,
         protocol: protocols[0],
         protocols,

@@ -7,6 +7,7 @@
 //! Steps, matchers and resources, file form and checked form, are in
 //! `crate::step`, `crate::matcher` and `crate::resource`.
 
+pub mod applicability;
 mod error;
 pub mod file;
 pub mod limits;
@@ -39,6 +40,8 @@ pub struct Scenario {
     pub description: String,
     /// Spec tags: `A27`, `A46`, ...
     pub spec: Vec<String>,
+    /// Which clients its rule binds (a run on another is n/a).
+    pub applies_to: applicability::Applicability,
     /// Selection tags (`--skip-tag`).
     pub tags: Vec<String>,
     /// The protocol this run plays (servers without their own use it).
