@@ -104,6 +104,80 @@ impl Scratch {
     fn read(&self, file: &str) -> String {
         std::fs::read_to_string(self.root.join(file)).unwrap()
     }
+
+    /// A FIFO in the fixtures' working directory, which a fixture writes a
+    /// line into once it reached a point of its script (see `fail-hangs`
+    /// and `fail-no-hello`).
+    fn fifo(&self, file: &str) -> PathBuf {
+        let path = self.root.join(file);
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo reads a NUL-terminated path we own.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        path
+    }
+}
+
+/// How long a test waits, in real time, for an event a correct driver and
+/// fixture always bring (a line in a FIFO, the processes' end), before it
+/// fails instead of hanging the test command: a guard, never a verdict.
+const HANG_GUARD: Duration = Duration::from_secs(120);
+
+/// Waits, off the runtime's thread, until a fixture writes a line into
+/// `fifo`; returns the line. On a paused clock a blocking task in flight
+/// keeps tokio from auto-advancing it, so no timer of the driver fires
+/// while a fixture takes its time on a busy machine.
+async fn fifo_line(fifo: PathBuf) -> String {
+    tokio::task::spawn_blocking(move || {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        // Opened for reading and writing, the open does not wait for the
+        // writer, and the wait below has a guard.
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .map_err(|e| format!("{}: {e}", fifo.display()))?;
+        let mut poll = libc::pollfd {
+            fd: file.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = i32::try_from(HANG_GUARD.as_millis()).unwrap_or(i32::MAX);
+        // SAFETY: one pollfd we own.
+        if unsafe { libc::poll(&mut poll, 1, ms) } != 1 {
+            return Err(format!(
+                "the fixture wrote nothing into {} within {HANG_GUARD:?}",
+                fifo.display()
+            ));
+        }
+        let mut line = [0u8; 256];
+        let n = file.read(&mut line).map_err(|e| e.to_string())?;
+        Ok(String::from_utf8_lossy(&line[..n]).trim().to_string())
+    })
+    .await
+    .expect("the FIFO reader")
+    .unwrap_or_else(|e: String| panic!("{e}"))
+}
+
+/// The paused clock held still, for a test that fires a timeout of the
+/// driver on purpose: while a blocking task is in flight a paused
+/// current-thread runtime does not auto-advance (tokio's test-util), so
+/// no timeout fires, however long a fixture takes to start or to answer,
+/// until the test lets go (drop) or advances the clock itself. It lets go
+/// by itself after `HANG_GUARD` of real time, so that a driver stuck
+/// on a timer fails the test instead of hanging it.
+struct HeldClock {
+    _release: std::sync::mpsc::Sender<()>,
+}
+
+impl HeldClock {
+    fn hold() -> HeldClock {
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        tokio::task::spawn_blocking(move || {
+            let _ = released.recv_timeout(HANG_GUARD);
+        });
+        HeldClock { _release: release }
+    }
 }
 
 impl Drop for Scratch {
@@ -210,21 +284,30 @@ fn signalable(pid: i32) -> bool {
 }
 
 /// Waits (a little: SIGKILL is asynchronous) until none of `pids` runs and
-/// the group `pgid` is empty.
+/// the group `pgid` is empty. The 3 s bound only guards a hang: killed
+/// processes end in the kernel, whatever the load. Off the runtime's
+/// thread, with real sleeps, so that it works the same on a paused clock.
 async fn assert_all_gone(pgid: i32, pids: &[i32]) {
-    let deadline = Instant::now() + Duration::from_secs(3);
-    loop {
-        let running: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
-        let members = group_members(pgid);
-        if running.is_empty() && members.is_empty() {
-            return;
+    let pids = pids.to_vec();
+    tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            let running: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+            let members = group_members(pgid);
+            if running.is_empty() && members.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "still running: {running:?}; group {pgid} members: {members:?}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(
-            Instant::now() < deadline,
-            "still running: {running:?}; group {pgid} members: {members:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
+    .expect("the wait for the processes' end")
+    .unwrap_or_else(|e: String| panic!("{e}"));
 }
 
 fn crashed(result: Result<impl std::fmt::Debug, ClientError>) -> (String, String) {
@@ -706,7 +789,10 @@ async fn crash_before_hello() {
     );
 }
 
-#[tokio::test]
+/// On the paused clock: the hello timeout fires once the fixture has
+/// started its child and said so on stderr (its FIFO), never before, so
+/// that a slow start on a busy machine cannot leave no child to check.
+#[tokio::test(start_paused = true)]
 async fn no_hello_times_out_and_kills_the_group() {
     let scratch = Scratch::new("no-hello");
     let events = Events::default();
@@ -716,8 +802,11 @@ async fn no_hello_times_out_and_kills_the_group() {
             hello: Duration::from_millis(700),
             ..timeouts()
         });
-    let started = Instant::now();
-    let (reason, stderr_tail) = crashed(client.start(env(&events)).await);
+    let ready = scratch.fifo("ready.fifo");
+    let started = tokio::time::Instant::now();
+    let (started_up, said) = tokio::join!(client.start(env(&events)), fifo_line(ready));
+    assert_eq!(said, "initialising");
+    let (reason, stderr_tail) = crashed(started_up);
     assert!(started.elapsed() >= Duration::from_millis(700));
     assert_eq!(reason, "no hello within 700ms");
     assert_eq!(stderr_tail, "fail-no-hello: initialising forever");
@@ -795,7 +884,10 @@ async fn garbage_on_stdout_breaks_the_client() {
     client.shutdown().await;
 }
 
-#[tokio::test]
+/// On the paused clock, held until the fixture has taken the `rpc` and
+/// said so on stderr (its FIFO): the reply's deadline passes after that,
+/// however slowly the fixture started or read the command.
+#[tokio::test(start_paused = true)]
 async fn unanswered_rpc_times_out_and_kills_the_group() {
     let scratch = Scratch::new("rpc-timeout");
     let events = Events::default();
@@ -803,18 +895,24 @@ async fn unanswered_rpc_times_out_and_kills_the_group() {
         rpc_grace: Duration::from_millis(300),
         ..timeouts()
     });
+    let held = HeldClock::hold();
     client.start(env(&events)).await.unwrap();
     let pid = client.pid().unwrap() as i32;
     let grandchild = scratch.pid("grandchild.pid");
     assert!(alive(grandchild));
     client.dial("xds:///svc").await.unwrap();
 
-    let started = Instant::now();
+    let taken = scratch.fifo("rpc.fifo");
+    let started = tokio::time::Instant::now();
     let request = RpcRequest {
         timeout: Duration::from_millis(200),
         ..rpc("xds:///svc")
     };
-    let (reason, stderr_tail) = crashed(client.rpc(&request).await);
+    let (answer, ()) = tokio::join!(client.rpc(&request), async move {
+        assert_eq!(fifo_line(taken).await, "taken");
+        drop(held);
+    });
+    let (reason, stderr_tail) = crashed(answer);
     assert!(started.elapsed() >= Duration::from_millis(500));
     assert_eq!(reason, "no reply to rpc within 500ms");
     assert_eq!(stderr_tail, "fail-hangs: not answering rpc");
@@ -823,7 +921,12 @@ async fn unanswered_rpc_times_out_and_kills_the_group() {
     client.shutdown().await;
 }
 
-#[tokio::test]
+/// On the paused clock, held: the test moves it by the shutdown timeout
+/// once the fixture has taken `shutdown` (its FIFO), and no further, so
+/// that `shutdown` returns at 500 ms of the clock exactly: killed then,
+/// and reaped on the kill's own event, not after another timer. (It was
+/// "took < 3 s" of the wall clock, which a busy machine can break.)
+#[tokio::test(start_paused = true)]
 async fn ignored_shutdown_is_followed_by_a_kill() {
     let scratch = Scratch::new("ignore-shutdown");
     let events = Events::default();
@@ -831,17 +934,22 @@ async fn ignored_shutdown_is_followed_by_a_kill() {
         shutdown: Duration::from_millis(500),
         ..timeouts()
     });
+    let held = HeldClock::hold();
     client.start(env(&events)).await.unwrap();
     let pid = client.pid().unwrap() as i32;
     let grandchild = scratch.pid("grandchild.pid");
     let bootstrap = PathBuf::from(scratch.read("bootstrap.path"));
     assert!(bootstrap.exists());
 
-    let started = Instant::now();
-    client.shutdown().await;
+    let taken = scratch.fifo("shutdown.fifo");
+    let started = tokio::time::Instant::now();
+    tokio::join!(client.shutdown(), async move {
+        assert_eq!(fifo_line(taken).await, "taken");
+        tokio::time::advance(Duration::from_millis(500)).await;
+    });
     let took = started.elapsed();
-    assert!(took >= Duration::from_millis(500), "{took:?}");
-    assert!(took < Duration::from_secs(3), "{took:?}");
+    drop(held);
+    assert_eq!(took, Duration::from_millis(500));
     assert!(
         !signalable(pid),
         "the leader is reaped when shutdown returns"
