@@ -19,11 +19,12 @@
 # GOPROXY; the go command checks each against go.sum. The caller's GOFLAGS are
 # kept (e.g. GOFLAGS=-p=1 on a busy machine); -mod=readonly is added.
 #
-# NOT WORKING YET on this project's machines: their module proxy refuses every
-# github.com/kumahq/* module (HTTP 403 "This module version is not available",
-# for kuma/v2 and for the kumahq/go-control-plane fork its replace lines name),
-# so go.sum cannot be written here and this script stops at the check below.
-# See README.md.
+# Where ../shared/goproxy exists beside the repository (this project's
+# machines and CI), it is put in front of the machine's GOPROXY: that proxy
+# refuses every github.com/kumahq/* module (HTTP 403), and the folder serves
+# exactly those five (kuma/v2 v2.14.3 and the four go-control-plane fork
+# modules Kuma's replace lines name; its README.md). Elsewhere the public
+# proxy serves the same versions, and go.sum judges the bytes either way.
 set -euo pipefail
 
 here="client-under-test/adapters/kuma"
@@ -58,10 +59,21 @@ if [[ ! -s "$here/go.sum" ]]; then
     cat >&2 <<EOF
 install.sh: $here/go.sum is missing: it is written by 'go mod tidy' in $here,
 which needs a module proxy that serves github.com/kumahq/kuma/v2 v2.14.3 and
-github.com/kumahq/go-control-plane{,/contrib,/envoy,/ratelimit} (*-kong-1).
-This project's proxy refuses them (HTTP 403); see $here/README.md.
+github.com/kumahq/go-control-plane{,/contrib,/envoy,/ratelimit} (*-kong-1):
+the public one does; this project's refuses them (HTTP 403), and
+../shared/goproxy serves them (see its README.md and $here/README.md).
 EOF
     exit 1
+fi
+
+# The local proxy only where the folder is; the checksum database refuses the
+# kumahq modules too, and go.sum already holds their hashes (four of them
+# Kuma v2.14.3's own go.sum lines), so it is not asked for them.
+shared_proxy="$root/../shared/goproxy"
+if [[ -d "$shared_proxy" ]]; then
+    export GOPROXY="file://$(cd "$shared_proxy" && pwd),$("$go" env GOPROXY)"
+    export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/kumahq/*"
+    echo "install.sh: GOPROXY=$GOPROXY"
 fi
 
 export GOMODCACHE="$peers/gomodcache"
