@@ -22,9 +22,11 @@
 
 pub mod addresses;
 pub mod bootstrap;
+pub mod catalogue;
 pub mod chaos;
 pub mod check;
 pub mod clock;
+pub mod coverage;
 pub mod differential;
 pub mod expectations;
 /// For the fuzz targets in `fuzz/` and their corpus replay test only.

@@ -81,17 +81,17 @@ fn defect(name: &str) -> Defects {
 #[case::kds_full_sync(
     "zone_no_full_sync_deletion",
     "kds/first-response-of-a-new-stream-is-a-full-sync",
-    ":35:5:"
+    ":36:5:"
 )]
 #[case::kds_full_sync_of_a_restarted_global(
     "zone_no_full_sync_deletion",
     "kds/global-restart-with-an-empty-store",
-    ":25:5:"
+    ":26:5:"
 )]
 #[case::kds_full_sync_only_global_origin(
     "zone_full_sync_deletes_zone_origin",
     "kds/full-sync-deletes-only-global-origin",
-    ":46:5:"
+    ":47:5:"
 )]
 #[case::kds_invalid_spec(
     "zone_stores_invalid",
@@ -109,8 +109,8 @@ fn defect(name: &str) -> Defects {
     ":18:5:"
 )]
 #[case::kds_backoff("zone_no_reconnect_backoff", "kds/reconnect-backoff-grows", ":22:5:")]
-#[case::kds_ack_nonce("zone_ack_without_nonce", "kds/ack-echoes-the-nonce", ":22:5:")]
-#[case::kds_equal_spec("zone_equal_spec_is_a_change", "kds/equal-spec-is-no-update", ":27:5:")]
+#[case::kds_ack_nonce("zone_ack_without_nonce", "kds/ack-echoes-the-nonce", ":23:5:")]
+#[case::kds_equal_spec("zone_equal_spec_is_a_change", "kds/equal-spec-is-no-update", ":28:5:")]
 #[case::kds_equal_spec_after_reconnect(
     "zone_equal_spec_is_a_change",
     "kds/reconnect-after-cancelled",
@@ -125,70 +125,70 @@ fn defect(name: &str) -> Defects {
 #[case::kds_partial_then_removed(
     "zone_removals_ignored",
     "kds/a-later-partial-response-deletes-nothing",
-    ":34:5:"
+    ":35:5:"
 )]
 #[case::kds_only_changes(
     "zone_sends_every_zone_resource",
     "kds/zone-sends-only-changed-dataplanes",
-    ":21:5:"
+    ":22:5:"
 )]
 #[case::kds_zone_labels(
     "zone_no_zone_labels",
     "kds/zone-resources-carry-the-zone-labels",
     ":17:5:"
 )]
-#[case::kds_own_zone_labels("zone_no_zone_labels", "kds/each-zone-sends-only-its-own", ":22:5:")]
+#[case::kds_own_zone_labels("zone_no_zone_labels", "kds/each-zone-sends-only-its-own", ":23:5:")]
 #[case::kds_client_id(
     "zone_no_client_id_header",
     "kds/handshake-headers-and-node-metadata",
-    ":18:5:"
+    ":19:5:"
 )]
-#[case::kds_nack_from_global("zone_resends_after_nack", "kds/nack-from-the-global", ":21:5:")]
+#[case::kds_nack_from_global("zone_resends_after_nack", "kds/nack-from-the-global", ":22:5:")]
 #[case::timer_while_held(
     "timer_while_connecting",
     "a57/requests-held-before-the-handshake-start-no-timer",
-    ":20:5:"
+    ":21:5:"
 )]
 #[case::timer_while_refused(
     "timer_from_watch",
     "a57/does-not-exist-timer-needs-a-connected-stream",
-    ":17:5:"
+    ":18:5:"
 )]
 #[case::timer_in_backoff(
     "timer_from_watch",
     "a57/watch-during-backoff-waits-for-the-stream",
-    ":21:5:"
+    ":22:5:"
 )]
 #[case::timer_across_streams(
     "timer_from_watch",
     "a57/timer-cancelled-when-the-stream-fails",
-    ":24:5:"
+    ":25:5:"
 )]
 #[case::silent_uncached(
     "silent_stream_failures",
     "a57/stream-closed-before-response-uncached",
-    ":19:5:"
+    ":20:5:"
 )]
 #[case::silent_cached(
     "silent_stream_failures",
     "a57/stream-closed-before-response-cached",
-    ":40:5:"
+    ":41:5:"
 )]
 #[case::error_after_response(
     "error_after_good_stream",
     "a57/stream-closed-after-response-is-not-an-error",
-    ":29:5:"
+    ":30:5:"
 )]
-#[case::backoff("backoff_never_resets", "a57/backoff-growth-and-reset", ":34:5:")]
+#[case::backoff("backoff_never_resets", "a57/backoff-growth-and-reset", ":35:5:")]
 #[case::blackhole(
     "no_connect_timeout",
     "a57/blackhole-times-out-the-connection-attempt",
-    ":22:5:"
+    ":23:5:"
 )]
 #[case::channel_backoff(
     "backoff_never_resets",
     "a57/channel-backoff-growth-and-reset",
-    ":67:5:"
+    ":68:5:"
 )]
 #[case::channel_blackhole(
     "no_connect_timeout",
@@ -198,7 +198,7 @@ fn defect(name: &str) -> Defects {
 #[case::a53_ignored_deletion(
     "deletions_always_drop",
     "a53/ignored-listener-deletion-keeps-the-value",
-    ":23:5:"
+    ":24:5:"
 )]
 #[case::a88_kept_deletion(
     "deletions_always_drop",
@@ -208,21 +208,21 @@ fn defect(name: &str) -> Defects {
 #[case::a71_no_fallback_while_cached(
     "fallback_while_cached",
     "a71/no-fallback-while-everything-is-cached",
-    ":23:5:"
+    ":24:5:"
 )]
 #[case::a71_channel_no_fallback_while_cached(
     "fallback_while_cached",
     "a71/channel-no-fallback-while-everything-is-cached",
-    ":36:5:"
+    ":37:5:"
 )]
 #[case::a71_does_not_exist_is_cached(
     "fallback_while_cached",
     "a71/does-not-exist-counts-as-cached",
-    ":26:5:"
+    ":27:5:"
 )]
-#[case::a71_fall_forward("no_fall_forward", "a71/primary-down-at-start-uses-fallback", ":52:5:")]
-#[case::a71_three_tier("no_fall_forward", "a71/three-tier-promotion", ":44:5:")]
-#[case::a71_channel_three_tier("no_fall_forward", "a71/channel-three-tier-promotion", ":43:5:")]
+#[case::a71_fall_forward("no_fall_forward", "a71/primary-down-at-start-uses-fallback", ":53:5:")]
+#[case::a71_three_tier("no_fall_forward", "a71/three-tier-promotion", ":45:5:")]
+#[case::a71_channel_three_tier("no_fall_forward", "a71/channel-three-tier-promotion", ":44:5:")]
 #[case::a71_errors_when_all_fail(
     "errors_from_every_server",
     "a71/errors-only-when-every-server-fails",
@@ -236,22 +236,22 @@ fn defect(name: &str) -> Defects {
 #[case::a71_subscribe_everything(
     "fallback_subscribes_only_uncached",
     "a71/new-watch-while-failing-triggers-fallback",
-    ":35:5:"
+    ":36:5:"
 )]
 #[case::a71_config_tear(
     "fallback_subscribes_only_uncached",
     "a71/config-tear-mixes-servers",
-    ":36:5:"
+    ":37:5:"
 )]
 #[case::a71_per_target(
     "one_client_for_all_targets",
     "a71/channel-per-target-clients-fall-back-independently",
-    ":45:5:"
+    ":46:5:"
 )]
 #[case::a71_server_scope(
     "one_client_for_all_targets",
     "a71/server-scope-falls-back-independently",
-    ":44:5:"
+    ":45:5:"
 )]
 #[case::a47_authority_servers(
     "authorities_ignored",
@@ -263,11 +263,11 @@ fn defect(name: &str) -> Defects {
     "a47/channel-target-with-an-authority",
     ":26:5:"
 )]
-#[case::a47_fallback_per_authority("authorities_ignored", "a47/fallback-per-authority", ":31:5:")]
+#[case::a47_fallback_per_authority("authorities_ignored", "a47/fallback-per-authority", ":32:5:")]
 #[case::delta_removal_of_any_type(
     "delta_removals_ignored",
     "delta/deletion-of-any-type-is-honoured",
-    ":21:5:"
+    ":22:5:"
 )]
 #[case::delta_removal_of_a_never_received_resource(
     "delta_removals_ignored",
@@ -297,7 +297,7 @@ fn defect(name: &str) -> Defects {
 #[case::delta_nack_versions(
     "delta_nack_advances_versions",
     "delta/nack-keeps-valid-resources-and-versions",
-    ":36:5:"
+    ":37:5:"
 )]
 #[case::node_in_every_request("node_in_every_request", "a27/node-only-in-first-request", ":23:5:")]
 #[case::node_on_first_stream_only(
@@ -324,7 +324,7 @@ fn defect(name: &str) -> Defects {
 #[case::a57_timers_for_cached(
     "timers_for_cached",
     "a57/no-timer-for-cached-resources-on-a-new-stream",
-    ":31:5:"
+    ":32:5:"
 )]
 #[case::wildcard_second_watcher(
     "wildcard_misses_cached",
@@ -334,7 +334,7 @@ fn defect(name: &str) -> Defects {
 #[case::delta_back_on_the_primary(
     "delta_claims_replaced_copies",
     "delta/back-on-the-primary-claims-nothing-the-fallback-replaced",
-    ":46:5:"
+    ":47:5:"
 )]
 #[case::delta_fallback_again(
     "delta_memory_dies_with_its_channel",
@@ -349,7 +349,7 @@ fn defect(name: &str) -> Defects {
 #[case::a65_untrusted_server(
     "tls_accepts_any_server",
     "a65/untrusted-server-certificate-is-a-connectivity-failure",
-    ":19:5:"
+    ":20:5:"
 )]
 #[case::a65_fallback_from_an_untrusted_server(
     "tls_accepts_any_server",
@@ -364,7 +364,7 @@ fn defect(name: &str) -> Defects {
 #[case::a65_stalled_handshake(
     "no_connect_timeout",
     "a65/stalled-handshake-times-out-the-connection-attempt",
-    ":20:5:"
+    ":21:5:"
 )]
 #[case::a46_new_watcher_of_a_nacked_cached_resource(
     "new_watcher_misses_pending_error",
@@ -483,12 +483,12 @@ fn defect(name: &str) -> Defects {
 #[case::a65_handshake_failure_is_a_connectivity_failure(
     "silent_stream_failures",
     "a65/untrusted-server-certificate-is-a-connectivity-failure",
-    ":24:5:"
+    ":25:5:"
 )]
 #[case::a65_refused_client_certificate_is_a_connectivity_failure(
     "silent_stream_failures",
     "a65/client-certificate-rejected-is-a-connectivity-failure",
-    ":22:5:"
+    ":23:5:"
 )]
 fn a_broken_rule_fails_its_scenario(
     #[case] defect_name: &str,

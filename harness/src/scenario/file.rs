@@ -42,6 +42,11 @@ pub struct ScenarioFile {
     /// `--skip-tag` leaves out.
     #[serde(default, skip_serializing_if = "crate::check::is_empty")]
     pub tags: Vec<String>,
+    /// The rules of the spec catalogue (`catalogue/`) this scenario
+    /// checks, by id, e.g. `[A57-04, A57-05]`: it fails on a client that
+    /// breaks any of them. The book's spec-coverage page lists them.
+    #[serde(default, skip_serializing_if = "crate::check::is_empty")]
+    pub covers: Vec<Spanned<String>>,
     /// Data-plane backends, by name: gRPC servers that answer with their
     /// name. Endpoints refer to them as `backend:NAME`.
     #[serde(default, skip_serializing_if = "crate::check::is_empty")]

@@ -413,6 +413,7 @@ fn check(
         spec: file.spec.into_iter().map(|s| s.value).collect(),
         applies_to,
         tags: file.tags,
+        covers: covered_rules(&file.covers)?,
         protocol: protocols[0],
         protocols,
         servers,
@@ -427,6 +428,25 @@ fn check(
         snapshot: file.snapshot.unwrap_or(true),
         source: source_name.to_string(),
     })
+}
+
+/// The rule ids of `covers:`: each in the catalogue's form, none twice.
+/// Whether the catalogue has them is the coverage test's to say
+/// (`tests/catalogue.rs`): the loader reads no file but the scenario.
+fn covered_rules(covers: &[Spanned<String>]) -> Result<Vec<String>, Problem> {
+    let mut ids: Vec<String> = Vec::with_capacity(covers.len());
+    for id in covers {
+        crate::catalogue::check_id(&id.value)
+            .map_err(|why| Problem::at(id, format!("covers: {why}")))?;
+        if ids.contains(&id.value) {
+            return Err(Problem::at(
+                id,
+                format!("covers: rule `{}` is listed twice", id.value),
+            ));
+        }
+        ids.push(id.value.clone());
+    }
+    Ok(ids)
 }
 
 /// The zone a KDS run's client plays. Its streams are KDS's own, so the

@@ -44,6 +44,8 @@ pub struct Scenario {
     pub applies_to: applicability::Applicability,
     /// Selection tags (`--skip-tag`).
     pub tags: Vec<String>,
+    /// The catalogue rules it checks (`A57-04`), in the file's order.
+    pub covers: Vec<String>,
     /// The protocol this run plays (servers without their own use it).
     pub protocol: AdsProtocol,
     /// Every protocol the file asks for, in its order (see
