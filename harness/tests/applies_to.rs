@@ -52,7 +52,10 @@ fn a_grpc_rule_is_na_on_a_proxy_with_its_reason() {
         panic!("{:?}", outcome.verdict);
     };
     assert!(reason.contains("binds gRPC clients only"), "{reason}");
-    assert!(reason.contains("gRFC A57 describes gRPC's XdsClient"), "{reason}");
+    assert!(
+        reason.contains("gRFC A57 describes gRPC's XdsClient"),
+        "{reason}"
+    );
     // The matrix groups it under the rule, as it groups a lacking
     // capability.
     assert_eq!(outcome.missing, ["a rule for gRPC clients only"]);
@@ -61,14 +64,21 @@ fn a_grpc_rule_is_na_on_a_proxy_with_its_reason() {
 #[test]
 fn a_grpc_rule_is_played_on_a_grpc_client_and_can_fail() {
     let outcome = play_one(&scenario(GRPC_ONLY), &grpc_client, "reference");
-    assert!(matches!(outcome.verdict, Verdict::Fail { .. }), "{:?}", outcome.verdict);
+    assert!(
+        matches!(outcome.verdict, Verdict::Fail { .. }),
+        "{:?}",
+        outcome.verdict
+    );
 }
 
 #[test]
 fn a_proxy_rule_is_na_on_a_grpc_client_and_played_on_a_proxy() {
     let rule = "applies_to: {clients: proxy, because: \"Envoy's listener docs\"}\n";
     let on_grpc = play_one(&scenario(rule), &grpc_client, "reference").verdict;
-    assert!(matches!(on_grpc, Verdict::NotApplicable { .. }), "{on_grpc:?}");
+    assert!(
+        matches!(on_grpc, Verdict::NotApplicable { .. }),
+        "{on_grpc:?}"
+    );
     let on_proxy = play_one(&scenario(rule), &proxy, "proxy").verdict;
     assert!(matches!(on_proxy, Verdict::Fail { .. }), "{on_proxy:?}");
 }
@@ -77,6 +87,9 @@ fn a_proxy_rule_is_na_on_a_grpc_client_and_played_on_a_proxy() {
 fn without_applies_to_every_client_is_bound() {
     for (client, name) in [(grpc_client as fn() -> _, "reference"), (proxy, "proxy")] {
         let verdict = play_one(&scenario(""), &client, name).verdict;
-        assert!(matches!(verdict, Verdict::Fail { .. }), "{name}: {verdict:?}");
+        assert!(
+            matches!(verdict, Verdict::Fail { .. }),
+            "{name}: {verdict:?}"
+        );
     }
 }

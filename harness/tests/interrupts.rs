@@ -313,7 +313,9 @@ fn a_client_flooding_the_harness_is_bounded() {
             let scratch = Scratch::new(&format!("flood-{kind}"));
             let file = scratch.0.join("flood.yaml");
             std::fs::copy(
-                crate_dir().join("tests/hostile/adapters/flood").join(scenario),
+                crate_dir()
+                    .join("tests/hostile/adapters/flood")
+                    .join(scenario),
                 &file,
             )
             .unwrap();

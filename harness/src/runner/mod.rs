@@ -188,7 +188,11 @@ pub fn run_scenario_in(
     let missing = missing_capabilities(scenario, &caps);
     // A rule that does not bind this client says so first: what else it
     // lacks does not matter then.
-    if let Some(reason) = scenario.applies_to.not_bound(&caps).or_else(|| lacks(&missing)) {
+    if let Some(reason) = scenario
+        .applies_to
+        .not_bound(&caps)
+        .or_else(|| lacks(&missing))
+    {
         return RunOutcome {
             missing,
             ..early(Verdict::NotApplicable { reason })

@@ -32,6 +32,11 @@ crate::matcher::with_matcher_keys! {
         pub within: Option<Spanned<String>>,
         /// Exactly at this virtual time since the start, e.g. `15s`.
         pub at: Option<Spanned<String>>,
+        /// The spec sentence that fixes the words a `contains` /
+        /// `error_contains` here checks, quoted (no spec fixes most error
+        /// texts: then check a resource name, an index, a type URL, and
+        /// leave this out). `tests/wording.rs` holds every check to it.
+        pub wording_fixed_by: Option<String>,
     }
 }
 
@@ -48,6 +53,11 @@ crate::matcher::with_matcher_keys! {
         /// of the window is allowed too (the step then waits the whole
         /// window).
         pub nothing: Option<bool>,
+        /// The spec sentence that fixes the words a `contains` /
+        /// `error_contains` here checks, quoted (no spec fixes most error
+        /// texts: then check a resource name, an index, a type URL, and
+        /// leave this out). `tests/wording.rs` holds every check to it.
+        pub wording_fixed_by: Option<String>,
     }
 }
 
@@ -56,7 +66,13 @@ crate::matcher::with_matcher_keys! {
     #[serde_with::skip_serializing_none]
     #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
     #[serde(deny_unknown_fields)]
-    pub struct OrderedSpec {}
+    pub struct OrderedSpec {
+        /// The spec sentence that fixes the words a `contains` /
+        /// `error_contains` here checks, quoted (no spec fixes most error
+        /// texts: then check a resource name, an index, a type URL, and
+        /// leave this out). `tests/wording.rs` holds every check to it.
+        pub wording_fixed_by: Option<String>,
+    }
 }
 
 /// When an expected event must have happened.
