@@ -188,12 +188,12 @@ fn defect(name: &str) -> Defects {
 #[case::channel_backoff(
     "backoff_never_resets",
     "a57/channel-backoff-growth-and-reset",
-    ":68:5:"
+    ":69:5:"
 )]
 #[case::channel_blackhole(
     "no_connect_timeout",
     "a57/channel-blackhole-times-out-the-connection-attempt",
-    ":30:5:"
+    ":31:5:"
 )]
 #[case::a53_ignored_deletion(
     "deletions_always_drop",
@@ -354,7 +354,7 @@ fn defect(name: &str) -> Defects {
 #[case::a65_fallback_from_an_untrusted_server(
     "tls_accepts_any_server",
     "a65/channel-fallback-from-an-untrusted-server",
-    ":28:5:"
+    ":29:5:"
 )]
 #[case::a65_server_name(
     "tls_accepts_any_server",
@@ -414,7 +414,7 @@ fn defect(name: &str) -> Defects {
 #[case::node_client_features(
     "claims_no_client_features",
     "a27/channel-first-request-node-in-detail",
-    ":23:5:"
+    ":24:5:"
 )]
 #[case::ambient_error_cleared(
     "ambient_error_never_cleared",
@@ -537,7 +537,7 @@ fn a_broken_rule_fails_its_scenario(
 #[case::unsupported_cluster_specifier_ignored(
     ValidationRule::UnsupportedClusterSpecifierIgnored,
     "validation/route-unsupported-cluster-specifier-is-ignored",
-    ":33:5:"
+    ":34:5:"
 )]
 #[case::optional_plugin_routes_ignored(
     ValidationRule::OptionalPluginRoutesIgnored,
@@ -682,42 +682,42 @@ fn a_broken_rule_fails_its_scenario(
 #[case::watch_xff(
     ValidationRule::XffNumTrustedHops,
     "validation/watch-listener-errors-reach-only-their-watchers",
-    ":52:5:"
+    ":53:5:"
 )]
 #[case::watch_original_ip(
     ValidationRule::OriginalIpDetectionExtensions,
     "validation/watch-listener-errors-reach-only-their-watchers",
-    ":54:5:"
+    ":55:5:"
 )]
 #[case::watch_path_regex(
     ValidationRule::PathRegex,
     "validation/watch-route-errors-reach-only-their-watchers",
-    ":47:5:"
+    ":48:5:"
 )]
 #[case::watch_num_retries(
     ValidationRule::RetryNumRetries,
     "validation/watch-route-errors-reach-only-their-watchers",
-    ":49:5:"
+    ":50:5:"
 )]
 #[case::watch_discovery_type(
     ValidationRule::DiscoveryType,
     "validation/watch-cluster-errors-reach-only-their-watchers",
-    ":38:5:"
+    ":39:5:"
 )]
 #[case::watch_lrs_server(
     ValidationRule::LrsServerSelf,
     "validation/watch-cluster-errors-reach-only-their-watchers",
-    ":43:5:"
+    ":44:5:"
 )]
 #[case::watch_duplicate_locality(
     ValidationRule::LocalitiesUnique,
     "validation/watch-endpoints-errors-reach-only-their-watchers",
-    ":40:5:"
+    ":41:5:"
 )]
 #[case::watch_port(
     ValidationRule::PortRange,
     "validation/watch-endpoints-errors-reach-only-their-watchers",
-    ":42:5:"
+    ":43:5:"
 )]
 #[case::wrapper_names_its_resource(
     ValidationRule::WrapperNamesItsResource,
