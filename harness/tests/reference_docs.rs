@@ -234,3 +234,27 @@ fn a_subcommand_without_an_example_or_one_that_does_not_parse_fails_the_generato
     );
     assert!(pages_for_cli(&cli, &examples).is_ok());
 }
+
+#[test]
+fn a_scenario_naming_a_rule_the_catalogue_lacks_fails_the_generator() {
+    let said = problems(|s, _| {
+        let coverage = s
+            .coverage
+            .as_mut()
+            .expect("the catalogue and scenarios load");
+        coverage
+            .scenarios
+            .entry("A57-99".into())
+            .or_default()
+            .push("a57/typo".into());
+    });
+    assert!(
+        said.contains("the spec-coverage page: scenario a57/typo covers A57-99"),
+        "{said}"
+    );
+    let said = problems(|s, _| s.coverage = Err("catalogue/A57.yaml:3:1: broken".into()));
+    assert!(
+        said.contains("the spec-coverage page: catalogue/A57.yaml:3:1: broken"),
+        "{said}"
+    );
+}

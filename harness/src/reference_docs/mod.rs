@@ -17,6 +17,7 @@
 
 mod pages;
 mod schema;
+mod spec_coverage;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -100,6 +101,9 @@ pub struct Sources {
     /// The capabilities an adapter declares (`AdapterCapabilities`).
     pub declarable: Vec<String>,
     pub clients: Vec<Client>,
+    /// The spec catalogue and the scenarios covering its rules, or why
+    /// they cannot be read.
+    pub coverage: Result<crate::coverage::Coverage, String>,
 }
 
 /// The examples file.
@@ -233,6 +237,9 @@ impl Sources {
             capability_schema,
             declarable,
             clients: clients(),
+            coverage: crate::suite::repo_root()
+                .ok_or_else(|| "no repository root".to_string())
+                .and_then(|root| crate::coverage::Coverage::of_checkout(&root)),
         }
     }
 }
@@ -359,6 +366,10 @@ pub fn scenario_pages(sources: &Sources, examples: &Examples) -> Result<Pages, V
     pages.insert(
         "invariants.md".into(),
         pages::invariants(sources, examples, &mut problems),
+    );
+    pages.insert(
+        spec_coverage::PAGE.into(),
+        spec_coverage::page(sources, &mut problems),
     );
     for client in &sources.clients {
         pages.insert(

@@ -79,13 +79,18 @@ pub fn index(sources: &Sources) -> String {
          | [Resource kinds](resources.md) | {} forms of a resource | `ResourceSpec` in `harness/src/resource/file.rs` |\n\
          | [Capabilities](capabilities.md) | {} things a client can be asked to do | `Capabilities` in `client-under-test/src/lib.rs` |\n\
          | [Invariants](invariants.md) | {} rules every chaos run keeps | `ALL` in `harness/src/invariant/mod.rs` |\n\
-         | [Command line](cli.md) | every subcommand and flag | clap's `Command` in `harness/src/main.rs` |\n",
+         | [Command line](cli.md) | every subcommand and flag | clap's `Command` in `harness/src/main.rs` |\n\
+         | [Spec coverage](spec-coverage.md) | {} rules of the specs, the scenarios that check each, and what each client is expected to do | `catalogue/`, and each scenario's `covers:` |\n",
         sources.steps.len(),
         sources.faults.len(),
         sources.matchers.len(),
         sources.resources.len(),
         sources.capabilities.len(),
         sources.invariants.len(),
+        sources
+            .coverage
+            .as_ref()
+            .map_or(0, |c| c.catalogue.rules().count()),
     );
     let _ = writeln!(
         text,
