@@ -11,14 +11,23 @@
 //! The client is the reference client on real time, its `watch` made
 //! 400 ms late (as a slow process start makes it); the server delays
 //! its response, which plays a client answering late by a known amount.
+//!
+//! On a busy machine the client itself can be later than that amount
+//! (its response and callback take real time too), and then it is past
+//! its allowance and rightly fails. So a test that a client within the
+//! allowance passes decides on the run's own events: a run whose
+//! `changed` came within the allowance as the events show it must pass;
+//! a run where the machine made the client later says nothing of the
+//! rule, and is played again. A busy machine only slows these tests.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use xds_client_under_test::broken::{Broken, Command};
-use xds_client_under_test::{ClientUnderTest, ReferenceClient};
-use xds_conformance::runner::RunMode;
+use xds_client_under_test::{ClientUnderTest, ObservedEvent, ReferenceClient, WatcherNotification};
+use xds_conformance::runner::{RunMode, RunOutcome};
 use xds_conformance::scenario::load_str;
+use xds_conformance::timeline::{EventKind, Source};
 use xds_conformance_reports::Verdict;
 
 #[path = "support/play_one.rs"]
@@ -27,7 +36,7 @@ use play_one::play_one;
 
 /// Plays "the response comes `delay_ms` after the watch; expected at 2 s"
 /// with the watch step `late_ms` late.
-fn play(late_ms: u64, delay_ms: u64) -> Verdict {
+fn play(late_ms: u64, delay_ms: u64) -> RunOutcome {
     let scenario = load_str(
         "late-script.yaml",
         &format!(
@@ -51,25 +60,85 @@ fn play(late_ms: u64, delay_ms: u64) -> Verdict {
     };
     let outcome = play_one(&scenario, &factory, "late");
     assert_eq!(outcome.mode, RunMode::RealTime);
-    outcome.verdict
+    outcome
+}
+
+/// Where the run's events put the client within its allowance: the
+/// window `at: 2s` allows up to 2 s + 300 ms + how late the script was
+/// where the window starts, which is after the watch step ended, itself
+/// at least `late_ms` after that step began. A `changed` by then (and
+/// after 2 s: the server delayed it past that) is on time by the rule;
+/// `None` if the run has no `changed` or the client was later.
+fn within_the_allowance(outcome: &RunOutcome, late_ms: u64) -> Option<Duration> {
+    let at = |source: Source, wanted: &dyn Fn(&EventKind) -> bool| {
+        outcome
+            .events
+            .iter()
+            .find(|e| e.source == source && wanted(&e.kind))
+            .map(|e| e.at)
+    };
+    let watch = at(
+        Source::Step,
+        &|k| matches!(k, EventKind::Step(s) if s.starts_with("watch CDS c1")),
+    )
+    .expect("the watch step is on the timeline");
+    let changed = at(Source::Client, &|k| {
+        matches!(
+            k,
+            EventKind::Client(ObservedEvent::Watcher {
+                notification: WatcherNotification::Changed { .. },
+                ..
+            })
+        )
+    })?;
+    let allowed = watch + Duration::from_millis(late_ms + 2_300);
+    (changed >= Duration::from_secs(2) && changed <= allowed).then_some(allowed - changed)
+}
+
+/// Plays until a run whose client was within its allowance (at most ten
+/// runs: a guard, not a verdict) and asserts that such a run passes.
+fn passes_when_within_the_allowance(late_ms: u64, delay_ms: u64) {
+    let mut later = Vec::new();
+    for _ in 0..10 {
+        let outcome = play(late_ms, delay_ms);
+        if within_the_allowance(&outcome, late_ms).is_some() {
+            assert!(
+                matches!(outcome.verdict, Verdict::Pass),
+                "{:?}\n{}",
+                outcome.verdict,
+                outcome.timeline
+            );
+            return;
+        }
+        // The machine made the client later than the server's delay
+        // leaves room for: this run says nothing of the rule.
+        later.push(outcome.timeline);
+    }
+    panic!(
+        "in ten runs the client was never within its allowance (a machine this busy cannot \
+         show the rule); the last run:\n{}",
+        later.last().map_or("", String::as_str)
+    );
 }
 
 #[test]
 fn a_client_within_the_allowance_passes_after_a_late_step() {
     // Script 400 ms late, client 100 ms late: allowed 300 + 400 ms.
-    let verdict = play(400, 2100);
-    assert!(matches!(verdict, Verdict::Pass), "{verdict:?}");
+    passes_when_within_the_allowance(400, 2100);
 }
 
 #[test]
 fn a_client_past_the_allowance_still_fails_after_a_late_step() {
-    // Script 400 ms late, client 450 ms late.
-    let verdict = play(400, 2450);
+    // Script 400 ms late, client 450 ms late. A busy machine makes the
+    // client later still; it could widen the allowance only by holding
+    // the harness 150 ms more than the client between the watch and the
+    // expectation's window (not seen; the window is not on the timeline
+    // of a run that passes, so this run cannot be judged by its events).
+    let verdict = play(400, 2450).verdict;
     assert!(matches!(verdict, Verdict::Fail { .. }), "{verdict:?}");
 }
 
 #[test]
 fn a_client_within_the_allowance_passes_on_time() {
-    let verdict = play(0, 2100);
-    assert!(matches!(verdict, Verdict::Pass), "{verdict:?}");
+    passes_when_within_the_allowance(0, 2100);
 }
