@@ -134,3 +134,61 @@ fn covers_is_checked_where_it_is_written() {
     assert_eq!((e.line, e.column), (3, 18), "{e}");
     assert!(e.message.contains("listed twice"), "{e}");
 }
+
+/// The (defect, scenario) pairs of `tests/broken_clients.rs`: each case
+/// runs the reference client with one rule broken and asserts the
+/// scenario fails where it checks that rule. Read from the source, as
+/// its cases are rstest attributes, not data.
+fn broken_client_cases() -> Vec<(String, String)> {
+    let source = std::fs::read_to_string(root().join("harness/tests/broken_clients.rs"))
+        .expect("read tests/broken_clients.rs");
+    let mut cases = Vec::new();
+    for case in source.split("#[case::").skip(1) {
+        let Some((_, args)) = case.split_once('(') else {
+            continue;
+        };
+        let mut parts = args.splitn(3, ',').map(str::trim);
+        let (Some(defect), Some(scenario)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        cases.push((
+            defect.trim_matches('"').to_string(),
+            scenario.trim_matches('"').to_string(),
+        ));
+    }
+    cases
+}
+
+/// Covered rules none of whose covering scenarios is failed by a broken
+/// client in `tests/broken_clients.rs` yet (issue 47 part 4 gives each
+/// its broken client). The list only shrinks: a rule that gains one must
+/// leave it, and a new rule without one fails here.
+const NO_BROKEN_CLIENT_YET: &[&str] = &[
+    "A46-02", "A46-03", "A46-04", "A53-02", "A53-09", "A53-10", "A53-11", "A53-12", "A57-14",
+    "A71-08", "A71-12", "A71-21", "K-04",
+];
+
+#[test]
+fn every_covered_rule_has_a_covering_scenario_that_a_broken_client_fails() {
+    let coverage = coverage();
+    let cases = broken_client_cases();
+    assert!(cases.len() > 100, "read too few cases: {}", cases.len());
+    let mut without = Vec::new();
+    for rule in coverage.catalogue.rules() {
+        if matches!(rule.declared, Declared::Uncovered(_)) {
+            continue;
+        }
+        let caught = coverage
+            .covering(rule)
+            .iter()
+            .any(|scenario| cases.iter().any(|(_, s)| s == scenario));
+        if !caught {
+            without.push(rule.id.as_str());
+        }
+    }
+    assert_eq!(
+        without, NO_BROKEN_CLIENT_YET,
+        "covered rules whose covering scenarios no broken client fails \
+         (tests/broken_clients.rs); a rule that gained one leaves NO_BROKEN_CLIENT_YET"
+    );
+}
