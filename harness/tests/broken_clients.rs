@@ -552,7 +552,7 @@ fn a_broken_rule_fails_its_scenario(
 #[case::retry_num_retries(
     ValidationRule::RetryNumRetries,
     "validation/route-retry-zero-retries-is-rejected",
-    ":39:5:"
+    ":40:5:"
 )]
 #[case::retry_base_interval(
     ValidationRule::RetryBaseInterval,
@@ -587,12 +587,12 @@ fn a_broken_rule_fails_its_scenario(
 #[case::eds_config_source(
     ValidationRule::EdsConfigSource,
     "validation/cds-eds-config-source-must-be-ads-or-self",
-    ":25:5:"
+    ":26:5:"
 )]
 #[case::custom_cluster_type(
     ValidationRule::CustomClusterType,
     "validation/cds-custom-cluster-type-must-be-aggregate",
-    ":27:5:"
+    ":28:5:"
 )]
 #[case::logical_dns_shape(
     ValidationRule::LogicalDnsShape,
@@ -602,7 +602,7 @@ fn a_broken_rule_fails_its_scenario(
 #[case::lrs_server_self(
     ValidationRule::LrsServerSelf,
     "validation/cds-lrs-server-must-be-self",
-    ":25:5:"
+    ":26:5:"
 )]
 #[case::outlier_detection_percent(
     ValidationRule::OutlierDetectionPercent,
@@ -622,47 +622,47 @@ fn a_broken_rule_fails_its_scenario(
 #[case::transport_socket_type(
     ValidationRule::TransportSocketType,
     "validation/cds-transport-socket-must-be-tls",
-    ":28:5:"
+    ":29:5:"
 )]
 #[case::tls_ca_certificates(
     ValidationRule::TlsCaCertificates,
     "validation/cds-tls-without-ca-certificates-is-rejected",
-    ":31:5:"
+    ":32:5:"
 )]
 #[case::tls_unsupported_feature(
     ValidationRule::TlsUnsupportedFeature,
     "validation/cds-tls-unsupported-features-are-rejected",
-    ":35:5:"
+    ":36:5:"
 )]
 #[case::tls_certificate_provider_instance(
     ValidationRule::TlsCertificateProviderInstance,
     "validation/cds-tls-unknown-certificate-provider-is-rejected",
-    ":33:5:"
+    ":34:5:"
 )]
 #[case::locality_present(
     ValidationRule::LocalityPresent,
     "validation/eds-locality-without-name-is-rejected",
-    ":27:5:"
+    ":28:5:"
 )]
 #[case::priorities_contiguous(
     ValidationRule::PrioritiesContiguous,
     "validation/eds-priority-gap-is-rejected",
-    ":36:5:"
+    ":37:5:"
 )]
 #[case::priority_bound(
     ValidationRule::PriorityBound,
     "validation/eds-priority-beyond-the-locality-count-is-rejected",
-    ":27:5:"
+    ":28:5:"
 )]
 #[case::localities_unique(
     ValidationRule::LocalitiesUnique,
     "validation/eds-duplicate-locality-is-rejected",
-    ":24:5:"
+    ":25:5:"
 )]
 #[case::addresses_unique(
     ValidationRule::AddressesUnique,
     "validation/eds-duplicate-address-is-rejected",
-    ":33:5:"
+    ":34:5:"
 )]
 #[case::port_range(
     ValidationRule::PortRange,
