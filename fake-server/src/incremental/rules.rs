@@ -37,6 +37,11 @@
 //!   first wildcard request likewise). Without it a client reconnecting
 //!   to an unchanged server would never hear from it, and could not tell
 //!   a working stream from a silent one.
+//! - The first wildcard request of a type on a stream is answered even
+//!   when nothing exists, for the same reason (go-control-plane: "We want
+//!   to respond immediately for the first wildcard request in a stream,
+//!   even if the response is empty; otherwise, envoy won't complete
+//!   initialization").
 //! - Nothing for a NACK, an ACK, or a request that changes nothing new. The
 //!   client counts as holding what was sent, NACKed or not (as
 //!   go-control-plane): a rejected resource goes again when it changes.
@@ -118,7 +123,10 @@ impl DeltaType {
             for (name, version) in &request.initial_resource_versions {
                 self.held.insert(name.clone(), Some(version.clone()));
             }
-            self.answer_owed = !request.initial_resource_versions.is_empty();
+            // A first wildcard request is answered even when nothing
+            // exists, as go-control-plane does (see the SotW rules).
+            self.answer_owed =
+                !request.initial_resource_versions.is_empty() || self.subscription.names.wildcard();
         }
     }
 
@@ -279,6 +287,22 @@ mod tests {
             t.subscription.names.wildcard(),
             "explicit * works for any type"
         );
+    }
+
+    #[test]
+    fn the_first_wildcard_request_is_answered_even_when_nothing_exists() {
+        for subscribe in [&[][..], &["*"][..]] {
+            let mut t = DeltaType::default();
+            t.apply(&request(CDS, subscribe, &[]), true);
+            let first = t.decide(None, |_| "1".into(), None);
+            assert_eq!(sent_names(&first), (vec![], vec![]), "{subscribe:?}");
+            t.sent(first.as_ref().unwrap());
+            assert_eq!(t.decide(None, |_| "1".into(), None), None, "once");
+        }
+        // Names alone are not the wildcard: nothing exists, nothing is sent.
+        let mut t = DeltaType::default();
+        t.apply(&request(CDS, &["x"], &[]), true);
+        assert_eq!(t.decide(None, |_| "1".into(), None), None);
     }
 
     #[test]

@@ -119,8 +119,10 @@ impl State {
             &sotw.subscription,
             self.store.resources(type_url),
             &sotw.sent,
+            sotw.answered,
         );
         sotw.sent = decision.sent;
+        sotw.answered |= decision.respond.is_some();
         if let Some(resources) = decision.respond {
             let version = self.store.version(type_url);
             self.send_sotw(stream_id, type_url, version, None, &resources, Vec::new());

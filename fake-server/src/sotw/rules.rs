@@ -15,6 +15,12 @@
 //! - Every other type (RDS, EDS, ...) is incremental: an empty name list
 //!   subscribes to nothing, and a response carries only the subscribed
 //!   resources that are new or changed. SotW cannot say "deleted" for these.
+//! - The first wildcard request of a full-state type on a stream is
+//!   answered even when nothing exists (an empty response), as
+//!   go-control-plane's caches answer it ("We want to respond immediately
+//!   for the first wildcard request in a stream, even if the response is
+//!   empty; otherwise, envoy won't complete initialization"): Envoy asks
+//!   for Listeners only once its wildcard CDS request is answered.
 //! - Otherwise nothing is sent: no resend for a NACK, for a request that
 //!   changes nothing, or for a pure unsubscription.
 //!
@@ -36,6 +42,8 @@ pub(crate) struct SotwType {
     pub subscription: Subscription,
     /// What auto mode last sent (or counts as sent), by name.
     pub sent: BTreeMap<String, Any>,
+    /// Auto mode has answered this type on the stream.
+    pub answered: bool,
 }
 
 /// The names a stream subscribes to for one type.
@@ -92,6 +100,7 @@ pub(crate) fn decide(
     subscription: &Subscription,
     stored: Option<&BTreeMap<String, ServedResource>>,
     sent: &BTreeMap<String, Any>,
+    answered: bool,
 ) -> Decision {
     let existing: Vec<&ServedResource> = stored
         .into_iter()
@@ -107,7 +116,9 @@ pub(crate) fn decide(
             subscription.covers(name)
                 && !stored.is_some_and(|resources| resources.contains_key(name))
         });
-        (changed || deleted).then(|| existing.iter().map(|r| (*r).clone()).collect())
+        let first_wildcard = subscription.wildcard && !answered;
+        (changed || deleted || first_wildcard)
+            .then(|| existing.iter().map(|r| (*r).clone()).collect())
     } else {
         let changed: Vec<ServedResource> = existing
             .iter()
@@ -208,6 +219,7 @@ mod tests {
             &sub(LISTENER, &["a", "b"]),
             Some(&stored),
             &sent(&[("a", 1), ("b", 1)]),
+            true,
         );
         assert_eq!(names(&decision), Some(vec!["a", "b"]));
         assert_eq!(decision.sent, sent(&[("a", 1), ("b", 2)]));
@@ -216,7 +228,7 @@ mod tests {
     #[test]
     fn full_state_wildcard_covers_all() {
         let stored = store(CLUSTER, &[("a", 1), ("b", 1)]);
-        let decision = decide(CLUSTER, &sub(CLUSTER, &[]), Some(&stored), &sent(&[]));
+        let decision = decide(CLUSTER, &sub(CLUSTER, &[]), Some(&stored), &sent(&[]), true);
         assert_eq!(names(&decision), Some(vec!["a", "b"]));
     }
 
@@ -228,6 +240,7 @@ mod tests {
             &sub(LISTENER, &["a", "b"]),
             Some(&stored),
             &sent(&[("a", 1), ("b", 1)]),
+            true,
         );
         assert_eq!(names(&decision), Some(vec!["a"]));
         assert_eq!(decision.sent, sent(&[("a", 1)]));
@@ -240,6 +253,7 @@ mod tests {
             &sub(CLUSTER, &[]),
             Some(&store(CLUSTER, &[])),
             &sent(&[("a", 1)]),
+            true,
         );
         assert_eq!(names(&decision), Some(vec![]));
     }
@@ -252,6 +266,7 @@ mod tests {
             &sub(LISTENER, &["a"]),
             Some(&stored),
             &sent(&[("a", 1), ("b", 1)]),
+            true,
         );
         assert_eq!(decision.respond, None);
         assert_eq!(decision.sent, sent(&[("a", 1)]));
@@ -259,8 +274,23 @@ mod tests {
 
     #[test]
     fn full_state_nothing_existing_nothing_sent() {
-        let decision = decide(LISTENER, &sub(LISTENER, &["x"]), None, &sent(&[]));
+        let decision = decide(LISTENER, &sub(LISTENER, &["x"]), None, &sent(&[]), true);
         assert_eq!(decision.respond, None);
+    }
+
+    #[test]
+    fn the_first_wildcard_request_is_answered_even_when_nothing_exists() {
+        // Envoy waits for this answer before it asks for Listeners.
+        let first = decide(CLUSTER, &sub(CLUSTER, &[]), None, &sent(&[]), false);
+        assert_eq!(names(&first), Some(vec![]));
+        let star = decide(CLUSTER, &sub(CLUSTER, &["*"]), None, &sent(&[]), false);
+        assert_eq!(names(&star), Some(vec![]));
+        // Once: an answered stream hears again only of changes.
+        let again = decide(CLUSTER, &sub(CLUSTER, &[]), None, &sent(&[]), true);
+        assert_eq!(again.respond, None);
+        // Names alone are not the wildcard: nothing exists, nothing is sent.
+        let named = decide(CLUSTER, &sub(CLUSTER, &["x"]), None, &sent(&[]), false);
+        assert_eq!(named.respond, None);
     }
 
     #[test]
@@ -271,6 +301,7 @@ mod tests {
             &sub(ROUTE_CONFIGURATION, &["a", "b", "c"]),
             Some(&stored),
             &sent(&[("a", 1), ("b", 1)]),
+            true,
         );
         assert_eq!(names(&decision), Some(vec!["b", "c"]));
         assert_eq!(decision.sent, sent(&[("a", 1), ("b", 2), ("c", 1)]));
@@ -284,6 +315,7 @@ mod tests {
             &sub(CLUSTER_LOAD_ASSIGNMENT, &[]),
             Some(&stored),
             &sent(&[]),
+            true,
         );
         assert_eq!(decision.respond, None);
         assert!(decision.sent.is_empty());
@@ -297,6 +329,7 @@ mod tests {
             &sub(CLUSTER_LOAD_ASSIGNMENT, &["a", "b"]),
             Some(&stored),
             &sent(&[("a", 1), ("b", 1)]),
+            true,
         );
         assert_eq!(decision.respond, None);
         assert_eq!(decision.sent, sent(&[("a", 1)]));

@@ -246,7 +246,7 @@ async fn timestamps_follow_virtual_time() {
     let start = tokio::time::Instant::now();
     let (server, network) = serving(ServingMode::Auto);
     let mut client = AdsStream::open_in_memory(&network).await;
-    client.request(LDS, &[], None);
+    client.request(LDS, &["a"], None);
 
     tokio::time::sleep(Duration::from_secs(15)).await;
     server.set_resources(vec![listener("a", "1")], None);
