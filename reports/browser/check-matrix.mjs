@@ -358,9 +358,12 @@ try {
   await page.uncheck("#filters input[name=s][value=pass]");
   const hiddenBefore = await page.$eval(passRun, (d) => !d.checkVisibility());
   await page.$eval(passRun, (d) => { d.open = false; });
+  // Read once the page has handled the hash change (its listener runs
+  // before ours), not after a 5 s wait whose end was taken as "not
+  // opened": a busy machine made that a race.
+  const landedHandled = hashHandled();
   await page.evaluate((id) => { location.hash = `#${id}`; }, expect.pass_run);
-  await page.waitForFunction((id) => document.getElementById(id)?.open === true, expect.pass_run,
-    { timeout: 5000 }).catch(() => {});
+  await landedHandled;
   const landed = await page.$eval(passRun, (d) => {
     const r = d.getBoundingClientRect();
     return { open: d.open, visible: d.checkVisibility(), onScreen: r.top >= 0 && r.top < innerHeight };
