@@ -112,7 +112,9 @@ pub struct Capabilities {
     pub authorities: bool,
     /// Subscribes to Listeners and Clusters by name. Envoy always asks for
     /// all of them (the wildcard, `names: []`), so a scenario expecting a
-    /// named LDS or CDS request cannot be played on it.
+    /// named LDS or CDS request cannot be played on it. An adapter of a
+    /// client that subscribes only by wildcard declares it `false` (every
+    /// other adapter has it without saying).
     pub named_lds_cds: bool,
     /// A proxy (Envoy): served Listeners are sockets and RPCs go through
     /// them. The harness renders the compact gRPC forms for it (a gRPC

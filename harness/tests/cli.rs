@@ -1011,3 +1011,92 @@ fn a_chaos_finding_is_a_file_stating_its_invariant_that_fails_on_the_client_and_
     assert_eq!(code, Some(0), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The minimal fixture adapter (no xDS client behind it: a watch is
+/// answered at once with one watcher event of every kind, an RPC with OK
+/// from "b1"), copied into `dir` with `manifest` as its adapter.json: an
+/// adapter written outside this repository, as a new user writes one.
+fn outside_adapter(dir: &std::path::Path, manifest: &str) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    std::fs::copy(
+        root().join("client-under-test/tests/fixtures/minimal/adapter.py"),
+        dir.join("adapter.py"),
+    )
+    .expect("copy the fixture");
+    std::fs::write(dir.join("adapter.json"), manifest).expect("write the manifest");
+}
+
+/// `results.json` of a `run` in `dir`: each run's ID, verdict and reason.
+fn run_results(dir: &std::path::Path) -> Vec<(String, String, String)> {
+    let text = std::fs::read_to_string(dir.join("results.json"))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let results: xds_conformance::suite::ResultsFile =
+        serde_json::from_str(&text).expect("a results file");
+    results
+        .runs
+        .into_iter()
+        .map(|r| (r.id, r.verdict, r.reason))
+        .collect()
+}
+
+/// A client that subscribes to Listeners and Clusters only by wildcard
+/// (go-control-plane's SotW client, as Envoy) says so in its manifest,
+/// `"named_lds_cds": false`: a run that needs a named request is n/a with
+/// that reason, not a FAIL. Without the word the same run is played (a
+/// gRPC client names them: the default).
+#[test]
+fn a_wildcard_only_adapter_says_so_and_runs_needing_named_requests_are_not_applicable() {
+    let repo = tempfile::tempdir().expect("a temporary folder");
+    let manifest = |extra: &str| {
+        format!(
+            r#"{{"name": "my-client", "command": ["python3", "adapter.py"],
+                "capabilities": {{"watch": true{extra}}}}}"#
+        )
+    };
+    // The client never asks for c2 by name: a change of subscription,
+    // which a wildcard client never sends (its wildcard asks for all).
+    std::fs::write(
+        repo.path().join("named.yaml"),
+        "description: only what is watched is asked for\nservers:\n  primary:\n    \
+         resources:\n      - cluster: { name: c1 }\nsteps:\n  \
+         - watch: { type: CDS, name: c1 }\n  \
+         - expect_none:\n      request: { type: CDS, names: [c1, c2] }\n      for: 1s\n",
+    )
+    .expect("write");
+    let play = |report: &str| {
+        let (code, out) = harness_in(
+            repo.path(),
+            &[
+                "run",
+                "named.yaml",
+                "--client",
+                "./my-client",
+                "--report-dir",
+                report,
+            ],
+        );
+        (code, out, run_results(&repo.path().join(report)))
+    };
+
+    outside_adapter(&repo.path().join("my-client"), &manifest(""));
+    let (code, out, results) = play("named");
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(results[0].1, "pass", "{results:?}");
+
+    outside_adapter(
+        &repo.path().join("my-client"),
+        &manifest(r#", "named_lds_cds": false"#),
+    );
+    let (code, out, results) = play("wildcard");
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(
+        results[0].1, "n/a",
+        "not a FAIL: the client cannot be asked: {results:?}"
+    );
+    assert!(
+        results[0]
+            .2
+            .contains("named Listener and Cluster subscriptions"),
+        "{results:?}"
+    );
+}

@@ -6,7 +6,7 @@ use super::*;
 /// Capabilities as adapters declare them, in `adapter.json` and in
 /// `hello`. Unknown keys are errors: a misspelt capability would otherwise
 /// silently read as `false` and turn scenarios "not applicable".
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdapterCapabilities {
     pub dial: bool,
@@ -24,7 +24,35 @@ pub struct AdapterCapabilities {
     /// A proxy: it serves targets on listeners, so RPCs go to a listener's
     /// address with the target as authority (ADAPTER_PROTOCOL.md, `rpc`).
     pub proxy: bool,
+    /// Subscribes to Listeners and Clusters by name (the default, as
+    /// gRPC clients do). `false`: only by wildcard, as Envoy does
+    /// (api/xds_protocol.rst allows both): a request the scenario expects
+    /// naming them is read as the wildcard request of its type (a
+    /// divergence, never a pass), and a run that needs a named one is not
+    /// applicable, never failed.
+    pub named_lds_cds: bool,
     pub profiles: Vec<String>,
+}
+
+/// What a manifest that says nothing declares: nothing, but subscriptions
+/// by name, which every gRPC client makes (a client that cannot must say
+/// so, or its runs fail where they are not applicable).
+impl Default for AdapterCapabilities {
+    fn default() -> Self {
+        AdapterCapabilities {
+            dial: false,
+            rpc: false,
+            watch: false,
+            projected_watch: false,
+            csds: false,
+            delta: false,
+            client_events: false,
+            serve: false,
+            proxy: false,
+            named_lds_cds: true,
+            profiles: Vec::new(),
+        }
+    }
 }
 
 impl AdapterCapabilities {
@@ -61,7 +89,7 @@ impl AdapterCapabilities {
             channel_states: self.dial,
             grpc_bootstrap: true,
             authorities: true,
-            named_lds_cds: true,
+            named_lds_cds: self.named_lds_cds,
             proxy: self.proxy,
             connects_at_start: false,
             admin: false,
@@ -228,6 +256,7 @@ pub(super) fn capability_differences(declared: &Capabilities, said: &Capabilitie
         ("delta", declared.delta, said.delta),
         ("client_events", declared.client_events, said.client_events),
         ("serve", declared.serve, said.serve),
+        ("named_lds_cds", declared.named_lds_cds, said.named_lds_cds),
     ];
     let mut differences: Vec<String> = flags
         .into_iter()
@@ -241,4 +270,28 @@ pub(super) fn capability_differences(declared: &Capabilities, said: &Capabilitie
         ));
     }
     differences.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Subscriptions by name are what a manifest that says nothing
+    /// declares; a wildcard-only client says `false` and is taken at its
+    /// word.
+    #[test]
+    fn named_lds_cds_is_declared_by_default_and_can_be_denied() {
+        let caps = |json: &str| {
+            serde_json::from_str::<AdapterCapabilities>(json)
+                .expect("capabilities")
+                .to_capabilities()
+        };
+        assert!(caps(r#"{"watch": true}"#).named_lds_cds);
+        assert!(!caps(r#"{"watch": true, "named_lds_cds": false}"#).named_lds_cds);
+        let said = caps(r#"{"named_lds_cds": false}"#);
+        assert_eq!(
+            capability_differences(&caps("{}"), &said),
+            "named_lds_cds: adapter.json true, hello false"
+        );
+    }
 }
