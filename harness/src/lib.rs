@@ -44,6 +44,7 @@ pub mod proxy;
 pub mod reference_docs;
 pub mod resource;
 pub mod runner;
+pub mod scaffold;
 pub mod scenario;
 pub mod schedule;
 pub mod serve;

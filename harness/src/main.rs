@@ -290,6 +290,23 @@ enum Command {
     /// resource kind, capability, invariant, subcommand and client) from
     /// the code, or check the committed ones (`--check`).
     Reference(xds_conformance::reference_docs::ReferenceArgs),
+    /// Write a working adapter folder for a client this project does not
+    /// ship: adapter.json, a skeleton in your language that speaks the
+    /// adapter protocol (hello, watch, cancel_watch, shutdown; what to
+    /// fill in is marked TODO), an empty expectations file and a README
+    /// with the next commands. Run it at once: `run scenarios --client
+    /// ./NAME`.
+    NewAdapter {
+        /// The client's name (lowercase letters, digits, '-', '_', '.'):
+        /// the folder's, and what reports and expectations call it.
+        name: String,
+        /// The skeleton's language.
+        #[arg(long, value_enum, default_value = "python")]
+        lang: xds_conformance::scaffold::Language,
+        /// Where the folder goes.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -447,6 +464,24 @@ fn main() -> ExitCode {
         Command::BenchKds(options) => bench_kds(options),
         Command::Reference(args) => {
             xds_conformance::reference_docs::command(&args, &Cli::command())
+        }
+        Command::NewAdapter { name, lang, dir } => {
+            match xds_conformance::scaffold::write(&name, lang, &dir) {
+                Ok(folder) => {
+                    println!(
+                        "wrote {0}\nnext: xds-conformance run scenarios --client {0}\n\
+                         (then fill in the TODOs, declare what your client can do in \
+                         adapter.json, and record what still fails with \
+                         --update-expectations; {0}/README.md says more)",
+                        folder.display()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
         }
         Command::Serve {
             scenario,

@@ -1,0 +1,3 @@
+module {{NAME}}-adapter
+
+go 1.21
