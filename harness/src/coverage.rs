@@ -6,7 +6,10 @@
 //! it cannot be.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::Path;
+
+use xds_conformance_reports::matrix::{CellStatus, Matrix};
 
 use crate::catalogue::{Catalogue, Declared, Rule};
 use crate::scenario::Scenario;
@@ -104,6 +107,54 @@ impl Coverage {
         problems
     }
 
+    /// A Markdown page of how each client of `matrix` fared on each rule:
+    /// per spec, per rule, the verdicts of the runs of its covering
+    /// scenarios (a run named `NAME@delta` is `NAME`'s), summed up as
+    /// `FAIL k/n` (a failure or error), `known k/n` (known failures),
+    /// `pass` (every applicable run passed, a divergence or a flaky pass
+    /// counting as a pass), `n/a` (none applied) or `not run` (the matrix
+    /// holds none of them). The matrix command writes it beside the matrix.
+    pub fn matrix_page(&self, matrix: &Matrix) -> String {
+        let mut text = format!(
+            "# Spec coverage: {}\n\nEach rule of the spec catalogue (`catalogue/`), and how \
+             each client fared on the runs of the scenarios that cover it (`covers:`).\n\n",
+            matrix.title
+        );
+        let clients: Vec<&str> = matrix.clients.iter().map(|c| c.name.as_str()).collect();
+        for spec in &self.catalogue.specs {
+            let _ = write!(
+                text,
+                "## {}: {}\n\n| rule | {} |\n|---|{}\n",
+                spec.spec,
+                spec.title,
+                clients.join(" | "),
+                "---|".repeat(clients.len())
+            );
+            for rule in &spec.rules {
+                let covering = self.covering(rule);
+                let cells: Vec<String> = (0..clients.len())
+                    .map(|column| {
+                        if covering.is_empty() {
+                            return "not covered".to_string();
+                        }
+                        let statuses = matrix
+                            .rows
+                            .iter()
+                            .filter(|row| {
+                                let base = row.scenario.split('@').next().unwrap_or_default();
+                                covering.iter().any(|name| name == base)
+                            })
+                            .filter_map(|row| row.cells.get(column).map(|c| &c.status));
+                        summary(statuses)
+                    })
+                    .collect();
+                let _ = writeln!(text, "| {} | {} |", rule.id, cells.join(" | "));
+            }
+            text.push('\n');
+        }
+        text
+    }
+
     /// Per spec: its rules, those covered in full, in part, and not at all.
     pub fn counts(&self) -> Vec<(String, [usize; 4])> {
         self.catalogue
@@ -122,5 +173,123 @@ impl Coverage {
                 (spec.spec.clone(), counts)
             })
             .collect()
+    }
+}
+
+/// One client's verdicts on the runs covering a rule, summed up.
+fn summary<'a>(statuses: impl Iterator<Item = &'a CellStatus>) -> String {
+    let (mut runs, mut failed, mut known, mut applicable) = (0, 0, 0, 0);
+    for status in statuses {
+        runs += 1;
+        match status {
+            CellStatus::NotApplicable => continue,
+            CellStatus::Fail | CellStatus::Error => failed += 1,
+            CellStatus::KnownFailure => known += 1,
+            CellStatus::Pass | CellStatus::Divergent | CellStatus::Flaky => {}
+        }
+        applicable += 1;
+    }
+    match (runs, applicable, failed, known) {
+        (0, ..) => "not run".to_string(),
+        (_, 0, ..) => "n/a".to_string(),
+        (_, n, f, _) if f > 0 => format!("FAIL {f}/{n}"),
+        (_, n, _, k) if k > 0 => format!("known {k}/{n}"),
+        _ => "pass".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xds_conformance_reports::matrix::{ClientColumn, MatrixCell, MatrixRow};
+
+    fn cell(status: CellStatus) -> MatrixCell {
+        MatrixCell {
+            status,
+            detail: String::new(),
+            timeline_file: None,
+            timeline: None,
+            mark: None,
+            virtual_duration: std::time::Duration::ZERO,
+            wall_duration: std::time::Duration::ZERO,
+            missing: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_matrix_is_summed_up_per_rule_and_client() {
+        let catalogue = crate::catalogue::load_str(
+            "catalogue/A57.yaml",
+            "spec: A57\nprefix: A57\ntitle: T\nurl: https://example.com\nrules:\n  \
+             - {id: A57-01, section: S, binds: [client], quote: q}\n  \
+             - {id: A57-02, section: S, binds: [client], quote: q}\n  \
+             - {id: A57-03, section: S, binds: [client], quote: q, uncovered: why}\n",
+        )
+        .unwrap();
+        let scenario = |name: &str, covers: &str| {
+            crate::scenario::load_str(
+                &format!("scenarios/{name}.yaml"),
+                &format!("description: d\ncovers: {covers}\nservers: {{m: {{}}}}\nsteps: []\n"),
+            )
+            .unwrap()
+        };
+        let coverage = Coverage::of(
+            Catalogue {
+                specs: vec![catalogue],
+            },
+            [
+                scenario("x/one", "[A57-01]"),
+                scenario("x/two", "[A57-01, A57-02]"),
+            ],
+        );
+        let row = |name: &str, cells: [CellStatus; 3]| MatrixRow {
+            scenario: name.into(),
+            spec: vec![],
+            description: String::new(),
+            source: None,
+            cells: cells.into_iter().map(cell).collect(),
+        };
+        use CellStatus::*;
+        let matrix = Matrix {
+            title: "t".into(),
+            clients: ["a", "b", "c"]
+                .map(|name| ClientColumn {
+                    name: name.into(),
+                    version: String::new(),
+                })
+                .to_vec(),
+            rows: vec![
+                row("x/one", [Pass, KnownFailure, NotApplicable]),
+                row("x/two", [Divergent, Fail, NotApplicable]),
+                row("x/two@delta", [Flaky, Pass, NotApplicable]),
+                row("x/other", [Fail, Fail, Fail]),
+            ],
+        };
+        let page = coverage.matrix_page(&matrix);
+        assert!(
+            page.contains("| A57-01 | pass | FAIL 1/3 | n/a |"),
+            "{page}"
+        );
+        assert!(
+            page.contains("| A57-02 | pass | FAIL 1/2 | n/a |"),
+            "{page}"
+        );
+        assert!(
+            page.contains("| A57-03 | not covered | not covered | not covered |"),
+            "{page}"
+        );
+        let only_one = Matrix {
+            rows: matrix.rows[..1].to_vec(),
+            ..matrix
+        };
+        let page = coverage.matrix_page(&only_one);
+        assert!(
+            page.contains("| A57-01 | pass | known 1/1 | n/a |"),
+            "{page}"
+        );
+        assert!(
+            page.contains("| A57-02 | not run | not run | not run |"),
+            "{page}"
+        );
     }
 }

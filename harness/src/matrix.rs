@@ -294,6 +294,17 @@ pub fn write_reports(record: &MatrixRecord, dir: &Path) -> std::io::Result<()> {
         &serde_json::to_vec(record).unwrap_or_default(),
     )?;
     xds_conformance_reports::write_matrix(&record.matrix, dir)?;
+    // The spec catalogue's rules, as this matrix checked them, when the
+    // checkout has a catalogue and its scenarios load (a harness run on
+    // other scenarios has none to tell).
+    if let Some(root) = crate::suite::repo_root()
+        && let Ok(coverage) = crate::coverage::Coverage::of_checkout(&root)
+    {
+        write_whole(
+            &dir.join("spec-coverage.md"),
+            coverage.matrix_page(&record.matrix).as_bytes(),
+        )?;
+    }
     Ok(())
 }
 

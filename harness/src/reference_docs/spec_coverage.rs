@@ -56,9 +56,9 @@ pub fn page(sources: &Sources, problems: &mut Vec<String>) -> String {
          scenarios covering a rule (CI's gate fails a run that does otherwise): **pass**, \
          **known** (k of n applicable runs are known failures), or **n/a** (no covering run \
          applies: the client lacks what they need, or the rule binds other clients). They \
-         are not results: those are in the matrix (`xds-conformance matrix`, \
-         `reports-out/matrix/`), which no page of the book holds (latest matrix: not run \
-         here).\n\n"
+         are not results: `xds-conformance matrix` writes the results per rule beside the \
+         matrix (`spec-coverage.md` in its report folder, `reports-out/matrix/` by default), \
+         and no page of the book holds a run (latest matrix: not run here).\n\n"
     );
     text.push_str("| spec | rules | covered | partly | not covered |\n|---|---|---|---|---|\n");
     for (spec, [rules, covered, partly, not]) in coverage.counts() {
