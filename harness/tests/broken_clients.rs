@@ -60,6 +60,8 @@ fn defect(name: &str) -> Defects {
         "read_delays_ignored" => d.read_delays_ignored = true,
         "wait_for_ready_stuck_after_error" => d.wait_for_ready_stuck_after_error = true,
         "csds_node_matchers_match_nothing" => d.csds_node_matchers_match_nothing = true,
+        "unwatched_type_unanswered" => d.unwatched_type_unanswered = true,
+        "stale_watches_hold_the_config" => d.stale_watches_hold_the_config = true,
         "zone_no_full_sync_deletion" => d.zone.no_full_sync_deletion = true,
         "zone_full_sync_deletes_zone_origin" => d.zone.full_sync_deletes_zone_origin = true,
         "zone_stores_invalid" => d.zone.stores_invalid = true,
@@ -489,6 +491,16 @@ fn defect(name: &str) -> Defects {
     "silent_stream_failures",
     "a65/client-certificate-rejected-is-a-connectivity-failure",
     ":23:5:"
+)]
+#[case::response_of_an_unwatched_type(
+    "unwatched_type_unanswered",
+    "a27/response-after-the-last-watch-of-its-type-is-answered",
+    ":47:5:"
+)]
+#[case::stale_route_after_fallback(
+    "stale_watches_hold_the_config",
+    "a71/channel-fallback-config-waits-only-for-what-it-needs",
+    ":45:5:"
 )]
 fn a_broken_rule_fails_its_scenario(
     #[case] defect_name: &str,

@@ -207,6 +207,20 @@ pub struct Defects {
     /// A wait_for_ready RPC that saw the channel fail stays queued until
     /// its deadline, even once a config arrives (gRPC: it goes through).
     pub wait_for_ready_stuck_after_error: bool,
+    /// A response of a type whose last watch is gone is dropped
+    /// unanswered, neither ACKed nor NACKed (xds_protocol.rst: "The xDS
+    /// client should ACK or NACK every DiscoveryResponse"; grpc-java
+    /// 1.85.1 forgets the type with its last watch and ignores the
+    /// response as one of an unknown type).
+    pub unwatched_type_unanswered: bool,
+    /// A dial reports no configuration while any watch it holds lacks a
+    /// result, needed or not: a route the previous Listener named, that
+    /// never arrived, holds back the configuration the current Listener
+    /// leads to, complete as it is (gRFC A74: a configuration "once all
+    /// necessary dependencies have been obtained"; grpc-java 1.85.1's
+    /// `XdsDependencyManager.maybePublishConfig` waits on every watcher,
+    /// and drops the unused ones only after it built a configuration).
+    pub stale_watches_hold_the_config: bool,
     /// A CSDS request with `node_matchers` answered with no ClientConfig
     /// at all, as if none matched (gRPC answers INVALID_ARGUMENT, or, as
     /// C-core, ignores them).

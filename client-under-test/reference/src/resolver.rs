@@ -315,6 +315,13 @@ impl Resolver {
             self.watches.insert(key.clone(), id);
             added = true;
         }
+        // Defects::stale_watches_hold_the_config: nothing is reported, and
+        // no stale watch cancelled, while any watch lacks a result.
+        if self.client.defects().stale_watches_hold_the_config
+            && self.watches.keys().any(|key| !self.cache.contains_key(key))
+        {
+            return;
+        }
         let stale: Vec<Key> = self
             .watches
             .keys()

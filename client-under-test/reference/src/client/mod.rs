@@ -134,6 +134,11 @@ impl XdsClient {
         &self.scope
     }
 
+    /// The rules this client breaks on purpose (none but in tests).
+    pub(crate) fn defects(&self) -> crate::profile::Defects {
+        self.shared.profile.defects
+    }
+
     /// Starts watching a resource. Events reach `watcher` on the client's
     /// task; a cached value is delivered at once.
     pub fn watch(

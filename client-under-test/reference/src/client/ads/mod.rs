@@ -233,6 +233,13 @@ impl AdsStream {
             .is_some_and(|t| t.subscribed.contains_key(name))
     }
 
+    /// Whether the stream subscribes any name of `resource_type`.
+    pub fn subscribes(&self, resource_type: ResourceType) -> bool {
+        self.types
+            .get(&resource_type)
+            .is_some_and(|t| !t.subscribed.is_empty())
+    }
+
     pub fn has_subscriptions(&self) -> bool {
         self.types.values().any(|t| !t.subscribed.is_empty())
     }

@@ -63,6 +63,20 @@ impl Worker {
             );
             return self.log(LogLevel::Error, message);
         };
+        // Defects::unwatched_type_unanswered: the type went with its last
+        // watch, and its response with it (grpc-java 1.85.1).
+        if self.shared.profile.defects.unwatched_type_unanswered
+            && self
+                .call_mut(server)
+                .is_some_and(|call| !call.subscribes(resource_type))
+        {
+            let message = format!(
+                "xds server {}: ignoring a response of an unwatched type {}",
+                server.server_uri,
+                response.type_url()
+            );
+            return self.log(LogLevel::Warning, message);
+        }
         let reading = self.resource_errors_reading();
         let mut parsed = match response {
             Response::Sotw(response) => {
