@@ -134,8 +134,31 @@ pub fn default_matrix_clients() -> Vec<String> {
         .collect()
 }
 
+/// The folder of the adapter `name` names: the path itself when it has a
+/// `/` (one's own adapter, a test fixture: no checkout of this repository
+/// needed); else one of this repository's adapters; else a folder of
+/// that name in the working directory that holds an `adapter.json` (as a
+/// new user writes `--client my-client` for `./my-client`). `None` when
+/// the name is none of these; a path is returned as given, for its
+/// loader to say what is wrong with it.
+pub fn adapter_dir(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        return Some(PathBuf::from(name));
+    }
+    let has_manifest = |dir: &Path| dir.join(AdapterManifest::FILE_NAME).is_file();
+    let shipped = repo_root()
+        .map(|root| root.join(ADAPTERS_DIR).join(name))
+        .filter(|dir| has_manifest(dir));
+    shipped.or_else(|| {
+        let here = PathBuf::from(name);
+        // `..` or `.` would name the working directory's relatives, not
+        // a folder in it.
+        (!matches!(name, "" | "." | "..") && has_manifest(&here)).then_some(here)
+    })
+}
+
 /// A factory for the named client, or for the adapter in the folder
-/// `name` when it is a path (has a `/`). External clients are installed first
+/// `name` names ([`adapter_dir`]). External clients are installed first
 /// (into `.peers/`, by their adapter's install script) if they are not yet.
 pub fn client_factory(name: &str) -> Result<BoxedFactory, String> {
     match name {
@@ -146,36 +169,24 @@ pub fn client_factory(name: &str) -> Result<BoxedFactory, String> {
             Box::new(GrpcRustClient::new()) as Box<dyn ClientUnderTest>
         })),
         _ => {
-            let unknown = || {
-                format!(
-                    "unknown client {name:?}; known: {}",
-                    available_clients().join(", ")
-                )
+            let Some(dir) = adapter_dir(name) else {
+                return Err(format!(
+                    "unknown client {name:?}; known: {}. An adapter of your own is named by its \
+                     folder: --client ./{name} (a folder holding its {}; there is none at \
+                     ./{name}/{})",
+                    available_clients().join(", "),
+                    AdapterManifest::FILE_NAME,
+                    AdapterManifest::FILE_NAME,
+                ));
             };
-            // A path to an adapter folder (one's own adapter, a test
-            // fixture: no checkout of this repository needed) or the name
-            // of one of the repository's.
-            let dir = if name.contains('/') {
-                let dir = PathBuf::from(name);
-                // What is there is read by the manifest's loader, which
-                // says what it is if it is no file.
-                if !dir.join("adapter.json").exists() {
-                    return Err(format!(
-                        "no adapter at {name}: there is no {}",
-                        dir.join("adapter.json").display()
-                    ));
-                }
-                dir
-            } else {
-                let dir = repo_root()
-                    .ok_or_else(unknown)?
-                    .join(ADAPTERS_DIR)
-                    .join(name);
-                if !dir.join("adapter.json").is_file() {
-                    return Err(unknown());
-                }
-                dir
-            };
+            // What is there is read by the manifest's loader, which says
+            // what it is if it is no file.
+            if !dir.join(AdapterManifest::FILE_NAME).exists() {
+                return Err(format!(
+                    "no adapter at {name}: there is no {}",
+                    dir.join(AdapterManifest::FILE_NAME).display()
+                ));
+            }
             let manifest = AdapterManifest::load(&dir).map_err(|e| e.to_string())?;
             let root = manifest.root_dir(&dir).map_err(|e| e.to_string())?;
             ProcessClient::new(&root, manifest.clone())
@@ -203,12 +214,8 @@ pub fn own_expectations(name: &str) -> Result<Expectations, String> {
         use xds_client_under_test::grpc_rust::{EXPECTATIONS, EXPECTATIONS_FILE};
         return Expectations::parse(Path::new(EXPECTATIONS_FILE), EXPECTATIONS).map_err(error);
     }
-    let dir = if name.contains('/') {
-        Some(PathBuf::from(name))
-    } else {
-        repo_root().map(|root| root.join(ADAPTERS_DIR).join(name))
-    };
-    let Some(dir) = dir.filter(|d| d.join(AdapterManifest::FILE_NAME).is_file()) else {
+    let Some(dir) = adapter_dir(name).filter(|d| d.join(AdapterManifest::FILE_NAME).is_file())
+    else {
         return Ok(Expectations::default());
     };
     let manifest = AdapterManifest::load(&dir).map_err(|e| e.to_string())?;
@@ -222,12 +229,8 @@ pub fn own_expectations(name: &str) -> Result<Expectations, String> {
 /// adapter manifest's `jobs`, else [`crate::schedule::DEFAULT_JOBS`] (the
 /// in-process clients run on virtual time, where jobs only share the CPU).
 pub fn client_jobs(name: &str) -> usize {
-    let dir = if name.contains('/') {
-        Some(PathBuf::from(name))
-    } else {
-        repo_root().map(|root| root.join(ADAPTERS_DIR).join(name))
-    };
-    dir.and_then(|dir| AdapterManifest::load(&dir).ok())
+    adapter_dir(name)
+        .and_then(|dir| AdapterManifest::load(&dir).ok())
         .and_then(|m| m.jobs)
         .map_or(crate::schedule::DEFAULT_JOBS, std::num::NonZeroUsize::get)
 }
@@ -237,12 +240,8 @@ pub fn client_description(name: &str) -> String {
     match name {
         "reference" => format!("xds-reference-client {}", env!("CARGO_PKG_VERSION")),
         "grpc-rust" => "xds-client + tonic-xds 0.1.0-alpha.4 (crates.io)".to_string(),
-        // A path to an adapter folder, or the name of one of ours.
-        path if path.contains('/') => AdapterManifest::load(Path::new(path))
-            .map(|m| m.description)
-            .unwrap_or_default(),
-        other => repo_root()
-            .and_then(|root| AdapterManifest::load(&root.join(ADAPTERS_DIR).join(other)).ok())
+        other => adapter_dir(other)
+            .and_then(|dir| AdapterManifest::load(&dir).ok())
             .map(|m| m.description)
             .unwrap_or_default(),
     }

@@ -1100,3 +1100,53 @@ fn a_wildcard_only_adapter_says_so_and_runs_needing_named_requests_are_not_appli
         "{results:?}"
     );
 }
+
+/// `--client my-client` in the folder that holds `my-client/adapter.json`
+/// is that adapter (no shipped client has the name), as `./my-client`
+/// is; a name that is neither says how to name a folder.
+#[test]
+fn a_folder_in_the_working_directory_is_the_adapter_of_its_name() {
+    let repo = tempfile::tempdir().expect("a temporary folder");
+    outside_adapter(
+        &repo.path().join("my-client"),
+        r#"{"name": "my-client", "command": ["python3", "adapter.py"],
+            "capabilities": {"dial": true, "rpc": true}}"#,
+    );
+    std::fs::write(
+        repo.path().join("ok.yaml"),
+        "description: an RPC ends OK\nservers:\n  primary: {}\nsteps:\n  \
+         - dial: xds:///svc\n  - rpc: { target: xds:///svc }\n  \
+         - expect:\n      rpc: { code: OK }\n",
+    )
+    .expect("write");
+    let (code, out) = harness_in(
+        repo.path(),
+        &[
+            "run",
+            "ok.yaml",
+            "--client",
+            "my-client",
+            "--report-dir",
+            "out",
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(run_results(&repo.path().join("out"))[0].1, "pass");
+
+    let (code, out) = harness_in(
+        repo.path(),
+        &[
+            "run",
+            "ok.yaml",
+            "--client",
+            "their-client",
+            "--report-dir",
+            "out2",
+        ],
+    );
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("unknown client \"their-client\"") && out.contains("--client ./their-client"),
+        "{out}"
+    );
+}
