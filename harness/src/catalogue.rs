@@ -85,6 +85,11 @@ pub struct Rule {
     pub quote: String,
     pub binds: Vec<Binds>,
     pub declared: Declared,
+    /// The reference client's deliberate defects that break this rule and
+    /// that a covering scenario catches, as `tests/broken_clients.rs` names
+    /// them (`silent_stream_failures`, `ValidationRule::PortRange`); empty
+    /// when no broken client proves the covering scenarios yet.
+    pub broken_by: Vec<String>,
     /// Where its id is written, for messages.
     pub file: String,
     pub line: u64,
@@ -238,6 +243,8 @@ struct RuleFile {
     partial: Option<Spanned<String>>,
     #[serde(default)]
     uncovered: Option<Spanned<String>>,
+    #[serde(default)]
+    broken_by: Vec<Spanned<String>>,
 }
 
 /// Reads one catalogue file's text; `source_name` is its path, whose file
@@ -364,12 +371,40 @@ fn check(source_name: &str, file: SpecFile) -> Result<SpecRules, CatalogueError>
                 ));
             }
         };
+        let mut broken_by: Vec<String> = Vec::with_capacity(rule.broken_by.len());
+        for defect in &rule.broken_by {
+            let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+            if defect.value.is_empty() || !defect.value.chars().all(word) {
+                return Err(CatalogueError::at(
+                    source_name,
+                    defect,
+                    "broken_by: a defect's name as tests/broken_clients.rs writes it, \
+                     e.g. silent_stream_failures or ValidationRule::PortRange",
+                ));
+            }
+            if broken_by.contains(&defect.value) {
+                return Err(CatalogueError::at(
+                    source_name,
+                    defect,
+                    format!("broken_by: `{}` is listed twice", defect.value),
+                ));
+            }
+            broken_by.push(defect.value.clone());
+        }
+        if let (Declared::Uncovered(_), Some(defect)) = (&declared, rule.broken_by.first()) {
+            return Err(CatalogueError::at(
+                source_name,
+                defect,
+                "broken_by: a rule no scenario covers has no scenario to catch a defect",
+            ));
+        }
         rules.push(Rule {
             id: id.value.clone(),
             section,
             quote,
             binds: rule.binds.value.clone(),
             declared,
+            broken_by,
             file: source_name.to_string(),
             line: id.line,
             column: id.column,
@@ -456,6 +491,25 @@ mod tests {
         );
         let e = error(&format!("{GOOD}    uncovered: \" \"\n"));
         assert!(e.message.contains("say why"), "{e}");
+    }
+
+    #[test]
+    fn broken_by_names_defects_of_covered_rules() {
+        let spec = load_str(
+            "catalogue/A57.yaml",
+            &format!("{GOOD}    broken_by: [silent_stream_failures, ValidationRule::PortRange]\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            spec.rules[0].broken_by,
+            ["silent_stream_failures", "ValidationRule::PortRange"]
+        );
+        let e = error(&format!("{GOOD}    broken_by: [a, a]\n"));
+        assert_eq!((e.line, e.column), (10, 20), "{e}");
+        let e = error(&format!("{GOOD}    broken_by: [\"no such\"]\n"));
+        assert!(e.message.contains("a defect's name"), "{e}");
+        let e = error(&format!("{GOOD}    uncovered: why\n    broken_by: [a]\n"));
+        assert_eq!(e.line, 11, "{e}");
     }
 
     #[test]

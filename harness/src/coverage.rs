@@ -155,13 +155,14 @@ impl Coverage {
         text
     }
 
-    /// Per spec: its rules, those covered in full, in part, and not at all.
-    pub fn counts(&self) -> Vec<(String, [usize; 4])> {
+    /// Per spec: its rules, those covered in full, in part, and not at
+    /// all, and those a broken client is shown to break (`broken_by`).
+    pub fn counts(&self) -> Vec<(String, [usize; 5])> {
         self.catalogue
             .specs
             .iter()
             .map(|spec| {
-                let mut counts = [spec.rules.len(), 0, 0, 0];
+                let mut counts = [spec.rules.len(), 0, 0, 0, 0];
                 for rule in &spec.rules {
                     let at = match rule.declared {
                         Declared::Covered => 1,
@@ -169,6 +170,9 @@ impl Coverage {
                         Declared::Uncovered(_) => 3,
                     };
                     counts[at] += 1;
+                    if !rule.broken_by.is_empty() {
+                        counts[4] += 1;
+                    }
                 }
                 (spec.spec.clone(), counts)
             })

@@ -50,8 +50,11 @@ pub fn page(sources: &Sources, problems: &mut Vec<String>) -> String {
          Every normative behaviour of the specs the suite is built on, as the catalogue \
          (`catalogue/`, one file per spec) states it: a stable id, a quote, its section and \
          whom it binds. A scenario names the rules it checks (`covers: [A57-04]`); a rule no \
-         scenario checks yet says why, naming the verb or matcher that is missing. \
-         `harness/tests/catalogue.rs` holds the two to each other.\n\n\
+         scenario checks yet says why, naming the verb or matcher that is missing. A rule's \
+         broken clients are the reference client's deliberate defects that break it, each \
+         failing a covering scenario in `harness/tests/broken_clients.rs`; \"none yet\" marks \
+         a rule named by scenarios that no broken client has proven to check it. \
+         `harness/tests/catalogue.rs` holds all three to each other.\n\n\
          The per-client tables say what each client's expectations file expects of the \
          scenarios covering a rule (CI's gate fails a run that does otherwise): **pass**, \
          **known** (k of n applicable runs are known failures), or **n/a** (no covering run \
@@ -60,11 +63,14 @@ pub fn page(sources: &Sources, problems: &mut Vec<String>) -> String {
          matrix (`spec-coverage.md` in its report folder, `reports-out/matrix/` by default), \
          and no page of the book holds a run (latest matrix: not run here).\n\n"
     );
-    text.push_str("| spec | rules | covered | partly | not covered |\n|---|---|---|---|---|\n");
-    for (spec, [rules, covered, partly, not]) in coverage.counts() {
+    text.push_str(
+        "| spec | rules | covered | partly | not covered | caught on a broken client |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for (spec, [rules, covered, partly, not, caught]) in coverage.counts() {
         let _ = writeln!(
             text,
-            "| [{spec}](#{}) | {rules} | {covered} | {partly} | {not} |",
+            "| [{spec}](#{}) | {rules} | {covered} | {partly} | {not} | {caught} |",
             anchor(&spec)
         );
     }
@@ -73,13 +79,14 @@ pub fn page(sources: &Sources, problems: &mut Vec<String>) -> String {
         let _ = write!(
             text,
             "## {}\n\n[{}]({}), `catalogue/{}.yaml`.\n\n\
-             | rule | quote | binds | scenarios | coverage |\n|---|---|---|---|---|\n",
+             | rule | quote | binds | scenarios | coverage | caught on a broken client |\n\
+             |---|---|---|---|---|---|\n",
             spec.spec, spec.title, spec.url, spec.spec
         );
         for rule in &spec.rules {
             let _ = writeln!(
                 text,
-                "| {} | \"{}\" ({}) | {} | {} | {} |",
+                "| {} | \"{}\" ({}) | {} | {} | {} | {} |",
                 rule.id,
                 cell(&rule.quote),
                 cell(&rule.section),
@@ -90,6 +97,7 @@ pub fn page(sources: &Sources, problems: &mut Vec<String>) -> String {
                     .join(", "),
                 scenarios(coverage.covering(rule)),
                 cell(&declared(&rule.declared)),
+                broken_by(rule),
             );
         }
         let _ = write!(
@@ -128,6 +136,21 @@ fn scenarios(names: &[String]) -> String {
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The defects of the reference client a covering scenario is shown to
+/// catch (`tests/broken_clients.rs`), or why there are none.
+fn broken_by(rule: &Rule) -> String {
+    match (&rule.declared, rule.broken_by.is_empty()) {
+        (Declared::Uncovered(_), _) => "—".to_string(),
+        (_, true) => "none yet".to_string(),
+        (_, false) => rule
+            .broken_by
+            .iter()
+            .map(|d| format!("`{d}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
 }
 
 fn declared(declared: &Declared) -> String {
