@@ -17,6 +17,8 @@ pub mod envoy;
 pub mod fuzzing;
 pub mod grpc_rust;
 mod guardian;
+pub mod http1;
+pub mod kuma;
 mod process;
 mod reference;
 mod starting;
@@ -26,6 +28,7 @@ pub use child::remove_temp_files;
 pub use containment::RUN_MARK;
 pub use envoy::{EnvoyClient, EnvoyLogging};
 pub use grpc_rust::GrpcRustClient;
+pub use kuma::KumaZoneClient;
 pub use process::{
     AdapterCapabilities, AdapterHello, AdapterLine, AdapterManifest, Driver, EventProblem,
     LineError, PROTOCOL_VERSION, ProcessClient, ProcessError, ProcessTimeouts, event_line,

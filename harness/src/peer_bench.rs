@@ -513,6 +513,14 @@ pub fn adapter_client(name: &str, adapter_logging: bool) -> Result<BenchClient, 
                 ) as Box<dyn ClientUnderTest>
             })
         }
+        // A zone answers KDS, not the ADS of these benchmarks: every
+        // run is n/a, as its capabilities say.
+        Driver::Kuma => Box::new(move || {
+            Box::new(xds_client_under_test::KumaZoneClient::new(
+                &root,
+                manifest.clone(),
+            )) as Box<dyn ClientUnderTest>
+        }),
     };
     Ok(BenchClient::new(
         name.to_string(),

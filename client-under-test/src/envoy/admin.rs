@@ -15,8 +15,6 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Empty};
-use hyper_util::rt::TokioIo;
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::Value;
 use xds_vocabulary::ResourceType;
@@ -254,46 +252,21 @@ pub enum AdminError {
 
 /// GETs `path` from the admin API, within `timeout`.
 pub async fn get(address: SocketAddr, path: &str, timeout: Duration) -> Result<String, AdminError> {
-    let http = |reason: String| AdminError::Http { address, reason };
-    let fetch = async {
-        let stream = tokio::net::TcpStream::connect(address)
-            .await
-            .map_err(|e| http(e.to_string()))?;
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| http(e.to_string()))?;
-        let driver = tokio::spawn(connection);
-        let request = http::Request::get(path)
-            .header(http::header::HOST, address.to_string())
-            .body(Empty::<bytes::Bytes>::new())
-            .map_err(|e| http(e.to_string()))?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| http(e.to_string()))?;
-        let status = response.status();
-        let body = http_body_util::Limited::new(response.into_body(), MAX_BODY)
-            .collect()
-            .await
-            .map_err(|e| AdminError::Body {
-                path: path.to_string(),
-                reason: e.to_string(),
-            })?
-            .to_bytes();
-        driver.abort();
-        let body = String::from_utf8_lossy(&body).into_owned();
-        if !status.is_success() {
-            return Err(AdminError::Status {
-                path: path.to_string(),
-                status: status.as_u16(),
-                body: first_line(&body, 200),
-            });
-        }
-        Ok(body)
-    };
-    tokio::time::timeout(timeout, fetch)
+    use crate::http1::{HttpError, request};
+    let answer = request(address, http::Method::GET, path, None, timeout, MAX_BODY)
         .await
-        .map_err(|_| http(format!("no answer to {path} within {timeout:?}")))?
+        .map_err(|e| match e {
+            HttpError::Exchange { address, reason } => AdminError::Http { address, reason },
+            HttpError::Body { path, reason, .. } => AdminError::Body { path, reason },
+        })?;
+    if !answer.is_success() {
+        return Err(AdminError::Status {
+            path: path.to_string(),
+            status: answer.status,
+            body: first_line(&answer.body, 200),
+        });
+    }
+    Ok(answer.body)
 }
 
 /// One poll: the config dump (with endpoints) and the selected stats.

@@ -112,6 +112,11 @@ pub enum Driver {
     /// observes it through its admin API and sends RPCs through its
     /// listeners (see `client-under-test/adapters/envoy/README.md`).
     Envoy,
+    /// `command` is a kuma-cp binary: the harness runs it as a Kuma zone
+    /// against the run's global, observes what it stores through its REST
+    /// API and hands it zone-origin resources there (see
+    /// `client-under-test/adapters/kuma/README.md`).
+    Kuma,
 }
 
 /// An adapter's `adapter.json`. Relative paths in it (`command`,

@@ -283,6 +283,10 @@ fn clients() -> Vec<Client> {
                     ProcessClient::new(&adapter_root, manifest.clone()).capabilities()
                 }
                 Driver::Envoy => EnvoyClient::new(&adapter_root, manifest.clone()).capabilities(),
+                Driver::Kuma => {
+                    xds_client_under_test::KumaZoneClient::new(&adapter_root, manifest.clone())
+                        .capabilities()
+                }
             },
             Err(_) => manifest.capabilities.to_capabilities(),
         };

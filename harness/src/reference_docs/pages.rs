@@ -869,6 +869,8 @@ pub fn client(client: &Client, sources: &Sources) -> String {
                         "A process speaking the adapter protocol (`client-under-test/ADAPTER_PROTOCOL.md`)",
                     xds_client_under_test::Driver::Envoy =>
                         "A process driven as Envoy: its own bootstrap, admin API and listeners",
+                    xds_client_under_test::Driver::Kuma =>
+                        "A kuma-cp driven as a Kuma zone: its global is the run's, its store read and written over its REST API",
                 },
                 client.name,
                 m.command.join(" ")
