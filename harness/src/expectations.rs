@@ -82,6 +82,10 @@ pub struct Entry {
 pub struct Expectations {
     /// Where it was read from (for messages).
     pub source: PathBuf,
+    /// Whether it was read from a file: a client's expectations are
+    /// recorded once it has one (even with no entries); before that, its
+    /// runs have never been looked at (a new adapter's first runs).
+    pub recorded: bool,
     /// Run ID -> entry, in the file's order.
     pub entries: IndexMap<String, Entry>,
     /// The text it was read from, and the line each entry's key is on:
@@ -115,6 +119,15 @@ impl Expectations {
         let text = xds_vocabulary::files::read_regular_text(path, MAX_BYTES)
             .map_err(|e| error(0, 0, format!("cannot read the expectations file: {e}")))?;
         Self::parse(path, &text)
+    }
+
+    /// No entries, to be written to `path` (a file that does not exist
+    /// yet): an update writes it anew.
+    pub fn empty(path: &Path) -> Expectations {
+        Expectations {
+            source: path.to_path_buf(),
+            ..Expectations::default()
+        }
     }
 
     /// Checks expectations text read from `path`.
@@ -183,6 +196,7 @@ impl Expectations {
         }
         Ok(Expectations {
             source: path.to_path_buf(),
+            recorded: true,
             entries,
             text: block.then(|| (text.to_string(), lines)),
         })
@@ -279,6 +293,7 @@ impl Expectations {
             expectations: self.clone(),
             removed: Vec::new(),
             added: Vec::new(),
+            changed: Vec::new(),
         };
         let entries = &mut update.expectations.entries;
         for (id, observed) in runs {
@@ -289,6 +304,31 @@ impl Expectations {
                     update.removed.push(id.to_string());
                 }
                 (_, Some(entry)) if entry.expect != Expected::Fail => {}
+                // It fails otherwise than its `check` says: the entry
+                // would fail the next run too, so it names the new
+                // failure (a reason of its own is kept after it).
+                (Verdict::Fail { message }, Some(entry))
+                    if entry.check.as_ref().is_some_and(|c| !fails_at(message, c)) =>
+                {
+                    let check = failed_check(message);
+                    let old_check = entry.check.clone().unwrap_or_default();
+                    let reason = if entry.reason == format!("fails: {old_check}") {
+                        format!("fails: {check}")
+                    } else {
+                        format!(
+                            "fails otherwise now: {check} (was: {}; then it failed at: \
+                             {old_check})",
+                            entry.reason
+                        )
+                    };
+                    let changed = Entry {
+                        reason,
+                        check: Some(check),
+                        ..entry.clone()
+                    };
+                    entries.insert(id.to_string(), changed);
+                    update.changed.push(id.to_string());
+                }
                 (Verdict::Fail { .. }, Some(_)) => {}
                 (Verdict::Fail { message }, None) => {
                     let check = failed_check(message);
@@ -335,6 +375,9 @@ pub struct Update {
     pub removed: Vec<String>,
     /// Run IDs given an entry (their runs failed).
     pub added: Vec<String>,
+    /// Run IDs whose entries name another failure now (their runs failed
+    /// otherwise than their `check` said).
+    pub changed: Vec<String>,
 }
 
 impl Update {
@@ -347,7 +390,7 @@ impl Update {
         let Some((text, key_lines)) = &old.text else {
             return old.written_anew();
         };
-        if self.removed.is_empty() && self.added.is_empty() {
+        if self.removed.is_empty() && self.added.is_empty() && self.changed.is_empty() {
             return text.clone();
         }
         let lines: Vec<&str> = text.split_inclusive('\n').collect();
@@ -360,14 +403,27 @@ impl Update {
             .collect();
         starts.sort();
         let mut drop = vec![false; lines.len()];
+        // A changed entry is written anew where its lines were; the
+        // comments above it stay.
+        let mut replaced: std::collections::HashMap<usize, String> = Default::default();
         for (i, (start, id)) in starts.iter().enumerate() {
-            if !self.removed.iter().any(|r| r == id) {
+            let changed = self.changed.iter().any(|c| c == id);
+            if !changed && !self.removed.iter().any(|r| r == id) {
                 continue;
             }
             let next = starts.get(i + 1).map_or(lines.len(), |(n, _)| *n);
             let mut end = next;
             while end > *start + 1 && is_blank_or_comment(lines[end - 1]) {
                 end -= 1;
+            }
+            if changed {
+                let mut one = IndexMap::new();
+                one.insert(id.to_string(), old.entries[*id].clone());
+                replaced.insert(*start, serde_saphyr::to_string(&one).unwrap_or_default());
+                for d in drop.iter_mut().take(end.min(lines.len())).skip(*start) {
+                    *d = true;
+                }
+                continue;
             }
             // The comment lines right above are the entry's, unless they
             // open the file (its header).
@@ -382,12 +438,15 @@ impl Update {
                 *d = true;
             }
         }
-        let mut out: String = lines
-            .iter()
-            .zip(&drop)
-            .filter(|(_, d)| !**d)
-            .map(|(l, _)| *l)
-            .collect();
+        let mut out = String::new();
+        for (i, (line, dropped)) in lines.iter().zip(&drop).enumerate() {
+            if let Some(entry) = replaced.get(&i) {
+                out.push_str(entry);
+            }
+            if !dropped {
+                out.push_str(line);
+            }
+        }
         // `{}` alone is an empty file's mapping; entries replace it. (A
         // file left with comments only reads as no entries.)
         if !self.added.is_empty() {
@@ -681,6 +740,47 @@ chaos:node-on-first-request: {expect: fail, reason: r2}
         let bad = parse("a/x: {expect: skip, reason: r, check: c}\n").expect_err("check on skip");
         assert!(bad.message.contains("`check`"), "{bad}");
         assert!(parse("a/x: {expect: fail, reason: r, check: \"\"}\n").is_err());
+    }
+
+    /// A run that fails otherwise than its entry's `check`: the update
+    /// names the new failure where the entry was (its comment and link
+    /// kept, a reason of its own kept after the new one), so the same
+    /// failure is a known failure next time.
+    #[test]
+    fn an_update_names_a_failure_that_came_otherwise() {
+        let text = "# header\n\n# upstream issue 9\na/x: {expect: fail, reason: nonce bug, link: l, \
+                    check: expected a request}\na/y: {expect: fail, reason: \"fails: expected z\", \
+                    check: expected z}\na/z: {expect: fail, reason: r}\n";
+        let e = parse(text).unwrap_or_else(|e| panic!("{e}"));
+        let otherwise = fail("s.yaml:9:2: expected a watcher event (from 1s to 2s); #3");
+        let updated = e.updated([
+            ("a/x", &otherwise),
+            ("a/y", &fail("s.yaml:1:1: expected w")),
+            ("a/z", &fail("anything")),
+        ]);
+        assert_eq!(updated.changed, ["a/x", "a/y"]);
+        assert!(updated.removed.is_empty() && updated.added.is_empty());
+        let text = updated.to_yaml();
+        assert!(
+            text.starts_with("# header\n\n# upstream issue 9\na/x:\n"),
+            "{text}"
+        );
+        let reread = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let ids: Vec<&str> = reread.entries.keys().map(String::as_str).collect();
+        assert_eq!(ids, ["a/x", "a/y", "a/z"], "{text}");
+        let x = &reread.entries["a/x"];
+        assert_eq!(x.check.as_deref(), Some("expected a watcher event"));
+        assert_eq!(x.link.as_deref(), Some("l"));
+        assert!(x.reason.contains("(was: nonce bug;"), "{}", x.reason);
+        assert_eq!(reread.entries["a/y"].reason, "fails: expected w");
+        assert!(matches!(
+            reread.apply("a/x", otherwise),
+            Verdict::KnownFailure { .. }
+        ));
+        // The same failure again changes nothing.
+        let again = reread.updated([("a/x", &fail("s.yaml:9:2: expected a watcher event"))]);
+        assert!(again.changed.is_empty());
+        assert_eq!(again.to_yaml(), text);
     }
 
     #[test]

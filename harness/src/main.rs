@@ -44,8 +44,9 @@ struct LimitArgs {
     wall_limit: Option<Duration>,
     /// How many times a real-time run (a real client's) that failed is
     /// tried again; a run that then passes is reported as flaky and does
-    /// not fail the gate. Default 2; 0 never retries. Virtual-time runs
-    /// are never retried.
+    /// not fail the gate. Default 2, or 0 for a client with no
+    /// expectations file yet (its first runs); 0 never retries.
+    /// Virtual-time runs are never retried.
     #[arg(long, value_name = "N")]
     retries: Option<u32>,
 }
@@ -94,11 +95,12 @@ enum Command {
         /// the book, docs/src/ci/expectations.md.
         #[arg(long, value_name = "FILE")]
         expectations: Option<PathBuf>,
-        /// Rewrite the --expectations file from this run: failures become
-        /// `fail` entries (keeping their reasons), entries of runs that
-        /// passed go. The run's own exit code still holds it to the file as
-        /// it was.
-        #[arg(long, requires = "expectations")]
+        /// Rewrite the expectations file from this run (--expectations,
+        /// else the one the adapter's adapter.json names; created if it
+        /// does not exist): failures become `fail` entries (keeping their
+        /// reasons), entries of runs that passed go. The run's own exit
+        /// code still holds it to the file as it was.
+        #[arg(long)]
         update_expectations: bool,
         /// Leave out scenarios with this tag (repeatable), e.g.
         /// `slow-on-real-time`.
@@ -821,6 +823,38 @@ fn run(
         update_expectations,
         snapshots,
     } = gate;
+    // Without --expectations, the file the adapter's manifest names (it
+    // may not exist yet: a new adapter's).
+    let manifest_file = match expectations {
+        Some(_) => None,
+        None => match xds_conformance::suite::manifest_expectations(client) {
+            Ok(file) => file,
+            Err(e) => {
+                eprintln!("{}", printable(&e));
+                return ExitCode::from(EXIT_BROKEN_INPUT);
+            }
+        },
+    };
+    if update_expectations && expectations.is_none() && manifest_file.is_none() {
+        eprintln!(
+            "--update-expectations: {client} names no expectations file to write: give one \
+             (--expectations FILE), or name it in its adapter.json (\"expectations\": \
+             \"my-client.expectations.yaml\", beside the manifest)"
+        );
+        return ExitCode::from(EXIT_BROKEN_INPUT);
+    }
+    if !update_expectations
+        && let Some(path) = &manifest_file
+        && !path.exists()
+    {
+        eprintln!(
+            "note: {client}'s adapter.json names the expectations file {}, which does not exist \
+             yet: this run holds the client to the scenarios alone. Create it empty (a file \
+             holding `{{}}`), or write this run's failures into it:\n  {}",
+            path.display(),
+            update_command(&paths, client, None)
+        );
+    }
     // A file to write from this run may not exist yet: it starts empty.
     if update_expectations
         && let Some(path) = expectations
@@ -830,6 +864,7 @@ fn run(
         eprintln!("cannot write {}: {e}", path.display());
         return ExitCode::from(2);
     }
+    let (client_arg, paths_given) = (client, paths.clone());
     let client = match TestedClient::new(client, expectations) {
         Ok(c) => c,
         Err(e) => {
@@ -873,7 +908,11 @@ fn run(
         return ExitCode::from(EXIT_BROKEN_INPUT);
     };
     report.wall_duration = started.elapsed();
-    warn_unknown_expectations(&client, &report);
+    warn_unknown_expectations(
+        &client,
+        &report,
+        (&default_paths(paths_given.clone()), &selection),
+    );
     if snapshots.is_some() {
         report_orphans(&snapshot_folders(&files), false);
     }
@@ -889,7 +928,7 @@ fn run(
         let path = &client.expectations.source;
         match write_whole(path, updated.to_yaml().as_bytes()) {
             Ok(()) => eprintln!(
-                "{}: {} entries (was {}): {} removed (passed or n/a){}, {} added (failed){}",
+                "{}: {} entries (was {}): {} removed (passed or n/a){}, {} added (failed){}{}",
                 path.display(),
                 updated.expectations.entries.len(),
                 client.expectations.entries.len(),
@@ -897,6 +936,15 @@ fn run(
                 listed(&updated.removed),
                 updated.added.len(),
                 listed(&updated.added),
+                if updated.changed.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", {} changed (failed otherwise: the new check){}",
+                        updated.changed.len(),
+                        listed(&updated.changed)
+                    )
+                },
             ),
             Err(e) => {
                 eprintln!("cannot write {}: {e}", path.display());
@@ -932,19 +980,78 @@ fn run(
             )
         });
     match written {
-        Ok(()) => println!(
-            "\n{} scenarios: {} in {:.3}s; reports in {}",
-            report.results.len(),
-            report.counts_line(),
-            report.wall_duration.as_secs_f64(),
-            report_dir.display()
-        ),
+        Ok(()) => {
+            println!(
+                "\n{} scenarios: {} in {:.3}s; reports in {}",
+                report.results.len(),
+                report.counts_line(),
+                report.wall_duration.as_secs_f64(),
+                report_dir.display()
+            );
+            let failed = report
+                .results
+                .iter()
+                .filter(|r| r.verdict.is_failure())
+                .count();
+            // A client's first runs: what failed is what it does today,
+            // which the next step records (the implementer's guide, step 3).
+            if failed > 0 && !client.expectations.recorded && !update_expectations {
+                let file = match (&manifest_file, expectations) {
+                    (Some(_), _) | (_, Some(_)) => None,
+                    (None, None) => Some(format!("{}.expectations.yaml", client.name)),
+                };
+                println!(
+                    "{failed} run{} failed, not tried again: {} has no expectations recorded yet \
+                     (--retries N tries them again). Record them as known failures (then edit \
+                     each reason to say why):\n  {}",
+                    if failed == 1 { "" } else { "s" },
+                    client.name,
+                    update_command(&paths_given, client_arg, file.as_deref())
+                );
+            }
+        }
         Err(e) => {
             eprintln!("cannot write reports to {}: {e}", report_dir.display());
             return ExitCode::from(2);
         }
     }
     exit_code(broken, report.failed())
+}
+
+/// The command that writes a run's failures into the client's own
+/// expectations file (or into `file`, for a client that names none):
+/// this run's paths and client, and `--update-expectations`.
+fn update_command(paths: &[PathBuf], client: &str, file: Option<&str>) -> String {
+    let mut words = vec!["xds-conformance".to_string(), "run".to_string()];
+    words.extend(
+        default_paths(paths.to_vec())
+            .iter()
+            .map(|p| p.display().to_string()),
+    );
+    words.extend(["--client".to_string(), client.to_string()]);
+    if let Some(file) = file {
+        words.extend(["--expectations".to_string(), file.to_string()]);
+    }
+    words.push("--update-expectations".to_string());
+    words
+        .iter()
+        .map(|w| shell_word(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `word` as a shell reads it back: quoted when it holds more than
+/// letters, digits and `-_./=@:,`.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=@:,".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }
 
 /// ` (a, b)` for a non-empty list of run IDs.
@@ -1060,7 +1167,8 @@ fn matrix(
             }
         }
     }
-    let files = match discover(&default_paths(paths)) {
+    let paths = default_paths(paths);
+    let files = match discover(&paths) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("{}", printable(&e.to_string()));
@@ -1090,7 +1198,7 @@ fn matrix(
         return ExitCode::from(2);
     }
     for (client, report) in matrix_clients.iter().zip(&run.reports) {
-        warn_unknown_expectations(client, report);
+        warn_unknown_expectations(client, report, (&paths, &selection));
     }
     for report in &run.reports {
         println!("{:<10} {}", report.client, report.counts_line());
@@ -1119,9 +1227,20 @@ fn matrix(
 
 /// Entries of a client's expectations that match no run of this one
 /// (a renamed scenario, a typo, or a selection): they hold nothing.
-fn warn_unknown_expectations(client: &TestedClient, report: &xds_conformance_reports::RunReport) {
+fn warn_unknown_expectations(
+    client: &TestedClient,
+    report: &xds_conformance_reports::RunReport,
+    (paths, selection): (&[PathBuf], &Selection),
+) {
     let ids: Vec<String> = report.results.iter().map(|r| r.name.clone()).collect();
-    let unknown = client.expectations.unknown(&ids);
+    // Only the entries this selection would have run: a subset run says
+    // nothing of the rest of the file.
+    let unknown: Vec<&str> = client
+        .expectations
+        .unknown(&ids)
+        .into_iter()
+        .filter(|id| selection.would_select(paths, id))
+        .collect();
     if !unknown.is_empty() {
         eprintln!(
             "warning: {} has {} entries for runs not in this run: {}",

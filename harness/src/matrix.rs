@@ -64,7 +64,7 @@ pub fn run_matrix(
                         scenarios,
                         client.factory.as_ref(),
                         jobs.unwrap_or(client.jobs),
-                        selection.retries(),
+                        selection.retries(&client.expectations),
                         &client.name,
                         HeldTo {
                             expectations: &client.expectations,

@@ -224,15 +224,26 @@ pub fn own_expectations(name: &str) -> Result<Expectations, String> {
         use xds_client_under_test::grpc_rust::{EXPECTATIONS, EXPECTATIONS_FILE};
         return Expectations::parse(Path::new(EXPECTATIONS_FILE), EXPECTATIONS).map_err(error);
     }
-    let Some(dir) = adapter_dir(name).filter(|d| d.join(AdapterManifest::FILE_NAME).is_file())
-    else {
-        return Ok(Expectations::default());
-    };
-    let manifest = AdapterManifest::load(&dir).map_err(|e| e.to_string())?;
-    match manifest.expectations {
-        Some(file) => Expectations::load(&dir.join(file)).map_err(error),
+    match manifest_expectations(name)? {
+        // Not written yet (a new adapter's first runs): no entries, and
+        // an update creates it. The caller says so (see
+        // `manifest_expectations`).
+        Some(path) if !path.exists() => Ok(Expectations::empty(&path)),
+        Some(path) => Expectations::load(&path).map_err(error),
         None => Ok(Expectations::default()),
     }
+}
+
+/// The expectations file the manifest of the adapter `name` names (its
+/// path, relative to the manifest's folder), whether it exists or not;
+/// `None` for a client without a manifest, or a manifest naming none.
+pub fn manifest_expectations(name: &str) -> Result<Option<PathBuf>, String> {
+    let Some(dir) = adapter_dir(name).filter(|d| d.join(AdapterManifest::FILE_NAME).is_file())
+    else {
+        return Ok(None);
+    };
+    let manifest = AdapterManifest::load(&dir).map_err(|e| e.to_string())?;
+    Ok(manifest.expectations.map(|file| dir.join(file)))
 }
 
 /// How many runs of the client `name` go at once when nobody says: its
@@ -322,16 +333,24 @@ pub struct Selection {
     /// `--wall-limit`: every run's wall-clock limit.
     pub wall_limit: Option<Duration>,
     /// `--retries`: how many times a failed real-time run is tried again
-    /// (default [`crate::schedule::DEFAULT_RETRIES`]).
+    /// (default: [`Selection::retries`]).
     pub retries: Option<u32>,
     /// `--partition K/N`: only this shard's scenarios.
     pub partition: Option<Partition>,
 }
 
 impl Selection {
-    /// The retries in force.
-    pub fn retries(&self) -> u32 {
-        self.retries.unwrap_or(crate::schedule::DEFAULT_RETRIES)
+    /// The retries in force for a client held to `expectations`: as
+    /// asked, else [`crate::schedule::DEFAULT_RETRIES`] for a client whose
+    /// expectations are recorded, and none for one whose are not yet (a
+    /// new adapter's first runs: their failures are what the client does,
+    /// which trying again only makes three times as slow to learn).
+    pub fn retries(&self, expectations: &Expectations) -> u32 {
+        self.retries.unwrap_or(if expectations.recorded {
+            crate::schedule::DEFAULT_RETRIES
+        } else {
+            0
+        })
     }
 }
 
@@ -505,6 +524,32 @@ impl Selection {
         !scenario.is_some_and(|s| s.tags.iter().any(|t| self.skip_tags.contains(t)))
     }
 
+    /// Whether a run `id` of a scenario that is not there would be among
+    /// the runs of `paths` under this selection: an expectations entry
+    /// for it is then a typo or a renamed scenario, worth a warning, where
+    /// one of a scenario a subset run leaves out is not. IDs come from
+    /// paths (the path under the last `scenarios` folder, as the loader
+    /// names files): `id` is within a folder of `paths` whose IDs start
+    /// with its own path there (every ID, for the `scenarios` folder
+    /// itself or one outside any), or is a file's of `paths`; and it
+    /// matches `--filter` and is in `--partition`'s shard. Tags are not
+    /// known of a scenario that is not there: `--skip-tag` leaves it in.
+    pub fn would_select(&self, paths: &[PathBuf], id: &str) -> bool {
+        let base = id.strip_suffix("@delta").unwrap_or(id);
+        let within = paths.iter().any(|path| {
+            let under = under_scenarios(path);
+            if path.is_dir() {
+                under.is_empty() || base.starts_with(&format!("{under}/"))
+            } else {
+                let file = Path::new(&under).with_extension("");
+                file.to_str() == Some(base)
+            }
+        });
+        within
+            && self.filter.as_deref().is_none_or(|f| base.contains(f))
+            && self.partition.is_none_or(|p| p.holds(base))
+    }
+
     /// `scenario` with the command line's limits over its own. (The
     /// loader checked the script against the file's limit; a lower one
     /// given here is then enforced while the run plays.)
@@ -516,6 +561,25 @@ impl Selection {
             scenario.limits.wall_time = limit;
         }
         scenario
+    }
+}
+
+/// The part of `path` under its last `scenarios` component, `/`-joined
+/// (`scenarios/a46` -> `a46`; `scenarios` -> empty); a path with no such
+/// component is its file name alone (`my-tests/x.yaml` -> `x.yaml`), or
+/// empty for a folder: scenario IDs there are file stems.
+fn under_scenarios(path: &Path) -> String {
+    let parts: Vec<&str> = path
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(s) => s.to_str(),
+            _ => None,
+        })
+        .collect();
+    match parts.iter().rposition(|p| *p == "scenarios") {
+        Some(i) => parts[i + 1..].join("/"),
+        None if path.is_dir() => String::new(),
+        None => parts.last().copied().unwrap_or_default().to_string(),
     }
 }
 

@@ -118,10 +118,8 @@ fn expectations_hold_the_gate_both_ways_and_are_written_from_a_run() {
     .expect("write");
     let (code, err) = run(&[PASSING, FAILING, "--expectations", file_arg]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(
-        err.contains("1 entries for runs not in this run: no/such"),
-        "{err}"
-    );
+    // (Of a run of two files: no/such is no run of theirs.)
+    assert!(!err.contains("no/such"), "{err}");
 
     // An update removes a stale entry (its run passed: the FAIL it was
     // reported as is the file's, not the run's), keeps the file's own
@@ -189,6 +187,24 @@ fn expectations_hold_the_gate_both_ways_and_are_written_from_a_run() {
         err.contains("to fail at \"expected a request\" (r), but it failed otherwise"),
         "{err}"
     );
+    // An update names the new failure in the entry, and the next plain
+    // run is green.
+    let (code, err) = run(&[FAILING, "--expectations", file_arg, "--update-expectations"]);
+    assert_eq!(code, Some(1), "held to the file as it was: {err}");
+    assert!(
+        err.contains(&format!(
+            "1 changed (failed otherwise: the new check) ({failing_id})"
+        )),
+        "{err}"
+    );
+    let written = std::fs::read_to_string(&file).expect("read");
+    assert!(
+        written.contains("check: expected watcher event type=CDS name=never-served")
+            && written.contains("(was: r; then it failed at: expected a request)"),
+        "{written}"
+    );
+    let (code, err) = run(&[FAILING, "--expectations", file_arg]);
+    assert_eq!(code, Some(0), "{err}");
 
     // A broken file is broken input, located.
     std::fs::write(&file, "a/x: {expect: sometimes, reason: r}\n").expect("write");
@@ -1149,4 +1165,188 @@ fn a_folder_in_the_working_directory_is_the_adapter_of_its_name() {
         out.contains("unknown client \"their-client\"") && out.contains("--client ./their-client"),
         "{out}"
     );
+}
+
+/// The scenarios a new user's first runs play: an RPC that ends OK (the
+/// minimal fixture passes it) and one expected to end UNAVAILABLE (it
+/// fails: the fixture answers OK), in `dir`.
+fn ok_and_unavailable(dir: &std::path::Path) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let scenario = |code: &str| {
+        format!(
+            "description: an RPC ends {code}\nservers:\n  primary: {{}}\nsteps:\n  \
+             - dial: xds:///svc\n  - rpc: {{ target: xds:///svc }}\n  \
+             - expect:\n      rpc: {{ code: {code} }}\n"
+        )
+    };
+    std::fs::write(dir.join("ok.yaml"), scenario("OK")).expect("write");
+    std::fs::write(dir.join("unavailable.yaml"), scenario("UNAVAILABLE")).expect("write");
+}
+
+/// A new adapter's manifest names its expectations file before it is
+/// written: a plain run says how to create it and plays on (exit 1 for
+/// its failure, not 2); `--update-expectations` without `--expectations`
+/// creates that file; the next plain run is green.
+#[test]
+fn the_expectations_file_the_manifest_names_is_created_by_an_update_without_flags() {
+    let repo = tempfile::tempdir().expect("a temporary folder");
+    outside_adapter(
+        &repo.path().join("my-client"),
+        r#"{"name": "my-client", "command": ["python3", "adapter.py"],
+            "expectations": "my-client.expectations.yaml",
+            "capabilities": {"dial": true, "rpc": true}}"#,
+    );
+    ok_and_unavailable(&repo.path().join("scenarios"));
+    let file = repo.path().join("my-client/my-client.expectations.yaml");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "scenarios",
+            "--client",
+            "./my-client",
+            "--report-dir",
+            "out",
+            "--retries",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        harness_in(repo.path(), &args)
+    };
+
+    let (code, out) = run(&[]);
+    assert_eq!(code, Some(1), "played on, and its failure fails: {out}");
+    assert!(
+        out.contains("my-client.expectations.yaml, which does not exist yet")
+            && out.contains("Create it empty")
+            && out.contains(
+                "xds-conformance run scenarios --client ./my-client --update-expectations"
+            ),
+        "{out}"
+    );
+    assert!(!file.exists());
+
+    let (code, out) = run(&["--update-expectations"]);
+    assert_eq!(code, Some(1), "held to the file as it was: {out}");
+    let written = std::fs::read_to_string(&file).expect("the file is created");
+    assert!(
+        written.contains("unavailable:") && !written.contains("ok:"),
+        "{written}"
+    );
+
+    let (code, out) = run(&[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!out.contains("does not exist"), "{out}");
+
+    // A client with no file to write is told where one goes.
+    let (code, out) = harness_in(
+        repo.path(),
+        &[
+            "run",
+            "scenarios",
+            "--update-expectations",
+            "--report-dir",
+            "out",
+        ],
+    );
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("--expectations FILE"), "{out}");
+}
+
+/// A run of a subset warns only about the entries of the expectations
+/// file it would have run: a typo there, not the entries of every
+/// scenario it leaves out (64 lines of them, for the new user's run of
+/// one folder).
+#[test]
+fn a_subset_run_warns_only_about_its_own_entries() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let file = dir.path().join("my-client.expectations.yaml");
+    std::fs::write(
+        &file,
+        "a27/eds-partial-update: {expect: fail, reason: left out}\n\
+         a46/nack-keeps-valid-resources: {expect: fail, reason: filtered out}\n\
+         a46/wrong-type-urll: {expect: fail, reason: a typo}\n\
+         a46/wrong-type-urll@delta: {expect: fail, reason: a typo}\n",
+    )
+    .expect("write");
+    let (code, err) = run(&[
+        "scenarios/a46",
+        "--filter",
+        "wrong-type-url",
+        "--expectations",
+        file.to_str().expect("a UTF-8 path"),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(
+            "2 entries for runs not in this run: a46/wrong-type-urll, a46/wrong-type-urll@delta"
+        ),
+        "{err}"
+    );
+    assert!(
+        !err.contains("a27/eds-partial-update") && !err.contains("nack-keeps-valid-resources"),
+        "{err}"
+    );
+}
+
+/// A new adapter's first run (no expectations file yet) does not try its
+/// failures again (each would cost two more runs), and its summary says
+/// how many runs failed and the one command that records them; that
+/// command, pasted, records them and the gate is green.
+#[test]
+fn a_first_run_is_not_retried_and_ends_with_the_command_that_records_its_failures() {
+    let repo = tempfile::tempdir().expect("a temporary folder");
+    outside_adapter(
+        &repo.path().join("my-client"),
+        r#"{"name": "my-client", "command": ["python3", "adapter.py"],
+            "capabilities": {"dial": true, "rpc": true}}"#,
+    );
+    ok_and_unavailable(&repo.path().join("scenarios"));
+    let (code, out) = harness_in(
+        repo.path(),
+        &[
+            "run",
+            "scenarios",
+            "--client",
+            "./my-client",
+            "--report-dir",
+            "out",
+        ],
+    );
+    assert_eq!(code, Some(1), "{out}");
+    let command = "xds-conformance run scenarios --client ./my-client --expectations \
+                   my-client.expectations.yaml --update-expectations";
+    assert!(
+        out.contains("1 run failed, not tried again: my-client has no expectations recorded yet")
+            && out.contains(command),
+        "{out}"
+    );
+    let tries: Vec<_> = std::fs::read_dir(repo.path().join("out/timelines"))
+        .expect("timelines")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".try"))
+        .collect();
+    assert!(tries.is_empty(), "played once: {tries:?}");
+
+    let args: Vec<&str> = command.split(' ').skip(1).collect();
+    let (code, out) = harness_in(
+        repo.path(),
+        &[&args[..], &["--report-dir", "out2"]].concat(),
+    );
+    assert_eq!(code, Some(1), "held to no file yet: {out}");
+    let (code, out) = harness_in(
+        repo.path(),
+        &[
+            "run",
+            "scenarios",
+            "--client",
+            "./my-client",
+            "--expectations",
+            "my-client.expectations.yaml",
+            "--report-dir",
+            "out3",
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!out.contains("not tried again"), "{out}");
 }
