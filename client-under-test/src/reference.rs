@@ -716,8 +716,7 @@ mod tests {
     use xds_fake_server::event::ServerEvent;
     use xds_fake_server::resource::ServedResource;
     use xds_fake_server::{FakeAdsServer, ServerConfig, ServingMode};
-    use xds_vocabulary::kds::zone::spec;
-    use xds_vocabulary::kds::{self, KdsName, KdsResource, kuma_resource, types};
+    use xds_vocabulary::kds::{self, KdsName, KdsResource, kuma_resource, spec, types};
     use xds_vocabulary::network::MemoryNetwork;
 
     use super::*;
@@ -726,13 +725,17 @@ mod tests {
     const GLOBAL: &str = "global:5685";
 
     fn resource(kuma_type: &str, key: KdsName) -> KdsResource {
-        let spec = serde_json::json!({"k": 1});
+        // A spec each type has: a Mesh's mTLS, a Dataplane's address.
+        let spec = match kuma_type {
+            types::MESH => serde_json::json!({"mtls": {}}),
+            _ => serde_json::json!({"networking": {"address": "10.0.0.1"}}),
+        };
         KdsResource {
             kuma_type: kuma_type.into(),
             resource: kuma_resource(
                 &key,
                 BTreeMap::new(),
-                Some(spec::pack(spec.as_object().expect("object"))),
+                Some(spec::pack(kuma_type, spec.as_object().expect("object")).expect("packs")),
             ),
         }
     }
@@ -800,8 +803,9 @@ mod tests {
             [ObservedEvent::Zone(ZoneStoreChange::Stored {
                 kuma_type: types::MESH.into(),
                 name: KdsName::global("m1"),
-                labels: BTreeMap::new(),
-                spec: r#"{"k":1}"#.into(),
+                // Stamped by the global, as a real one does.
+                labels: BTreeMap::from([("kuma.io/origin".to_string(), "global".to_string())]),
+                spec: r#"{"mtls":{}}"#.into(),
             })]
         );
         assert!(

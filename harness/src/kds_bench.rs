@@ -27,7 +27,7 @@ use xds_client_under_test::{ClientUnderTest, ReferenceClient};
 use xds_conformance_reports::Verdict;
 use xds_fake_server::event::{RecordedResponse, ServerEvent};
 use xds_vocabulary::RequestKind;
-use xds_vocabulary::kds::{KdsName, KdsResource, kuma_resource, pack, types, zone};
+use xds_vocabulary::kds::{KdsName, KdsResource, kuma_resource, pack, spec, types, zone};
 
 use crate::runner::{RunMode, RunOutcome, run_scenario_in};
 use crate::scenario::{ScenarioError, load_str};
@@ -84,7 +84,8 @@ fn dataplane(i: usize, address: &str) -> KdsResource {
         resource: kuma_resource(
             &KdsName::new(format!("dp-{i}"), "default"),
             Default::default(),
-            spec.as_object().map(zone::spec::pack),
+            spec.as_object()
+                .and_then(|spec| spec::pack(types::DATAPLANE, spec).ok()),
         ),
     }
 }

@@ -98,7 +98,7 @@ fn defect(name: &str) -> Defects {
 #[case::kds_invalid_spec(
     "zone_stores_invalid",
     "kds/invalid-spec-is-nacked-valid-siblings-stored",
-    ":17:5:"
+    ":21:5:"
 )]
 #[case::kds_undecodable(
     "zone_nack_on_undecodable",
@@ -127,7 +127,7 @@ fn defect(name: &str) -> Defects {
 #[case::kds_partial_then_removed(
     "zone_removals_ignored",
     "kds/a-later-partial-response-deletes-nothing",
-    ":35:5:"
+    ":37:5:"
 )]
 #[case::kds_only_changes(
     "zone_sends_every_zone_resource",

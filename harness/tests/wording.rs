@@ -79,7 +79,6 @@ const BEING_REWRITTEN: &[&str] = &[
     "delta/same-name-twice-in-resources.yaml",
     "envoy/delta-malformed-responses-are-nacked-whole.yaml",
     "envoy/delta-resource-without-a-body-or-of-another-type.yaml",
-    "kds/invalid-spec-is-nacked-valid-siblings-stored.yaml",
     "validation/eds-priority-beyond-the-locality-count-is-rejected.yaml",
     "validation/route-header-range-end-before-start-is-rejected.yaml",
     "validation/route-weighted-cluster-without-weight-is-rejected.yaml",

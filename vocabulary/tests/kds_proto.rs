@@ -52,3 +52,34 @@ fn committed_kds_messages_are_what_the_proto_generates() {
         committed_path.display()
     );
 }
+
+/// The descriptor set `src/kds/spec.rs` embeds: `proto/kuma_specs.proto`
+/// and `proto/kuma_system_specs.proto` with their imports, no source info
+/// (comments would make every edit of one a change of the bytes).
+const SPEC_DESCRIPTORS: &str = "descriptors/kuma-specs.bin";
+
+#[test]
+fn committed_spec_descriptors_are_what_the_protos_compile_to() {
+    use prost::Message;
+    let dir = crate_dir();
+    let set = protox::Compiler::new([dir.join("proto")])
+        .expect("the include path")
+        .include_imports(true)
+        .include_source_info(false)
+        .open_files(["kuma_specs.proto", "kuma_system_specs.proto"])
+        .expect("the spec protos compile")
+        .file_descriptor_set();
+    let generated = set.encode_to_vec();
+    let committed_path = dir.join(SPEC_DESCRIPTORS);
+    if std::env::var_os("XDS_CONFORMANCE_BLESS_KDS_PROTO").is_some() {
+        std::fs::write(&committed_path, &generated).expect("write the descriptor set");
+        return;
+    }
+    let committed = std::fs::read(&committed_path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "{} differs from what the spec protos compile to; rerun this test with \
+         XDS_CONFORMANCE_BLESS_KDS_PROTO=1 after changing them",
+        committed_path.display()
+    );
+}

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource,
 };
-
+use envoy_types::pb::google::protobuf::Any;
 use tonic::Status;
 
 use crate::config::{ScriptedDeltaResponse, ScriptedResourceError};
@@ -77,6 +77,13 @@ pub(crate) trait IncrementalStream: Protocol {
     const ANSWERS_EVERY_FIRST_REQUEST: bool;
 
     fn types_mut(&mut self) -> &mut BTreeMap<String, DeltaType>;
+
+    /// A stored entry as auto mode sends it on this stream: as stored,
+    /// unless the protocol's server rewrites what it sends (a Kuma global
+    /// stamps its origin).
+    fn auto_entry(&self, entry: &Any) -> Any {
+        entry.clone()
+    }
 }
 
 impl State {
@@ -160,6 +167,7 @@ impl State {
             return;
         };
         delta.sent(&decision);
+        let protocol: &P = protocol;
         let names = decision.send.iter().map(|(r, _)| r.name.clone()).collect();
         let response = DeltaDiscoveryResponse {
             system_version_info: store.version(type_url),
@@ -169,7 +177,7 @@ impl State {
                 .map(|(resource, version)| Resource {
                     name: resource.name.clone(),
                     version: version.clone(),
-                    resource: Some(resource.entry.clone()),
+                    resource: Some(protocol.auto_entry(&resource.entry)),
                     ..Default::default()
                 })
                 .collect(),

@@ -1,12 +1,15 @@
 //! `GlobalToZoneSync`: delta xDS from the global to a zone, on the
-//! incremental rules.
+//! incremental rules; auto mode labels what it sends as a real global
+//! does.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse,
 };
-use xds_vocabulary::kds::KdsRpc;
+use envoy_types::pb::google::protobuf::Any;
+use xds_vocabulary::kds::zone::labels;
+use xds_vocabulary::kds::{self, KdsRpc};
 
 use crate::config::ScriptedDeltaResponse;
 use crate::event::ServerEvent;
@@ -58,6 +61,28 @@ impl IncrementalStream for GlobalToZone {
 
     fn types_mut(&mut self) -> &mut BTreeMap<String, DeltaType> {
         &mut self.types
+    }
+
+    /// A real global's first mapper stamps `kuma.io/origin: global` on
+    /// every resource it sends, whatever label it had: other zones'
+    /// resources go out as the global's (Kuma v2.14.3,
+    /// `pkg/kds/context/context.go:78-81`; KDS-FACTS 4.8). An entry that
+    /// is no `KumaResource` (an `undecodable` one) goes as it is.
+    fn auto_entry(&self, entry: &Any) -> Any {
+        match kds::unpack(entry) {
+            Ok(mut resource) => {
+                resource
+                    .meta
+                    .get_or_insert_with(Default::default)
+                    .labels
+                    .insert(
+                        labels::ORIGIN.to_string(),
+                        labels::ORIGIN_GLOBAL.to_string(),
+                    );
+                kds::pack(&resource)
+            }
+            Err(_) => entry.clone(),
+        }
     }
 }
 

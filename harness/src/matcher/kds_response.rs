@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use xds_fake_server::event::{RecordedResponse, ServerEvent};
 use xds_vocabulary::kds::zone::labels::DISPLAY_NAME;
-use xds_vocabulary::kds::{KdsName, KdsRpc, unpack, zone};
+use xds_vocabulary::kds::{KdsName, KdsRpc, spec, unpack};
 
 use super::kds_request::is_kds_type;
 use super::{Check, Compare, Compile, Description, Translate, keyword_name, list, quoted};
@@ -119,7 +119,10 @@ fn entries(response: &RecordedResponse) -> Vec<Entry> {
                         Some(display) => KdsName::new(display.clone(), meta.mesh).to_string(),
                         None => wire_name.clone(),
                     };
-                    let shown = format!("{name} {}", zone::spec::summary(resource.spec.as_ref()));
+                    let shown = format!(
+                        "{name} {}",
+                        spec::summary(&response.type_url, resource.spec.as_ref())
+                    );
                     Entry {
                         name,
                         labels,
@@ -255,7 +258,7 @@ mod tests {
         let body = pack(&kuma_resource(
             &KdsName::new("dp-1-abcdef", "default"),
             labels,
-            Some(zone::spec::pack(spec.as_object().expect("object"))),
+            Some(spec::pack("Dataplane", spec.as_object().expect("object")).expect("packs")),
         ));
         TimelineEvent {
             at: Duration::ZERO,

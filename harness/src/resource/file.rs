@@ -51,7 +51,7 @@ pub struct KumaSpec {
     /// Its labels, e.g. `kuma.io/origin: global`.
     #[serde(default, skip_serializing_if = "crate::check::is_empty")]
     pub labels: IndexMap<String, String>,
-    /// Its spec: a JSON object (packed as `google.protobuf.Struct`).
+    /// Its spec: a JSON object, sent as Kuma sends it (a typed Any for a proto spec, JSON for a policy).
     pub spec: Option<serde_json::Value>,
     /// `true`: bytes that do not decode as a `KumaResource` instead (a
     /// zone ends its whole connection, without a NACK).

@@ -1,13 +1,13 @@
 //! Kuma resources (`kuma:` entries, a zone's own resources): built into the
-//! `KumaResource` envelope KDS carries, the spec packed as
-//! `google.protobuf.Struct` (`xds_vocabulary::kds::zone::spec`), and
-//! served under the bare type name and the `<name>.<mesh>` name a KDS
-//! global files them under.
+//! `KumaResource` envelope KDS carries, the spec packed as Kuma packs it
+//! (`xds_vocabulary::kds::spec`: a typed `Any` for a proto spec, JSON for
+//! a policy), and served under the bare type name and the `<name>.<mesh>`
+//! name a KDS global files them under.
 
 use envoy_types::pb::google::protobuf::Any;
 use prost::Name;
 use xds_fake_server::ServedResource;
-use xds_vocabulary::kds::{KdsName, KdsResource, KumaResource, kuma_resource, pack, zone};
+use xds_vocabulary::kds::{KdsName, KdsResource, KumaResource, kuma_resource, pack, spec};
 
 use super::UNDECODABLE;
 use super::file::KumaSpec;
@@ -29,9 +29,13 @@ pub(crate) fn kds_resource<T>(spec: &KumaSpec, at: &Spanned<T>) -> Result<KdsRes
                 .to_string(),
         ));
     }
-    let spec_any = match &spec.spec {
-        None => None,
-        Some(serde_json::Value::Object(map)) => Some(zone::spec::pack(map)),
+    // No spec is Kuma's empty one: a real global always sends a spec
+    // (`model.ToAny` of an empty message or struct), and a zone ends its
+    // connection on a resource without one (KDS-FACTS 4.8).
+    let empty = serde_json::Map::new();
+    let map = match &spec.spec {
+        None => &empty,
+        Some(serde_json::Value::Object(map)) => map,
         Some(other) => {
             return Err(problem(format!(
                 "`spec` must be a mapping (a JSON object), not {}",
@@ -39,6 +43,7 @@ pub(crate) fn kds_resource<T>(spec: &KumaSpec, at: &Spanned<T>) -> Result<KdsRes
             )));
         }
     };
+    let spec_any = spec::pack(&kuma_type, map).map_err(|e| problem(e.to_string()))?;
     let key = KdsName::new(&spec.name, spec.mesh.clone().unwrap_or_default());
     let labels = spec
         .labels
@@ -47,7 +52,7 @@ pub(crate) fn kds_resource<T>(spec: &KumaSpec, at: &Spanned<T>) -> Result<KdsRes
         .collect();
     Ok(KdsResource {
         kuma_type,
-        resource: kuma_resource(&key, labels, spec_any),
+        resource: kuma_resource(&key, labels, Some(spec_any)),
     })
 }
 
@@ -128,7 +133,7 @@ mod tests {
         );
         assert_eq!(meta.labels["kuma.io/origin"], "global");
         assert_eq!(
-            zone::spec::summary(resource.spec.as_ref()),
+            spec::summary("MeshTrafficPermission", resource.spec.as_ref()),
             r#"{"targetRef":{"kind":"Mesh"}}"#
         );
     }
@@ -149,6 +154,11 @@ mod tests {
                 .contains("exclude each other")
         );
         assert!(problem("kuma: {type: Mesh, name: ''}").contains("empty"));
+        // A proto spec must fit Kuma's message.
+        assert!(
+            problem("kuma: {type: Mesh, name: m, spec: {mtlss: {}}}").contains("mtlss"),
+            "an unknown field of a Mesh"
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod name;
 pub mod resource;
+pub mod spec;
 pub mod types;
 pub mod zone;
 

@@ -103,6 +103,56 @@ pub const ZONE_TO_GLOBAL: [&str; 31] = {
     concat(OTHERS, POLICIES)
 };
 
+/// The types whose spec is a proto message, with that message's full
+/// name: a global packs their spec as a typed `Any` of it, and a zone
+/// decodes it only from an `Any` of that type (Kuma's `model.ToAny` and
+/// `FromAny`, `pkg/core/resources/model/utils.go:43-79`). Every other type
+/// (the policies, MeshService, HostnameGenerator, ...) has a Go-struct
+/// spec, sent as JSON. Read from the `(kuma.mesh.resource).type` options of
+/// Kuma v2.14.3's `api/` protos; `GlobalSecret` is a second resource type
+/// of the Secret message (`api/system/v1alpha1/secret.proto`).
+pub const PROTO_SPECS: [(&str, &str); 28] = [
+    ("CircuitBreaker", "kuma.mesh.v1alpha1.CircuitBreaker"),
+    (DATAPLANE, "kuma.mesh.v1alpha1.Dataplane"),
+    (DATAPLANE_INSIGHT, "kuma.mesh.v1alpha1.DataplaneInsight"),
+    ("ExternalService", "kuma.mesh.v1alpha1.ExternalService"),
+    ("FaultInjection", "kuma.mesh.v1alpha1.FaultInjection"),
+    ("HealthCheck", "kuma.mesh.v1alpha1.HealthCheck"),
+    (MESH, "kuma.mesh.v1alpha1.Mesh"),
+    ("MeshGateway", "kuma.mesh.v1alpha1.MeshGateway"),
+    ("MeshGatewayRoute", "kuma.mesh.v1alpha1.MeshGatewayRoute"),
+    ("MeshInsight", "kuma.mesh.v1alpha1.MeshInsight"),
+    ("ProxyTemplate", "kuma.mesh.v1alpha1.ProxyTemplate"),
+    ("RateLimit", "kuma.mesh.v1alpha1.RateLimit"),
+    ("Retry", "kuma.mesh.v1alpha1.Retry"),
+    ("ServiceInsight", "kuma.mesh.v1alpha1.ServiceInsight"),
+    ("Timeout", "kuma.mesh.v1alpha1.Timeout"),
+    ("TrafficLog", "kuma.mesh.v1alpha1.TrafficLog"),
+    ("TrafficPermission", "kuma.mesh.v1alpha1.TrafficPermission"),
+    ("TrafficRoute", "kuma.mesh.v1alpha1.TrafficRoute"),
+    ("TrafficTrace", "kuma.mesh.v1alpha1.TrafficTrace"),
+    ("VirtualOutbound", "kuma.mesh.v1alpha1.VirtualOutbound"),
+    (ZONE_EGRESS, "kuma.mesh.v1alpha1.ZoneEgress"),
+    (ZONE_EGRESS_INSIGHT, "kuma.mesh.v1alpha1.ZoneEgressInsight"),
+    (ZONE_INGRESS, "kuma.mesh.v1alpha1.ZoneIngress"),
+    (
+        ZONE_INGRESS_INSIGHT,
+        "kuma.mesh.v1alpha1.ZoneIngressInsight",
+    ),
+    (CONFIG, "kuma.system.v1alpha1.Config"),
+    (SECRET, "kuma.system.v1alpha1.Secret"),
+    (GLOBAL_SECRET, "kuma.system.v1alpha1.Secret"),
+    ("Zone", "kuma.system.v1alpha1.Zone"),
+];
+
+/// The proto message of `kuma_type`'s spec; `None` for a JSON-spec type.
+pub fn proto_spec(kuma_type: &str) -> Option<&'static str> {
+    PROTO_SPECS
+        .iter()
+        .find(|(name, _)| *name == kuma_type)
+        .map(|(_, message)| *message)
+}
+
 /// `a` then `b`, at compile time.
 const fn concat<const A: usize, const B: usize, const N: usize>(
     a: [&'static str; A],
@@ -136,5 +186,21 @@ mod tests {
         }
         assert!(GLOBAL_TO_ZONE.contains(&MESH) && !ZONE_TO_GLOBAL.contains(&MESH));
         assert!(ZONE_TO_GLOBAL.contains(&DATAPLANE) && !GLOBAL_TO_ZONE.contains(&DATAPLANE));
+    }
+
+    #[test]
+    fn proto_specs_are_the_old_api_and_policies_are_json() {
+        assert_eq!(proto_spec(MESH), Some("kuma.mesh.v1alpha1.Mesh"));
+        assert_eq!(proto_spec(GLOBAL_SECRET), proto_spec(SECRET));
+        for json in [
+            MESH_TIMEOUT,
+            MESH_TRAFFIC_PERMISSION,
+            MESH_SERVICE,
+            HOSTNAME_GENERATOR,
+        ] {
+            assert_eq!(proto_spec(json), None, "{json}");
+        }
+        let names: BTreeSet<&str> = PROTO_SPECS.iter().map(|(t, _)| *t).collect();
+        assert_eq!(names.len(), PROTO_SPECS.len());
     }
 }

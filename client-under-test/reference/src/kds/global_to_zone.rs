@@ -8,9 +8,10 @@
 //! - A NACK adds `resource_names_subscribe: ["*"]` and an `error_detail`
 //!   naming each rejected resource and why; the valid resources of the
 //!   response are stored all the same.
-//! - A resource that does not decode as a `KumaResource`, or a response of
-//!   a type the zone does not consume, is no NACK: it ends the connection
-//!   ([`Unreadable`]).
+//! - A resource that does not decode as a `KumaResource`, a spec that does
+//!   not decode as Kuma encodes it (a typed `Any` of the type's message,
+//!   or JSON), or a response of a type the zone does not consume, is no
+//!   NACK: it ends the connection ([`Unreadable`]).
 //! - A type's first response on a stream is a full sync (see
 //!   `super::store`); Kuma counts it as first until it ACKs or NACKs it,
 //!   which the zone does before it reads on, so "first" is per stream.
@@ -23,10 +24,11 @@ use envoy_types::pb::envoy::service::discovery::v3::{
 };
 use envoy_types::pb::google::protobuf::{ListValue, Struct, Value, value::Kind};
 use envoy_types::pb::google::rpc::Status as RpcStatus;
+use xds_vocabulary::kds::spec::Unpacked;
 use xds_vocabulary::kds::{self, KdsName, KdsNameError, ZoneStoreChange, metadata};
 
 use super::store::{Incoming, SpecValue, ZoneStore};
-use super::validate;
+use super::validate::{self, Spec};
 use crate::profile::ZoneDefects;
 
 /// The subscription to every resource of a type.
@@ -128,10 +130,33 @@ impl GlobalToZone {
                 }
             };
             let name = resource.kds_name();
+            // The spec is decoded as Kuma's `FromAny` decodes it; a spec
+            // that does not decode ends the connection like an envelope
+            // that does not (Kuma's `toResources` fails `Receive`).
+            let value = match validate::decode(&kuma_type, &resource) {
+                Ok(Unpacked::Object(spec)) => SpecValue::Object(spec),
+                Ok(Unpacked::Opaque) => SpecValue::of(&kuma_type, resource.spec.as_ref()),
+                Err(reason) if self.defects.nack_on_undecodable => {
+                    errors.push(format!("{kuma_type} resource #{index}: {reason}"));
+                    continue;
+                }
+                Err(reason) => {
+                    return Err(Unreadable::Undecodable {
+                        kuma_type,
+                        index,
+                        reason: reason.to_string(),
+                    });
+                }
+            };
+            let no_rules = Spec::new();
+            let spec = match &value {
+                SpecValue::Object(spec) => spec,
+                SpecValue::Other(_) => &no_rules,
+            };
             let value = if self.defects.stores_invalid {
-                Ok(SpecValue::of(resource.spec.as_ref()))
+                Ok(value)
             } else {
-                validate::check(&kuma_type, &resource).map(SpecValue::Object)
+                validate::check(&kuma_type, &resource, spec).map(|()| value)
             };
             match value {
                 Ok(value) => incoming.push(Incoming {

@@ -27,7 +27,7 @@ use std::fmt;
 
 use envoy_types::pb::google::protobuf::Any;
 use prost::Message;
-use xds_vocabulary::kds::zone::spec;
+use xds_vocabulary::kds::spec::{self, Unpacked};
 use xds_vocabulary::kds::{KdsName, KdsResource, KumaResource, ZoneStoreChange, kuma_resource};
 
 use super::ZoneError;
@@ -59,8 +59,9 @@ pub(crate) enum Origin {
     Zone,
 }
 
-/// A spec as compared for "equal": a JSON object compares by value (its
-/// `Struct` bytes depend on a hash map's order), anything else by bytes.
+/// A spec as compared for "equal": a decoded spec compares by value (its
+/// JSON keys or a proto map's entries may come in any order), one the
+/// project cannot read by bytes.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum SpecValue {
     Object(Spec),
@@ -68,12 +69,12 @@ pub(crate) enum SpecValue {
 }
 
 impl SpecValue {
-    pub fn of(any: Option<&Any>) -> SpecValue {
+    pub fn of(kuma_type: &str, any: Option<&Any>) -> SpecValue {
         match any {
             None => SpecValue::Object(Spec::new()),
-            Some(any) => match spec::unpack(any) {
-                Some(object) => SpecValue::Object(object),
-                None => SpecValue::Other(any.clone()),
+            Some(any) => match spec::unpack(kuma_type, any) {
+                Ok(Unpacked::Object(object)) => SpecValue::Object(object),
+                Ok(Unpacked::Opaque) | Err(_) => SpecValue::Other(any.clone()),
             },
         }
     }
@@ -270,7 +271,7 @@ impl ZoneStore {
                 kuma_type: kuma_type.to_string(),
                 name: name.clone(),
                 labels: entry.labels.clone(),
-                spec: spec::summary(entry.spec.as_ref()),
+                spec: spec::summary(kuma_type, entry.spec.as_ref()),
             });
             store.insert(name, entry);
         }
@@ -336,7 +337,7 @@ impl ZoneStore {
         } in resources
         {
             let name = resource.kds_name();
-            let value = SpecValue::of(resource.spec.as_ref());
+            let value = SpecValue::of(&kuma_type, resource.spec.as_ref());
             let entry = Entry::new(Origin::Zone, &resource, value);
             let store = self.types.entry(kuma_type.clone()).or_default();
             if store
@@ -418,7 +419,10 @@ mod tests {
         let key = KdsName::global(name);
         let labels = BTreeMap::from([("kuma.io/origin".to_string(), "global".to_string())]);
         let spec = spec.as_object().expect("object").clone();
-        let resource = kuma_resource(&key, labels, Some(spec::pack(&spec)));
+        // Packed as JSON: the store compares the decoded value it is given,
+        // whatever the type.
+        let packed = spec::pack(types::MESH_TIMEOUT, &spec).expect("JSON packs");
+        let resource = kuma_resource(&key, labels, Some(packed));
         Incoming {
             name: key,
             value: SpecValue::Object(spec),

@@ -2,15 +2,16 @@
 //! breaks one is not stored and its response is NACKed; its valid siblings
 //! are stored (Kuma's `UpstreamResponse.Validate`, `pkg/kds/v2/client`).
 //!
-//! Kuma validates each type's spec with its own validator; the project's
-//! specs are JSON objects (`xds_vocabulary::kds::zone::spec`), so the
-//! rules here read JSON. One function per rule, all listed in [`RULES`]:
-//! a new rule is a function and a line there.
+//! The spec is decoded first, as Kuma's zone decodes it ([`decode`]): a
+//! spec that does not decode is no validation failure but a receive error
+//! that ends the connection (KDS-FACTS 4.8). The rules read the decoded
+//! spec as JSON. One function per rule, all listed in [`RULES`]: a new
+//! rule is a function and a line there.
 
 use serde_json::{Map, Value};
 use xds_vocabulary::kds::KumaResource;
+use xds_vocabulary::kds::spec::{self, SpecError, Unpacked};
 use xds_vocabulary::kds::types;
-use xds_vocabulary::kds::zone::spec;
 
 /// A spec as the rules read it.
 pub type Spec = Map<String, Value>;
@@ -21,11 +22,31 @@ pub type Spec = Map<String, Value>;
 pub enum Invalid {
     #[error("name: must not be empty")]
     EmptyName,
-    /// The spec is not a `google.protobuf.Struct` holding a JSON object.
-    #[error("spec: a {type_url:?} is not a JSON object packed as google.protobuf.Struct")]
-    SpecNotAnObject { type_url: String },
     #[error("mtls.enabledBackend: has to be set to one of the backends in the mesh")]
     UnknownMtlsBackend { backend: String },
+}
+
+/// A spec the zone cannot read: Kuma's zone returns the error from its
+/// receive loop, ending the connection.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Undecodable {
+    /// No spec at all: Kuma's `anypb.UnmarshalTo` of a nil `Any` ("invalid
+    /// nil source message"); for a JSON-spec type Kuma dereferences the nil
+    /// `Any` and its process dies (`utils.go:77`). The reference ends the
+    /// connection for both.
+    #[error("invalid nil source message")]
+    NoSpec,
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+}
+
+/// The resource's spec as Kuma's `FromAny` reads it: a proto-spec type's
+/// only from a typed `Any` of its message, any other type's from JSON.
+/// A proto spec of a message the project does not define is taken unread
+/// (an empty object to the rules).
+pub fn decode(kuma_type: &str, resource: &KumaResource) -> Result<Unpacked, Undecodable> {
+    let any = resource.spec.as_ref().ok_or(Undecodable::NoSpec)?;
+    Ok(spec::unpack(kuma_type, any)?)
 }
 
 /// One rule: what it finds wrong with a resource of `kuma_type` whose spec
@@ -35,25 +56,13 @@ pub type Rule = fn(kuma_type: &str, resource: &KumaResource, spec: &Spec) -> Res
 /// Every rule after the spec decoded, in the order they are checked.
 pub const RULES: [Rule; 2] = [name_is_set, mesh_mtls_backend_exists];
 
-/// The resource's spec, if it keeps every rule; the first rule it breaks
-/// otherwise.
-pub fn check(kuma_type: &str, resource: &KumaResource) -> Result<Spec, Invalid> {
-    let spec = spec_is_an_object(resource)?;
+/// Whether the resource with its decoded spec keeps every rule; the first
+/// rule it breaks otherwise.
+pub fn check(kuma_type: &str, resource: &KumaResource, spec: &Spec) -> Result<(), Invalid> {
     for rule in RULES {
-        rule(kuma_type, resource, &spec)?;
+        rule(kuma_type, resource, spec)?;
     }
-    Ok(spec)
-}
-
-/// The spec is a JSON object packed as a `Struct` (the project's form of
-/// Kuma's specs). No spec at all is an empty one: Kuma's defaults.
-pub fn spec_is_an_object(resource: &KumaResource) -> Result<Spec, Invalid> {
-    match &resource.spec {
-        None => Ok(Spec::new()),
-        Some(any) => spec::unpack(any).ok_or_else(|| Invalid::SpecNotAnObject {
-            type_url: any.type_url.clone(),
-        }),
-    }
+    Ok(())
 }
 
 /// A resource has a name (its mesh may be empty: global-scoped types).
@@ -105,33 +114,44 @@ mod tests {
 
     use super::*;
 
-    fn resource(name: &str, spec: serde_json::Value) -> KumaResource {
+    fn resource(kuma_type: &str, name: &str, spec: serde_json::Value) -> KumaResource {
         let spec = spec.as_object().expect("an object").clone();
         kuma_resource(
             &KdsName::global(name),
             BTreeMap::new(),
-            Some(spec::pack(&spec)),
+            Some(spec::pack(kuma_type, &spec).expect("packs")),
         )
+    }
+
+    fn decode_and_check(kuma_type: &str, resource: &KumaResource) -> Result<Spec, Invalid> {
+        let spec = match decode(kuma_type, resource).expect("decodes") {
+            Unpacked::Object(spec) => spec,
+            Unpacked::Opaque => Spec::new(),
+        };
+        check(kuma_type, resource, &spec).map(|()| spec)
     }
 
     #[test]
     fn a_valid_mesh_passes_with_its_spec() {
         let mesh = resource(
+            types::MESH,
             "m",
             serde_json::json!({"mtls": {"enabledBackend": "ca-1", "backends": [{"name": "ca-1", "type": "builtin"}]}}),
         );
-        let spec = check(types::MESH, &mesh).expect("valid");
+        let spec = decode_and_check(types::MESH, &mesh).expect("valid");
         assert_eq!(spec["mtls"]["enabledBackend"], "ca-1");
-        assert!(check(types::MESH, &resource("m", serde_json::json!({}))).is_ok());
+        let empty = resource(types::MESH, "m", serde_json::json!({}));
+        assert!(decode_and_check(types::MESH, &empty).is_ok());
     }
 
     #[test]
     fn an_enabled_backend_must_be_one_of_the_backends() {
         let mesh = resource(
+            types::MESH,
             "bad",
             serde_json::json!({"mtls": {"enabledBackend": "nope"}}),
         );
-        let invalid = check(types::MESH, &mesh).expect_err("invalid");
+        let invalid = decode_and_check(types::MESH, &mesh).expect_err("invalid");
         assert_eq!(
             invalid,
             Invalid::UnknownMtlsBackend {
@@ -143,41 +163,49 @@ mod tests {
             "mtls.enabledBackend: has to be set to one of the backends in the mesh"
         );
         // Only Meshes have the rule.
-        assert!(check(types::MESH_TIMEOUT, &mesh).is_ok());
+        let spec = serde_json::json!({"mtls": {"enabledBackend": "nope"}});
+        let timeout = resource(types::MESH_TIMEOUT, "t", spec);
+        assert!(decode_and_check(types::MESH_TIMEOUT, &timeout).is_ok());
     }
 
     #[test]
     fn a_name_is_required() {
-        let nameless = resource("", serde_json::json!({}));
-        assert_eq!(check(types::MESH, &nameless), Err(Invalid::EmptyName));
+        let nameless = resource(types::MESH, "", serde_json::json!({}));
+        assert_eq!(
+            decode_and_check(types::MESH, &nameless),
+            Err(Invalid::EmptyName)
+        );
         let no_meta = KumaResource::default();
-        assert_eq!(check(types::MESH, &no_meta), Err(Invalid::EmptyName));
+        assert_eq!(
+            check(types::MESH, &no_meta, &Spec::new()),
+            Err(Invalid::EmptyName)
+        );
     }
 
     #[test]
-    fn a_spec_must_be_a_struct_packed_object() {
-        let mut other = resource("m", serde_json::json!({}));
+    fn a_spec_decodes_only_as_kuma_encodes_it() {
+        // A Struct-packed spec (the harness's old form) under a proto type.
+        let mut other = resource(types::MESH, "m", serde_json::json!({}));
         other.spec = Some(Any {
-            type_url: "type.googleapis.com/kuma.mesh.v1alpha1.Mesh".into(),
-            value: vec![1, 2, 3],
-        });
-        assert_eq!(
-            check(types::MESH, &other),
-            Err(Invalid::SpecNotAnObject {
-                type_url: "type.googleapis.com/kuma.mesh.v1alpha1.Mesh".into()
-            })
-        );
-        let mut garbled = resource("m", serde_json::json!({}));
-        garbled.spec = Some(Any {
-            type_url: spec::STRUCT_TYPE_URL.into(),
-            value: vec![0xff, 0xff],
+            type_url: "type.googleapis.com/google.protobuf.Struct".into(),
+            value: vec![],
         });
         assert!(matches!(
-            check(types::MESH, &garbled),
-            Err(Invalid::SpecNotAnObject { .. })
+            decode(types::MESH, &other),
+            Err(Undecodable::Spec(SpecError::MismatchedType { .. }))
         ));
-        let mut none = resource("m", serde_json::json!({}));
+        // Protobuf bytes where JSON is due.
+        let mut garbled = resource(types::MESH_TIMEOUT, "t", serde_json::json!({}));
+        garbled.spec = Some(Any {
+            type_url: String::new(),
+            value: vec![0x0a, 0x00],
+        });
+        assert!(matches!(
+            decode(types::MESH_TIMEOUT, &garbled),
+            Err(Undecodable::Spec(SpecError::Undecodable { .. }))
+        ));
+        let mut none = resource(types::MESH, "m", serde_json::json!({}));
         none.spec = None;
-        assert_eq!(check(types::MESH, &none), Ok(Spec::new()));
+        assert_eq!(decode(types::MESH, &none), Err(Undecodable::NoSpec));
     }
 }

@@ -263,7 +263,7 @@ fn version(name: &KdsName, labels: &BTreeMap<String, String>, canonical_spec: &s
 #[cfg(test)]
 mod tests {
     use envoy_types::pb::google::rpc::Status as RpcStatus;
-    use xds_vocabulary::kds::zone::spec;
+    use xds_vocabulary::kds::spec;
     use xds_vocabulary::kds::{KdsResource, types};
 
     use super::*;
@@ -278,7 +278,7 @@ mod tests {
             resource: kuma_resource(
                 &KdsName::new(name, "default"),
                 BTreeMap::from([("team".to_string(), "a".to_string())]),
-                Some(spec::pack(spec.as_object().expect("object"))),
+                Some(spec::pack(DP, spec.as_object().expect("object")).expect("packs")),
             ),
         }
     }

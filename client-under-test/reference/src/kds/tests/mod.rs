@@ -19,7 +19,7 @@ use xds_fake_server::handshake::KdsHandshake;
 use xds_fake_server::resource::ServedResource;
 use xds_fake_server::{FakeAdsServer, ServerConfig, ServingMode};
 use xds_vocabulary::AdsProtocol;
-use xds_vocabulary::kds::zone::spec;
+use xds_vocabulary::kds::spec;
 use xds_vocabulary::kds::{self, KdsName, KdsResource, KdsRpc, ZoneStoreChange, kuma_resource};
 use xds_vocabulary::network::MemoryNetwork;
 
@@ -164,7 +164,8 @@ pub(super) fn served(kuma_type: &str, key: KdsName, spec: serde_json::Value) -> 
         ("team".to_string(), "fake".to_string()),
     ]);
     let spec = spec.as_object().expect("an object").clone();
-    let resource = kuma_resource(&key, labels, Some(spec::pack(&spec)));
+    let packed = spec::pack(kuma_type, &spec).expect("the spec fits the type");
+    let resource = kuma_resource(&key, labels, Some(packed));
     ServedResource::raw(kuma_type, key.to_string(), kds::pack(&resource))
 }
 
@@ -176,7 +177,7 @@ pub(super) fn own(kuma_type: &str, key: KdsName, spec: serde_json::Value) -> Kds
         resource: kuma_resource(
             &key,
             BTreeMap::from([("team".to_string(), "zone".to_string())]),
-            Some(spec::pack(&spec)),
+            Some(spec::pack(kuma_type, &spec).expect("the spec fits the type")),
         ),
     }
 }
