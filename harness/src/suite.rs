@@ -107,13 +107,27 @@ pub fn known_client_names() -> &'static [String] {
     })
 }
 
+/// The rule ids of this checkout's spec catalogue (`catalogue/`), which a
+/// scenario's `covers:` may name; `None` outside a checkout, or when the
+/// catalogue does not load (`tests/catalogue.rs` says why).
+pub fn catalogue_rule_ids() -> Option<&'static [String]> {
+    static IDS: std::sync::OnceLock<Option<Vec<String>>> = std::sync::OnceLock::new();
+    IDS.get_or_init(|| {
+        let catalogue = crate::catalogue::Catalogue::in_checkout(&repo_root()?).ok()?;
+        Some(catalogue.rules().map(|r| r.id.clone()).collect())
+    })
+    .as_deref()
+}
+
 /// Loads a scenario file, checking the client names it uses against the
-/// clients known here ([`known_client_names`]).
+/// clients known here ([`known_client_names`]), and the rules it covers
+/// against the catalogue ([`catalogue_rule_ids`]).
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     load_file_with(
         path,
         LoadOptions {
             clients: Some(known_client_names()),
+            rules: catalogue_rule_ids(),
         },
     )
 }

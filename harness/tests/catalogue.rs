@@ -210,3 +210,31 @@ fn each_rule_is_caught_on_a_covering_scenario_by_the_broken_clients_it_names() {
         "covered rules without `broken_by`: a rule that gained one leaves NO_BROKEN_CLIENT_YET"
     );
 }
+
+#[test]
+fn a_scenario_naming_a_rule_the_catalogue_lacks_is_an_error_where_it_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typo.yaml");
+    std::fs::write(
+        &file,
+        "description: d\nspec: [A57]\ncovers: [A57-04, A57-40]\nservers: {main: {}}\nsteps: []\n",
+    )
+    .unwrap();
+    let e = xds_conformance::suite::load(&file).unwrap_err();
+    assert_eq!((e.line, e.column), (3, 18), "{e}");
+    assert!(
+        e.message.starts_with(
+            "covers: no rule `A57-40` in the spec catalogue (catalogue/) (did you mean `A57-"
+        ),
+        "{e}"
+    );
+    std::fs::write(
+        &file,
+        "description: d\ncovers: [A57-04]\nservers: {main: {}}\nsteps: []\n",
+    )
+    .unwrap();
+    assert_eq!(
+        xds_conformance::suite::load(&file).unwrap().covers,
+        ["A57-04"]
+    );
+}

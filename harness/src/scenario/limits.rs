@@ -223,6 +223,7 @@ mod tests {
         let clients = ["reference", "grpcio"].map(String::from);
         let options = LoadOptions {
             clients: Some(&clients),
+            rules: None,
         };
         let error = |text: &str| match load_str_with("t.yaml", text, options) {
             Ok(_) => panic!("loaded: {text}"),

@@ -40,6 +40,10 @@ pub struct LoadOptions<'a> {
     /// a misspelt name does not silently leave a known failure unrecorded;
     /// `None`: any name.
     pub clients: Option<&'a [String]>,
+    /// The rule ids `covers` may name (the spec catalogue's), so that a
+    /// misspelt id is an error where it is written; `None`: any id of the
+    /// catalogue's form.
+    pub rules: Option<&'a [String]>,
 }
 
 /// Loads and checks a scenario file.
@@ -413,7 +417,7 @@ fn check(
         spec: file.spec.into_iter().map(|s| s.value).collect(),
         applies_to,
         tags: file.tags,
-        covers: covered_rules(&file.covers)?,
+        covers: covered_rules(&file.covers, options.rules)?,
         protocol: protocols[0],
         protocols,
         servers,
@@ -430,14 +434,31 @@ fn check(
     })
 }
 
-/// The rule ids of `covers:`: each in the catalogue's form, none twice.
-/// Whether the catalogue has them is the coverage test's to say
-/// (`tests/catalogue.rs`): the loader reads no file but the scenario.
-fn covered_rules(covers: &[Spanned<String>]) -> Result<Vec<String>, Problem> {
+/// The rule ids of `covers:`: each in the catalogue's form, none twice,
+/// and each one of `rules` when the caller knows the catalogue (the loader
+/// reads no file but the scenario).
+fn covered_rules(
+    covers: &[Spanned<String>],
+    rules: Option<&[String]>,
+) -> Result<Vec<String>, Problem> {
     let mut ids: Vec<String> = Vec::with_capacity(covers.len());
     for id in covers {
         crate::catalogue::check_id(&id.value)
             .map_err(|why| Problem::at(id, format!("covers: {why}")))?;
+        if let Some(rules) = rules
+            && !rules.contains(&id.value)
+        {
+            let hint = closest(&id.value, rules)
+                .map(|c| format!(" (did you mean `{c}`?)"))
+                .unwrap_or_default();
+            return Err(Problem::at(
+                id,
+                format!(
+                    "covers: no rule `{}` in the spec catalogue (catalogue/){hint}",
+                    id.value
+                ),
+            ));
+        }
         if ids.contains(&id.value) {
             return Err(Problem::at(
                 id,
