@@ -204,11 +204,12 @@ try {
 
   // 7. A row's YAML link is the scenario file; a cell's txt link its timeline.
   // One row's source was absolute, the other's relative to the harness's
-  // working directory: both are linked from the report directory.
+  // working directory: both are copied into the report directory and linked
+  // there (an uploaded report folder keeps them).
   for (const want of expect.yaml) {
     const link = await page.$eval(`#matrix tr.row[data-name="${want.scenario}"] a.yaml`,
       (a) => ({ href: a.getAttribute("href"), url: a.href }));
-    check(link.href === want.href, `${want.scenario}'s YAML link is relative to the report`, link.href);
+    check(link.href === want.href, `${want.scenario}'s YAML link is inside the report`, link.href);
     const file = fileURLToPath(link.url);
     check(file === want.file, "and resolves to the scenario file", file);
     check(fs.existsSync(file) && fs.readFileSync(file, "utf8") === want.content,

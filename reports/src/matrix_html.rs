@@ -26,7 +26,7 @@ use crate::MAX_LINE;
 use crate::escape::{short, url_path, xml};
 use crate::matrix::{CellStatus, Matrix, MatrixCell, MatrixRow};
 use crate::matrix_md::{MISSING_LABEL, MISSING_REASON, NO_REASON, STATUSES, cell, count, title};
-use crate::paths::source_href;
+use crate::paths::{scenario_copy_path, source_href};
 use crate::specs::{group_of, group_rank, spec};
 use crate::svg::{timeline_svg_file, timeline_svg_inline};
 use xds_vocabulary::cut::cut;
@@ -288,16 +288,49 @@ pub fn matrix_html_in(m: &Matrix, report_dir: &Path) -> String {
 /// is opened: 800 inline pictures were 10 MB of a 12 MB page, drawn at
 /// load. Failing runs, open from the start, keep theirs inline. Returns the
 /// page and the files to write, by path relative to `report_dir`.
+///
+/// The scenario files rows link are copied into the folder too
+/// (`scenarios/...`, see [`scenario_copy_path`]) and linked there, so the
+/// links hold when the folder is uploaded alone (a CI artifact); a file
+/// that cannot be read here (a merge of shards made elsewhere) is linked
+/// where it was.
 pub(crate) fn matrix_page_in(m: &Matrix, report_dir: &Path) -> (String, Vec<(PathBuf, String)>) {
     let cwd = std::env::current_dir().ok();
     let mut files = Vec::new();
+    let mut copies: HashMap<&str, PathBuf> = HashMap::new();
+    for source in m.rows.iter().filter_map(|r| r.source.as_deref()) {
+        if copies.contains_key(source) {
+            continue;
+        }
+        let Ok(text) =
+            xds_vocabulary::files::read_regular_text(Path::new(source), MAX_SCENARIO_COPY)
+        else {
+            continue;
+        };
+        let mut path = scenario_copy_path(source);
+        // Two files that land on one name (from two folders) keep apart.
+        if copies.values().any(|p| *p == path) {
+            path = PathBuf::from(format!("scenarios/{}", copies.len()))
+                .join(path.strip_prefix("scenarios").unwrap_or(&path));
+        }
+        files.push((path.clone(), text));
+        copies.insert(source, path);
+    }
     let page = render(
         m,
-        &|source| source_href(source, report_dir, cwd.as_deref()),
+        &|source| match copies.get(source) {
+            Some(copy) => url_path(&copy.to_string_lossy()),
+            None => source_href(source, report_dir, cwd.as_deref()),
+        },
         Some(&mut files),
     );
     (page, files)
 }
+
+/// The largest scenario file copied into a report folder: the loader
+/// reads none larger than 1 MiB (harness `scenario::limits`); what is
+/// larger is no scenario file, and is linked, not copied.
+const MAX_SCENARIO_COPY: u64 = 1 << 20;
 
 /// Where a run's picture goes as a file: its text timeline's path with
 /// `.svg` for `.txt`, if that path stays inside the report folder (a

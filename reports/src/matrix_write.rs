@@ -61,4 +61,42 @@ mod tests {
         assert!(md.starts_with("# xDS client conformance"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// A report folder uploaded alone (a CI artifact) keeps its links to
+    /// scenario files: they are copied into it and linked there, not
+    /// linked where the checkout had them (`../../scenarios/...`).
+    #[test]
+    fn scenario_files_are_copied_into_the_folder_and_linked_there() {
+        let checkout = tempfile::tempdir().unwrap();
+        let source = checkout.path().join("scenarios/a46/nack.yaml");
+        std::fs::create_dir_all(source.parent().unwrap()).unwrap();
+        std::fs::write(&source, "description: d\n").unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let dir = out.path().join("reports-out/matrix");
+        let mut m = sample_matrix();
+        m.rows[0].source = Some(source.display().to_string());
+        // A file not there is linked as before.
+        m.rows[1].source = Some("/nowhere/scenarios/gone.yaml".into());
+        let written = write_matrix(&m, &dir).unwrap();
+        let copy = dir.join("scenarios/a46/nack.yaml");
+        assert!(written.contains(&copy), "{written:?}");
+        assert_eq!(std::fs::read_to_string(&copy).unwrap(), "description: d\n");
+        let html = std::fs::read_to_string(dir.join("matrix.html")).unwrap();
+        assert!(
+            html.contains("href=\"scenarios/a46/nack.yaml\""),
+            "linked inside the folder"
+        );
+        let hrefs: Vec<&str> = html
+            .split("href=\"")
+            .skip(1)
+            .filter_map(|h| h.split('"').next())
+            .filter(|h| h.contains("nack.yaml"))
+            .collect();
+        assert!(
+            !hrefs.is_empty() && hrefs.iter().all(|h| *h == "scenarios/a46/nack.yaml"),
+            "{hrefs:?}"
+        );
+        assert!(html.contains("gone.yaml"), "the missing file is still linked");
+        assert!(!dir.join("scenarios/gone.yaml").exists());
+    }
 }

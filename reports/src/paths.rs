@@ -76,9 +76,43 @@ pub fn source_href(source: &str, report_dir: &Path, cwd: Option<&Path>) -> Strin
     }
 }
 
+/// Where a copy of scenario file `source` goes inside a report folder:
+/// `scenarios/` and its path under its last `scenarios` folder (as the
+/// harness names scenarios: `scenarios/a46/x.yaml` -> `scenarios/a46/x.yaml`,
+/// `/repo/conformance/scenarios/y.yaml` -> `scenarios/y.yaml`), else its
+/// file name. Only plain names: nothing climbs out of the folder.
+pub fn scenario_copy_path(source: &str) -> PathBuf {
+    let names: Vec<&std::ffi::OsStr> = Path::new(source)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name),
+            _ => None,
+        })
+        .collect();
+    let under = match names.iter().rposition(|n| *n == "scenarios") {
+        Some(i) if i + 1 < names.len() => &names[i + 1..],
+        _ => &names[names.len().saturating_sub(1)..],
+    };
+    let mut path = PathBuf::from("scenarios");
+    path.extend(under);
+    path
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scenario_copy_lands_inside_the_report_folder() {
+        for (source, copy) in [
+            ("scenarios/a46/x.yaml", "scenarios/a46/x.yaml"),
+            ("/repo/conformance/scenarios/y.yaml", "scenarios/y.yaml"),
+            ("../../elsewhere/z.yaml", "scenarios/z.yaml"),
+            ("scenarios/../../scenarios/a/../w.yaml", "scenarios/a/w.yaml"),
+        ] {
+            assert_eq!(scenario_copy_path(source), PathBuf::from(copy), "{source}");
+        }
+    }
 
     #[test]
     fn absolute_sources_are_linked_from_the_report_directory() {

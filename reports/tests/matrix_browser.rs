@@ -615,8 +615,10 @@ fn matrix_page_in_a_browser() {
         .map(|scenario| {
             json!({
                 "scenario": scenario,
-                "href": format!("../../scenarios/{scenario}.yaml"),
-                "file": scenarios.join(format!("{scenario}.yaml")),
+                // Copied into the report folder, so the link holds in an
+                // uploaded folder too.
+                "href": format!("scenarios/{scenario}.yaml"),
+                "file": report_dir.join(format!("scenarios/{scenario}.yaml")),
                 "content": yaml(scenario),
             })
         })
