@@ -103,6 +103,18 @@ impl Search<'_> {
             }
         };
         found.sort_by_key(|c| (c.explained.mismatches(), c.aside, distance(c), c.index));
+        // The closest event the search could have taken decides the
+        // failure: it is what the client did when the scenario asked.
+        // Events it could not take (used, before the last action, late)
+        // may differ in fewer fields, and three of them (a client that
+        // answered the same way before the action) pushed it out: it is
+        // always shown, in the last place if not before.
+        if let Some(at) = found.iter().position(|c| c.aside.is_none())
+            && at >= CANDIDATES
+        {
+            let decisive = found.remove(at);
+            found.insert(CANDIDATES - 1, decisive);
+        }
         found.truncate(CANDIDATES);
         found
     }
@@ -335,12 +347,13 @@ nearest candidates:
          ok  type   CDS
          ok  name   c1
          NO  event  want ambient_error, got changed
-  #1   0.000s  client   watcher CDS c1: changed: EDS service=c1
-         (before the last action step: an expectation looks only at what follows it)
+  #3   1.000s  client   watcher CDS c2: changed: EDS service=c2
          ok  type   CDS
-         ok  name   c1
+         NO  name   want c1, got c2
          NO  event  want ambient_error, got changed
 ";
+        // (#3, the one event the search could take, ranks after #1 by its
+        // fields, and takes its place: what came in the window is shown.)
         assert!(message.starts_with(expected), "{message}");
         assert_eq!(mark.event, Some(5));
         assert_eq!(mark.kind, MarkKind::Failing);
@@ -351,6 +364,54 @@ nearest candidates:
         assert_eq!(
             mark.expected,
             "watcher event type=CDS name=c1 event=ambient_error"
+        );
+    }
+
+    /// The client answered as expected three times before the action,
+    /// and otherwise in the window: the window's event is the decisive
+    /// one, and is shown though the earlier ones differ in fewer fields.
+    #[test]
+    fn the_event_the_search_could_take_is_always_a_candidate() {
+        let error = || {
+            WatcherNotification::AmbientError(xds_vocabulary::XdsError::new(
+                tonic::Code::Unavailable,
+                "down",
+            ))
+        };
+        let events = vec![
+            watcher(0, "c1", error()),
+            watcher(100, "c1", error()),
+            watcher(200, "c1", error()),
+            step(1000, "watch CDS c1"),
+            changed(1200, "c1"),
+        ];
+        let used = BTreeSet::new();
+        let search = Search {
+            events: &events,
+            from: 3,
+            used: &used,
+            window: (Duration::from_millis(1000), Duration::from_millis(1500)),
+            text: &as_written,
+            line: &|l| l.to_string(),
+        };
+        let wanted = wants("c1", WatcherEventKind::AmbientError);
+        let shown: Vec<(usize, Option<Aside>)> = search
+            .candidates(&wanted)
+            .iter()
+            .map(|c| (c.index, c.aside))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (2, Some(Aside::BeforeSearch)),
+                (1, Some(Aside::BeforeSearch)),
+                (4, None)
+            ]
+        );
+        let (message, _) = search.nothing_matched("x.yaml:9:5: expected it", &wanted);
+        assert!(
+            message.contains("#5   1.200s  client   watcher CDS c1: changed"),
+            "{message}"
         );
     }
 
