@@ -74,6 +74,11 @@ fn defect(name: &str) -> Defects {
         "zone_no_zone_labels" => d.zone.no_zone_labels = true,
         "zone_no_client_id_header" => d.zone.no_client_id_header = true,
         "zone_resends_after_nack" => d.zone.resends_after_nack = true,
+        "zone_no_origin_prefilter" => d.zone.no_origin_prefilter = true,
+        "zone_mesh_kept_over_global" => d.zone.zone_mesh_kept_over_global = true,
+        "zone_unsubscribed_type_drops_the_connection" => {
+            d.zone.unsubscribed_type_drops_the_connection = true
+        }
         other => panic!("unknown defect {other}"),
     }
     d
@@ -146,6 +151,21 @@ fn defect(name: &str) -> Defects {
     ":19:5:"
 )]
 #[case::kds_nack_from_global("zone_resends_after_nack", "kds/nack-from-the-global", ":22:5:")]
+#[case::kds_origin_prefilter(
+    "zone_no_origin_prefilter",
+    "kds/origin-prefilter-skips-what-is-not-the-globals",
+    ":32:5:"
+)]
+#[case::kds_global_mesh_wins(
+    "zone_mesh_kept_over_global",
+    "kds/the-globals-mesh-wins-over-the-zones",
+    ":22:5:"
+)]
+#[case::kds_registered_unsubscribed_type(
+    "zone_unsubscribed_type_drops_the_connection",
+    "kds/a-registered-type-never-subscribed-is-stored",
+    ":24:5:"
+)]
 #[case::timer_while_held(
     "timer_while_connecting",
     "a57/requests-held-before-the-handshake-start-no-timer",

@@ -277,6 +277,18 @@ pub struct ZoneDefects {
     /// ZoneToGlobalSync: after the global's NACK, resend the type's
     /// resources at once (Kuma: nothing until the next change).
     pub resends_after_nack: bool,
+    /// A resource of a type zones may create, arriving without
+    /// `kuma.io/origin: global`, is stored (Kuma: filtered out, the
+    /// response still ACKed; `PrefilterBy`, KDS-FACTS 4.1).
+    pub no_origin_prefilter: bool,
+    /// For a type a zone cannot create (Mesh), the zone's own copy is kept
+    /// over the global's: the global's is NACKed and the full sync spares
+    /// it (Kuma: the global's wins, KDS-FACTS 4.2).
+    pub zone_mesh_kept_over_global: bool,
+    /// A response of a registered type the zone never subscribed to ends
+    /// the connection (Kuma: looked up in its registry, stored and ACKed,
+    /// KDS-FACTS 4.7).
+    pub unsubscribed_type_drops_the_connection: bool,
 }
 
 /// The rules of gRFC A88 for errors a server reports per resource in a

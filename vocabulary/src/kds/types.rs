@@ -153,6 +153,27 @@ pub fn proto_spec(kuma_type: &str) -> Option<&'static str> {
         .map(|(_, message)| *message)
 }
 
+/// Whether zones may create resources of `kuma_type` (Kuma's
+/// `ProvidedByZoneFlag`): every type that goes zone to global, and
+/// `Config`, `Secret`, `Zone`, `ZoneInsight` (their descriptors at
+/// v2.14.3). On `GlobalToZoneSync` a zone takes a resource of such a type
+/// only when it is labelled `kuma.io/origin: global` (KDS-FACTS 4.1); a
+/// type zones cannot create (Mesh) is the global's alone (4.2).
+pub fn provided_by_zone(kuma_type: &str) -> bool {
+    ZONE_TO_GLOBAL.contains(&kuma_type)
+        || [CONFIG, SECRET, "Zone", "ZoneInsight"].contains(&kuma_type)
+}
+
+/// Whether `kuma_type` is in Kuma's resource registry (as far as KDS
+/// goes): a zone decodes a response of such a type even if it never
+/// subscribed to it (KDS-FACTS 4.7), and ends the connection on any other.
+pub fn registered(kuma_type: &str) -> bool {
+    GLOBAL_TO_ZONE.contains(&kuma_type)
+        || ZONE_TO_GLOBAL.contains(&kuma_type)
+        || PROTO_SPECS.iter().any(|(name, _)| *name == kuma_type)
+        || ["MeshInsight", "ZoneInsight"].contains(&kuma_type)
+}
+
 /// `a` then `b`, at compile time.
 const fn concat<const A: usize, const B: usize, const N: usize>(
     a: [&'static str; A],
@@ -200,6 +221,9 @@ mod tests {
         ] {
             assert_eq!(proto_spec(json), None, "{json}");
         }
+        assert!(provided_by_zone(MESH_TIMEOUT) && provided_by_zone(CONFIG));
+        assert!(!provided_by_zone(MESH) && !provided_by_zone("TrafficRoute"));
+        assert!(registered(DATAPLANE) && registered(MESH) && !registered("NoSuchType"));
         let names: BTreeSet<&str> = PROTO_SPECS.iter().map(|(t, _)| *t).collect();
         assert_eq!(names.len(), PROTO_SPECS.len());
     }

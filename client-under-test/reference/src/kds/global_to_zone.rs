@@ -12,6 +12,10 @@
 //!   not decode as Kuma encodes it (a typed `Any` of the type's message,
 //!   or JSON), or a response of a type the zone does not consume, is no
 //!   NACK: it ends the connection ([`Unreadable`]).
+//! - A response of a type Kuma registers is read even if the zone never
+//!   subscribed to it; of a type zones may create, only resources
+//!   labelled `kuma.io/origin: global` are taken, the others skipped
+//!   without a NACK (Kuma's `PrefilterBy`).
 //! - A type's first response on a stream is a full sync (see
 //!   `super::store`); Kuma counts it as first until it ACKs or NACKs it,
 //!   which the zone does before it reads on, so "first" is per stream.
@@ -25,9 +29,12 @@ use envoy_types::pb::envoy::service::discovery::v3::{
 use envoy_types::pb::google::protobuf::{ListValue, Struct, Value, value::Kind};
 use envoy_types::pb::google::rpc::Status as RpcStatus;
 use xds_vocabulary::kds::spec::Unpacked;
-use xds_vocabulary::kds::{self, KdsName, KdsNameError, ZoneStoreChange, metadata};
+use xds_vocabulary::kds::zone::labels;
+use xds_vocabulary::kds::{
+    self, KdsName, KdsNameError, KumaResource, ZoneStoreChange, metadata, types,
+};
 
-use super::store::{Incoming, SpecValue, ZoneStore};
+use super::store::{Incoming, SpecValue, Sync, ZoneStore};
 use super::validate::{self, Spec};
 use crate::profile::ZoneDefects;
 
@@ -96,7 +103,13 @@ impl GlobalToZone {
         store: &mut ZoneStore,
     ) -> Result<Handled, Unreadable> {
         let kuma_type = response.type_url.clone();
-        if !self.consumed.contains(&kuma_type) {
+        // Kuma looks the type up in its registry, not in what the zone
+        // subscribed to (KDS-FACTS 4.7): a registered type is read and
+        // stored like any other.
+        let readable = self.consumed.contains(&kuma_type)
+            || (types::registered(&kuma_type)
+                && !self.defects.unsubscribed_type_drops_the_connection);
+        if !readable {
             if self.defects.nack_on_undecodable {
                 let message = format!("invalid resource type {kuma_type:?}");
                 return Ok(Handled {
@@ -107,6 +120,7 @@ impl GlobalToZone {
             }
             return Err(Unreadable::UnknownType(kuma_type));
         }
+        let provided_by_zone = types::provided_by_zone(&kuma_type);
         let mut errors: Vec<String> = Vec::new();
         let mut incoming = Vec::new();
         let mut invalid = BTreeSet::new();
@@ -158,6 +172,18 @@ impl GlobalToZone {
             } else {
                 validate::check(&kuma_type, &resource, spec).map(|()| value)
             };
+            // Kuma's `PrefilterBy` (KDS-FACTS 4.1): of a type zones may
+            // create, a resource not labelled as the global's is the
+            // zone's own business: left out of the sync, not stored and no
+            // error (the response is still ACKed). It runs after
+            // validation, as Kuma validates the whole response first.
+            if value.is_ok()
+                && provided_by_zone
+                && !self.defects.no_origin_prefilter
+                && locally_originated(&resource)
+            {
+                continue;
+            }
             match value {
                 Ok(value) => incoming.push(Incoming {
                     name,
@@ -176,12 +202,19 @@ impl GlobalToZone {
             .filter_map(|text| removed_name(text))
             .collect();
         let full_sync = self.synced.insert(kuma_type.clone());
+        // A type zones cannot create (Mesh) is the global's: its copy
+        // replaces the zone's, and a full sync deletes zone-made ones too
+        // ("we prefer global over zone", KDS-FACTS 4.2).
+        let global_wins = !provided_by_zone && !self.defects.zone_mesh_kept_over_global;
         let applied = store.apply_global(
             &kuma_type,
             incoming,
             &invalid,
             &removed,
-            full_sync,
+            Sync {
+                full: full_sync,
+                global_wins,
+            },
             &self.defects,
         );
         for (name, why) in &applied.rejected {
@@ -236,6 +269,16 @@ impl GlobalToZone {
             ..Default::default()
         }
     }
+}
+
+/// Whether a resource is the zone's own as Kuma's prefilter reads its
+/// labels (`IsLocallyOriginated`): no `kuma.io/origin`, or `zone`.
+fn locally_originated(resource: &KumaResource) -> bool {
+    let origin = resource
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.labels.get(labels::ORIGIN));
+    origin.is_none_or(|origin| origin == labels::ORIGIN_ZONE)
 }
 
 /// A `removed_resources` entry as Kuma reads it (`stream.go:286-299`): split

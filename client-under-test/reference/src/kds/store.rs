@@ -119,8 +119,20 @@ impl Entry {
     }
 
     fn same_content(&self, other: &Entry) -> bool {
-        self.labels == other.labels && self.value == other.value
+        self.origin == other.origin && self.labels == other.labels && self.value == other.value
     }
+}
+
+/// How a response of the global applies to a type's store.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sync {
+    /// The type's first response on the stream: a full sync.
+    pub full: bool,
+    /// The type is the global's alone (zones cannot create it): the
+    /// global's copy replaces the zone's, and deletions reach zone-made
+    /// ones too (Kuma's prefilter lets every stored resource of such a
+    /// type into the diff).
+    pub global_wins: bool,
 }
 
 /// A resource from the global that passed validation.
@@ -222,9 +234,13 @@ impl ZoneStore {
         incoming: Vec<Incoming>,
         invalid: &BTreeSet<KdsName>,
         removed: &[KdsName],
-        full_sync: bool,
+        sync: Sync,
         defects: &ZoneDefects,
     ) -> Applied {
+        let Sync {
+            full: full_sync,
+            global_wins,
+        } = sync;
         let limits = self.limits;
         let store = self.types.entry(kuma_type.to_string()).or_default();
         let mut applied = Applied::default();
@@ -238,16 +254,19 @@ impl ZoneStore {
             named.insert(name.clone());
             let entry = Entry::new(Origin::Global, &resource, value);
             let existing = store.entries.get(&name);
-            if existing.is_some_and(|e| e.origin == Origin::Zone) {
+            if existing.is_some_and(|e| e.origin == Origin::Zone) && !global_wins {
                 applied.rejected.push((name, Rejected::HeldByZone));
                 continue;
             }
             if existing.is_some_and(|e| e.same_content(&entry)) && !defects.equal_spec_is_a_change {
                 continue;
             }
+            // A zone-origin entry the global's replaces counted nowhere.
             let (count, bytes) = match existing {
-                Some(old) => (store.global_count, store.global_bytes - old.bytes),
-                None => (store.global_count + 1, store.global_bytes),
+                Some(old) if old.origin == Origin::Global => {
+                    (store.global_count, store.global_bytes - old.bytes)
+                }
+                _ => (store.global_count + 1, store.global_bytes),
             };
             if count > limits.max_resources_per_type {
                 applied.rejected.push((
@@ -286,7 +305,9 @@ impl ZoneStore {
                     .entries
                     .iter()
                     .filter(|(name, entry)| {
-                        (entry.origin == Origin::Global || defects.full_sync_deletes_zone_origin)
+                        (entry.origin == Origin::Global
+                            || global_wins
+                            || defects.full_sync_deletes_zone_origin)
                             && !named.contains(*name)
                     })
                     .map(|(name, _)| name.clone())
@@ -302,7 +323,7 @@ impl ZoneStore {
                     store
                         .entries
                         .get(*name)
-                        .is_some_and(|e| e.origin == Origin::Global)
+                        .is_some_and(|e| e.origin == Origin::Global || global_wins)
                 })
                 .cloned()
                 .collect()
@@ -465,7 +486,10 @@ mod tests {
             incoming,
             &BTreeSet::new(),
             &removed,
-            full_sync,
+            Sync {
+                full: full_sync,
+                global_wins: false,
+            },
             &defects,
         )
     }
