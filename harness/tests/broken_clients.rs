@@ -46,6 +46,7 @@ fn defect(name: &str) -> Defects {
         "new_watcher_misses_pending_error" => d.new_watcher_misses_pending_error = true,
         "cache_dropped_on_cancel" => d.cache_dropped_on_cancel = true,
         "csds_old_error_state" => d.csds_old_error_state = true,
+        "csds_nack_without_error_state" => d.csds_nack_without_error_state = true,
         "claims_no_client_features" => d.claims_no_client_features = true,
         "node_in_every_request" => d.node_in_every_request = true,
         "node_on_first_stream_only" => d.node_on_first_stream_only = true,
@@ -419,9 +420,9 @@ fn defect(name: &str) -> Defects {
     ":18:5:"
 )]
 #[case::csds_nack_details(
-    "csds_old_error_state",
+    "csds_nack_without_error_state",
     "a46/csds-nack-details-say-invalid-resource",
-    ":29:5:"
+    ":31:5:"
 )]
 #[case::channel_csds_timer_details(
     "csds_old_error_state",
@@ -429,14 +430,14 @@ fn defect(name: &str) -> Defects {
     ":21:5:"
 )]
 #[case::channel_csds_nack_details(
-    "csds_old_error_state",
+    "csds_nack_without_error_state",
     "a46/channel-csds-nack-details-say-invalid-resource",
-    ":19:5:"
+    ":20:5:"
 )]
 #[case::node_client_features(
     "claims_no_client_features",
     "a27/channel-first-request-node-in-detail",
-    ":24:5:"
+    ":25:5:"
 )]
 #[case::ambient_error_cleared(
     "ambient_error_never_cleared",
@@ -510,7 +511,7 @@ fn defect(name: &str) -> Defects {
 #[case::a65_refused_client_certificate_is_a_connectivity_failure(
     "silent_stream_failures",
     "a65/client-certificate-rejected-is-a-connectivity-failure",
-    ":23:5:"
+    ":32:5:"
 )]
 #[case::response_of_an_unwatched_type(
     "unwatched_type_unanswered",
@@ -739,7 +740,7 @@ fn a_broken_rule_fails_its_scenario(
 #[case::watch_lrs_server(
     ValidationRule::LrsServerSelf,
     "validation/watch-cluster-errors-reach-only-their-watchers",
-    ":44:5:"
+    ":41:5:"
 )]
 #[case::watch_duplicate_locality(
     ValidationRule::LocalitiesUnique,

@@ -166,6 +166,9 @@ pub struct Defects {
     /// CSDS as C-core before A88 filled it: an error state for NACKs only,
     /// the details without "invalid resource: ".
     pub csds_old_error_state: bool,
+    /// CSDS shows a NACKed resource with no error state at all (gRFC A88:
+    /// NACKED "The error will indicate the validation failure").
+    pub csds_nack_without_error_state: bool,
     /// The node in every request of a stream (A27: in its first only;
     /// grpc-rust's xds-client 0.1.0-alpha.4 sends it every time).
     pub node_in_every_request: bool,

@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use envoy_types::pb::envoy::admin::v3::ClientResourceStatus;
 use envoy_types::pb::envoy::config::core::v3::Node;
 use envoy_types::pb::envoy::service::status::v3::ClientConfig;
 use envoy_types::pb::google::protobuf::Timestamp;
@@ -535,12 +536,18 @@ impl Worker {
                         authority: authority.clone(),
                         key: key.clone(),
                     };
-                    let entry = r.csds(
+                    let mut entry = r.csds(
                         resource_type.type_url(),
                         name.full_name(*resource_type),
                         self.shared.profile.defects.csds_old_error_state,
                         |t| self.timestamp(t),
                     );
+                    // `Defects::csds_nack_without_error_state`.
+                    if self.shared.profile.defects.csds_nack_without_error_state
+                        && entry.client_status == ClientResourceStatus::Nacked as i32
+                    {
+                        entry.error_state = None;
+                    }
                     configs.push(entry);
                 }
             }
