@@ -377,6 +377,15 @@ impl ClientUnderTest for KumaZoneClient {
                         running.check_alive()?;
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
+                    // A type a zone may not create (a Mesh: only the global
+                    // makes one in a federated zone): the run cannot be
+                    // played on a real zone.
+                    Err(rest::RestError::Status { status: 405, .. }) => {
+                        return Err(ClientError::Unsupported(format!(
+                            "zone-origin {} resources (a Kuma zone refuses to create them: 405)",
+                            resource.kuma_type
+                        )));
+                    }
                     Err(e) => {
                         running.check_alive()?;
                         return Err(ClientError::Failed(format!(
