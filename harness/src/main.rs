@@ -904,6 +904,7 @@ fn run(
     // A run's own record as a one-client matrix's: `merge` joins the
     // shards of `run --partition` as it joins a matrix's.
     let record = played.record(&SuiteVersion::of(&files), selection.partition);
+    let per_spec = xds_conformance_reports::spec_tally::spec_tallies(&played.matrix, 0);
     let Some(mut report) = played.reports.into_iter().next() else {
         return ExitCode::from(EXIT_BROKEN_INPUT);
     };
@@ -981,6 +982,12 @@ fn run(
         });
     match written {
         Ok(()) => {
+            // What the counts cover, spec by spec: a green gate says
+            // nothing changed; this says how much of each spec that is.
+            println!(
+                "\nper spec (a run counts under each tag of its scenario's spec:):\n{}",
+                xds_conformance_reports::spec_tally::spec_lines(&per_spec).trim_end()
+            );
             println!(
                 "\n{} scenarios: {} in {:.3}s; reports in {}",
                 report.results.len(),

@@ -1350,3 +1350,63 @@ fn a_first_run_is_not_retried_and_ends_with_the_command_that_records_its_failure
     assert_eq!(code, Some(0), "{out}");
     assert!(!out.contains("not tried again"), "{out}");
 }
+
+/// A run's summary says, per spec tag of its scenarios, how many runs the
+/// client passes, fails as known failures and cannot be asked (n/a, by
+/// what it lacks): what its green covers, not only that nothing changed.
+#[test]
+fn a_runs_summary_gives_the_clients_conformance_per_spec() {
+    let repo = tempfile::tempdir().expect("a temporary folder");
+    outside_adapter(
+        &repo.path().join("my-client"),
+        r#"{"name": "my-client", "command": ["python3", "adapter.py"],
+            "expectations": "my-client.expectations.yaml",
+            "capabilities": {"dial": true, "rpc": true}}"#,
+    );
+    std::fs::write(
+        repo.path().join("my-client/my-client.expectations.yaml"),
+        "unavailable: {expect: fail, reason: our RPCs never fail}\n",
+    )
+    .expect("write");
+    let scenarios = repo.path().join("scenarios");
+    std::fs::create_dir_all(&scenarios).expect("mkdir");
+    let rpc = |spec: &str, code: &str| {
+        format!(
+            "description: an RPC ends {code}\nspec: [{spec}]\nservers:\n  primary: {{}}\n\
+             steps:\n  - dial: xds:///svc\n  - rpc: {{ target: xds:///svc }}\n  \
+             - expect:\n      rpc: {{ code: {code} }}\n"
+        )
+    };
+    std::fs::write(scenarios.join("ok.yaml"), rpc("A27", "OK")).expect("write");
+    std::fs::write(
+        scenarios.join("unavailable.yaml"),
+        rpc("A27, A46", "UNAVAILABLE"),
+    )
+    .expect("write");
+    // The client has no watch API: n/a.
+    std::fs::write(
+        scenarios.join("watch.yaml"),
+        "description: a watch\nspec: [A46]\nservers:\n  primary: {}\nsteps:\n  \
+         - watch: { type: CDS, name: c1 }\n",
+    )
+    .expect("write");
+    let (code, out) = harness_in(
+        repo.path(),
+        &[
+            "run",
+            "scenarios",
+            "--client",
+            "my-client",
+            "--report-dir",
+            "out",
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("\n  A27  2 runs: 1 pass, 1 known failure\n")
+            && out.contains(
+                "\n  A46  2 runs: 0 pass, 1 known failure, 1 n/a (1 a resource watch API)\n"
+            ),
+        "{out}"
+    );
+}

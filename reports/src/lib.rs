@@ -14,6 +14,7 @@ pub mod matrix_md;
 mod matrix_sample;
 pub mod matrix_write;
 pub mod paths;
+pub mod spec_tally;
 pub mod specs;
 pub mod svg;
 mod whole;
