@@ -80,6 +80,8 @@ fn defect(name: &str) -> Defects {
         "zone_unsubscribed_type_drops_the_connection" => {
             d.zone.unsubscribed_type_drops_the_connection = true
         }
+        "zone_policy_specs_unchecked" => d.zone.policy_specs_unchecked = true,
+        "zone_no_kuma_features" => d.zone.no_kuma_features = true,
         other => panic!("unknown defect {other}"),
     }
     d
@@ -166,6 +168,16 @@ fn defect(name: &str) -> Defects {
     "zone_unsubscribed_type_drops_the_connection",
     "kds/a-registered-type-never-subscribed-is-stored",
     ":24:5:"
+)]
+#[case::kds_policy_validation(
+    "zone_policy_specs_unchecked",
+    "kds/a-policy-kuma-rejects-is-nacked",
+    ":21:5:"
+)]
+#[case::kds_features(
+    "zone_no_kuma_features",
+    "kds/zone-advertises-kumas-features",
+    ":16:5:"
 )]
 #[case::timer_while_held(
     "timer_while_connecting",

@@ -292,6 +292,13 @@ pub struct ZoneDefects {
     /// the connection (Kuma: looked up in its registry, stored and ACKed,
     /// KDS-FACTS 4.7).
     pub unsubscribed_type_drops_the_connection: bool,
+    /// New-style policy specs go unchecked: a MeshTimeout with a
+    /// `targetRef.kind` it does not support, or without `to`, `from` or
+    /// `rules`, is stored (Kuma: NACKed, KDS-FACTS 4.3).
+    pub policy_specs_unchecked: bool,
+    /// The zone advertises neither `zone-ping-health` nor `hash-suffix`
+    /// (Kuma 2.14 advertises both, KDS-FACTS 4.4).
+    pub no_kuma_features: bool,
 }
 
 /// The rules of gRFC A88 for errors a server reports per resource in a

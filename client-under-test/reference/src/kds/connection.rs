@@ -58,7 +58,11 @@ const ARRIVED_QUEUE: usize = 8;
 pub(crate) struct Headers {
     /// `None`: no `client-id` (a broken zone).
     pub client_id: Option<String>,
+    /// The `features` header values.
     pub features: Vec<String>,
+    /// The features of the first requests' node metadata (Kuma's list
+    /// differs from its headers').
+    pub node_features: Vec<String>,
     pub version: String,
 }
 

@@ -170,7 +170,13 @@ impl GlobalToZone {
             let value = if self.defects.stores_invalid {
                 Ok(value)
             } else {
-                validate::check(&kuma_type, &resource, spec).map(|()| value)
+                validate::check(
+                    &kuma_type,
+                    &resource,
+                    spec,
+                    !self.defects.policy_specs_unchecked,
+                )
+                .map(|()| value)
             };
             // Kuma's `PrefilterBy` (KDS-FACTS 4.1): of a type zones may
             // create, a resource not labelled as the global's is the

@@ -24,6 +24,14 @@ pub enum Invalid {
     EmptyName,
     #[error("mtls.enabledBackend: has to be set to one of the backends in the mesh")]
     UnknownMtlsBackend { backend: String },
+    #[error("spec.targetRef.kind: must be defined")]
+    TargetRefKindMissing,
+    #[error("spec.targetRef.kind: value '{kind}' is not supported")]
+    TargetRefKindUnsupported { kind: String },
+    #[error("spec: fields 'to' and 'from' must be empty when 'rules' is defined")]
+    RulesBesideToOrFrom,
+    #[error("spec: at least one of 'from', 'to' or 'rules' has to be defined")]
+    NoToFromOrRules,
 }
 
 /// A spec the zone cannot read: Kuma's zone returns the error from its
@@ -56,13 +64,101 @@ pub type Rule = fn(kuma_type: &str, resource: &KumaResource, spec: &Spec) -> Res
 /// Every rule after the spec decoded, in the order they are checked.
 pub const RULES: [Rule; 2] = [name_is_set, mesh_mtls_backend_exists];
 
-/// Whether the resource with its decoded spec keeps every rule; the first
-/// rule it breaks otherwise.
-pub fn check(kuma_type: &str, resource: &KumaResource, spec: &Spec) -> Result<(), Invalid> {
-    for rule in RULES {
+/// The rules of the new-style policies' own validators, after [`RULES`].
+pub const POLICY_RULES: [Rule; 2] = [
+    mesh_timeout_target_ref_kind,
+    mesh_timeout_has_to_from_or_rules,
+];
+
+/// Whether the resource with its decoded spec keeps every rule
+/// (`with_policy_rules`: [`POLICY_RULES`] too); the first rule it breaks
+/// otherwise.
+pub fn check(
+    kuma_type: &str,
+    resource: &KumaResource,
+    spec: &Spec,
+    with_policy_rules: bool,
+) -> Result<(), Invalid> {
+    let policy_rules: &[Rule] = if with_policy_rules {
+        &POLICY_RULES
+    } else {
+        &[]
+    };
+    for rule in RULES.iter().chain(policy_rules) {
         rule(kuma_type, resource, spec)?;
     }
     Ok(())
+}
+
+/// The label naming a policy's role; without it the role is `system`
+/// (Kuma's `model.PolicyRole`, `pkg/core/resources/model/resource.go:523-528`).
+const POLICY_ROLE: &str = "kuma.io/policy-role";
+
+/// A MeshTimeout's top-level `targetRef`, when set, is of a kind it
+/// supports (`pkg/plugins/policies/meshtimeout/api/v1alpha1/validator.go:32-63`
+/// at v2.14.3, `ValidateTargetRef`): a `system` policy (no role label) may
+/// target Mesh, MeshSubset, Dataplane, MeshGateway, MeshService,
+/// MeshServiceSubset, MeshHTTPRoute; any other role the same without
+/// MeshGateway and MeshHTTPRoute.
+pub fn mesh_timeout_target_ref_kind(
+    kuma_type: &str,
+    resource: &KumaResource,
+    spec: &Spec,
+) -> Result<(), Invalid> {
+    if kuma_type != types::MESH_TIMEOUT {
+        return Ok(());
+    }
+    let Some(target_ref) = spec.get("targetRef").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    let kind = match target_ref.get("kind") {
+        Some(Value::String(kind)) if !kind.is_empty() => kind.as_str(),
+        _ => return Err(Invalid::TargetRefKindMissing),
+    };
+    let system = resource
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.labels.get(POLICY_ROLE))
+        .is_none_or(|role| role == "system");
+    let mut supported = vec![
+        "Mesh",
+        "MeshSubset",
+        "Dataplane",
+        "MeshService",
+        "MeshServiceSubset",
+    ];
+    if system {
+        supported.extend(["MeshGateway", "MeshHTTPRoute"]);
+    }
+    if supported.contains(&kind) {
+        Ok(())
+    } else {
+        Err(Invalid::TargetRefKindUnsupported {
+            kind: kind.to_string(),
+        })
+    }
+}
+
+/// A MeshTimeout has `to`, `from` or `rules`, and `rules` excludes the
+/// other two (`validator.go:19-24` at v2.14.3).
+pub fn mesh_timeout_has_to_from_or_rules(
+    kuma_type: &str,
+    _: &KumaResource,
+    spec: &Spec,
+) -> Result<(), Invalid> {
+    if kuma_type != types::MESH_TIMEOUT {
+        return Ok(());
+    }
+    let set = |key: &str| {
+        spec.get(key)
+            .and_then(Value::as_array)
+            .is_some_and(|items| !items.is_empty())
+    };
+    match (set("rules"), set("to") || set("from")) {
+        (true, true) => Err(Invalid::RulesBesideToOrFrom),
+        (false, false) => Err(Invalid::NoToFromOrRules),
+        _ => Ok(()),
+    }
 }
 
 /// A resource has a name (its mesh may be empty: global-scoped types).
@@ -128,7 +224,7 @@ mod tests {
             Unpacked::Object(spec) => spec,
             Unpacked::Opaque => Spec::new(),
         };
-        check(kuma_type, resource, &spec).map(|()| spec)
+        check(kuma_type, resource, &spec, true).map(|()| spec)
     }
 
     #[test]
@@ -163,7 +259,7 @@ mod tests {
             "mtls.enabledBackend: has to be set to one of the backends in the mesh"
         );
         // Only Meshes have the rule.
-        let spec = serde_json::json!({"mtls": {"enabledBackend": "nope"}});
+        let spec = serde_json::json!({"mtls": {"enabledBackend": "nope"}, "to": [{}]});
         let timeout = resource(types::MESH_TIMEOUT, "t", spec);
         assert!(decode_and_check(types::MESH_TIMEOUT, &timeout).is_ok());
     }
@@ -177,9 +273,50 @@ mod tests {
         );
         let no_meta = KumaResource::default();
         assert_eq!(
-            check(types::MESH, &no_meta, &Spec::new()),
+            check(types::MESH, &no_meta, &Spec::new(), true),
             Err(Invalid::EmptyName)
         );
+    }
+
+    #[test]
+    fn a_mesh_timeout_keeps_kumas_rules() {
+        let timeout = |spec: serde_json::Value| resource(types::MESH_TIMEOUT, "t", spec);
+        let to =
+            serde_json::json!([{"targetRef": {"kind": "Mesh"}, "default": {"idleTimeout": "1s"}}]);
+        let ok = timeout(serde_json::json!({"targetRef": {"kind": "Mesh"}, "to": to}));
+        assert!(decode_and_check(types::MESH_TIMEOUT, &ok).is_ok());
+        let bad_kind =
+            timeout(serde_json::json!({"targetRef": {"kind": "MeshExternalService"}, "to": to}));
+        let invalid = decode_and_check(types::MESH_TIMEOUT, &bad_kind).expect_err("unsupported");
+        assert_eq!(
+            invalid.to_string(),
+            "spec.targetRef.kind: value 'MeshExternalService' is not supported"
+        );
+        let no_kind = timeout(serde_json::json!({"targetRef": {}, "to": to}));
+        assert_eq!(
+            decode_and_check(types::MESH_TIMEOUT, &no_kind),
+            Err(Invalid::TargetRefKindMissing)
+        );
+        let only_target = timeout(serde_json::json!({"targetRef": {"kind": "Mesh"}}));
+        assert_eq!(
+            decode_and_check(types::MESH_TIMEOUT, &only_target),
+            Err(Invalid::NoToFromOrRules)
+        );
+        let both = timeout(serde_json::json!({"rules": [{}], "to": to}));
+        assert_eq!(
+            decode_and_check(types::MESH_TIMEOUT, &both),
+            Err(Invalid::RulesBesideToOrFrom)
+        );
+        // A role other than system drops MeshGateway.
+        let mut producer =
+            timeout(serde_json::json!({"targetRef": {"kind": "MeshGateway"}, "to": to}));
+        assert!(decode_and_check(types::MESH_TIMEOUT, &producer).is_ok());
+        if let Some(meta) = producer.meta.as_mut() {
+            meta.labels.insert(POLICY_ROLE.into(), "producer".into());
+        }
+        assert!(decode_and_check(types::MESH_TIMEOUT, &producer).is_err());
+        // Without the policy rules, as the broken zone checks.
+        assert!(check(types::MESH_TIMEOUT, &only_target, &Spec::new(), false).is_ok());
     }
 
     #[test]

@@ -25,11 +25,31 @@ use crate::observer::{CallService, ClientEvent, LogLevel};
 use crate::transport::tls::TlsDefects;
 use crate::transport::{ConnectionState, XdsTransport, XdsTransportFactory};
 
-/// The features the zone claims, in its `features` header and node
-/// metadata: those that only widen what it accepts from the global. Not
-/// `hash-suffix` (it does not suffix names), `zone-token` (it has no
-/// token) nor `zone-ping-health` (it does not ping).
-pub const FEATURES: [&str; 3] = [
+/// The features the zone claims in its `features` headers, as Kuma 2.14's
+/// zone does on every RPC of its connection (`pkg/kds/mux/client.go:124-129`):
+/// `hash-suffix` tells the global to take the zone's names as they come
+/// (they are hash-suffixed, `super::zone_to_global`), `zone-ping-health`
+/// that the zone's health pings count. The reference does not ping
+/// `GlobalKDSService/HealthCheck` yet; a global that answers it
+/// Unimplemented (the fake, as Kuma's zone stops pinging then) sees no
+/// difference.
+pub const HEADER_FEATURES: [&str; 2] = ["zone-ping-health", "hash-suffix"];
+
+/// The features in the node metadata of a stream's first requests, Kuma
+/// 2.14's list (`pkg/kds/v2/client/stream.go:198-206`): `hash-suffix` asks
+/// the global to hash-suffix the names it sends (the zone takes any name);
+/// the others only widen what the zone accepts.
+pub const NODE_FEATURES: [&str; 5] = [
+    "zone-token",
+    "hash-suffix",
+    "hg-mz-selector",
+    "producer-policy-flow",
+    "optional-top-level-target-ref",
+];
+
+/// What the broken zone without Kuma's features claims (the reference's
+/// list before it advertised them).
+const WITHOUT_KUMA_FEATURES: [&str; 3] = [
     "hg-mz-selector",
     "producer-policy-flow",
     "optional-top-level-target-ref",
@@ -102,7 +122,19 @@ impl Worker {
         let _ = store.put_zone(config.resources.clone());
         let headers = Arc::new(Headers {
             client_id: (!config.defects.no_client_id_header).then(|| config.zone.clone()),
-            features: FEATURES.iter().map(|f| f.to_string()).collect(),
+            features: if config.defects.no_kuma_features {
+                Vec::new()
+            } else {
+                HEADER_FEATURES.iter().map(|f| f.to_string()).collect()
+            },
+            node_features: if config.defects.no_kuma_features {
+                WITHOUT_KUMA_FEATURES
+                    .iter()
+                    .map(|f| f.to_string())
+                    .collect()
+            } else {
+                NODE_FEATURES.iter().map(|f| f.to_string()).collect()
+            },
             version: super::REFERENCE_VERSION.to_string(),
         });
         Worker {
@@ -220,7 +252,7 @@ impl Worker {
         let node = first_node(
             &self.config.zone,
             &self.config.global.server_uri,
-            &self.headers.features,
+            &self.headers.node_features,
             self.config.rng_seed,
         );
         let mut connected = false;

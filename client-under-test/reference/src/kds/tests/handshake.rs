@@ -9,13 +9,13 @@ use xds_vocabulary::{CallService, RequestKind};
 
 use super::*;
 use crate::kds::REFERENCE_VERSION;
-use crate::kds::worker::FEATURES;
+use crate::kds::worker::HEADER_FEATURES;
 
 fn zones_headers(client_id: Option<&str>) -> KdsHandshake {
     KdsHandshake {
         client_id: client_id.map(str::to_string),
         kds_version: Some("v3".into()),
-        features: FEATURES.iter().map(|f| f.to_string()).collect(),
+        features: HEADER_FEATURES.iter().map(|f| f.to_string()).collect(),
         version: Some(REFERENCE_VERSION.into()),
         gzip: true,
     }
@@ -31,7 +31,7 @@ async fn one_connection_carries_both_rpcs_with_the_zones_headers_and_gzip() {
     assert_eq!(rpcs, [KdsRpc::GlobalToZoneSync, KdsRpc::ZoneToGlobalSync]);
     for (_, rpc, handshake) in &streams {
         assert_eq!(*handshake, zones_headers(Some(ZONE)), "{rpc}");
-        assert!(!handshake.features.iter().any(|f| f == "hash-suffix"));
+        assert_eq!(handshake.features, ["zone-ping-health", "hash-suffix"]);
     }
     let connections = events(&server)
         .iter()

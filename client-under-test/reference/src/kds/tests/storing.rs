@@ -19,6 +19,11 @@ fn mesh(name: &str, spec: serde_json::Value) -> ServedResource {
     served(MESH, KdsName::global(name), spec)
 }
 
+/// A MeshTimeout spec Kuma's validator takes.
+fn timeout_spec() -> serde_json::Value {
+    serde_json::json!({"to": [{"targetRef": {"kind": "Mesh"}, "default": {"idleTimeout": "1s"}}]})
+}
+
 fn nacks(server: &FakeAdsServer) -> Vec<RecordedRequest> {
     requests(server)
         .into_iter()
@@ -32,11 +37,7 @@ async fn what_the_global_sends_is_stored_with_its_labels_and_reported() {
     server.set_resources(
         vec![
             mesh("m1", serde_json::json!({"mtls": {"skipValidation": true}})),
-            served(
-                TIMEOUT,
-                KdsName::new("t1", "m1"),
-                serde_json::json!({"to": 5}),
-            ),
+            served(TIMEOUT, KdsName::new("t1", "m1"), timeout_spec()),
         ],
         None,
     );
@@ -46,7 +47,7 @@ async fn what_the_global_sends_is_stored_with_its_labels_and_reported() {
         heard.changes(),
         [
             r#"+Mesh m1. {"mtls":{"skipValidation":true}}"#,
-            r#"+MeshTimeout t1.m1 {"to":5}"#,
+            r#"+MeshTimeout t1.m1 {"to":[{"default":{"idleTimeout":"1s"},"targetRef":{"kind":"Mesh"}}]}"#,
         ]
     );
     let stored = zone.stored().await.expect("running");
@@ -143,16 +144,8 @@ async fn the_first_response_is_a_full_sync_that_spares_the_zones_own() {
         let (server, network) = global(ServingMode::Auto);
         server.set_resources(
             vec![
-                served(
-                    TIMEOUT,
-                    KdsName::new("g1", "default"),
-                    serde_json::json!({}),
-                ),
-                served(
-                    TIMEOUT,
-                    KdsName::new("g2", "default"),
-                    serde_json::json!({}),
-                ),
+                served(TIMEOUT, KdsName::new("g1", "default"), timeout_spec()),
+                served(TIMEOUT, KdsName::new("g2", "default"), timeout_spec()),
             ],
             None,
         );
