@@ -15,6 +15,7 @@
 //! naming them (`xds-conformance reference` exits 2). `--check` compares
 //! the pages with the committed ones and exits 1 naming those that differ.
 
+mod client_specs;
 mod pages;
 mod schema;
 mod spec_coverage;

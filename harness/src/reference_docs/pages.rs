@@ -932,7 +932,14 @@ pub fn client(client: &Client, sources: &Sources) -> String {
             capability_value(c, &entry.name).unwrap_or("-".into())
         );
     }
-    text.push_str("\n## Expectations\n\n");
+    text.push('\n');
+    // What the gate covers of each spec (a checkout whose scenarios do not
+    // load has nothing to tell: its spec-coverage page says why).
+    if let Ok(coverage) = &sources.coverage {
+        let tallies = super::client_specs::expected_per_spec(client, coverage.loaded.values());
+        text.push_str(&super::client_specs::section(&tallies));
+    }
+    text.push_str("## Expectations\n\n");
     let Some(file) = &client.expectations_file else {
         text.push_str("It keeps no expectations file: it is held to every scenario as written.\n");
         return text;
