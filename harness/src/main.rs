@@ -1166,6 +1166,18 @@ fn matrix(
             eprintln!("--expectations: {} files for {name}", given.len());
             return ExitCode::from(2);
         }
+        if given.is_empty()
+            && let Ok(Some(path)) = xds_conformance::suite::manifest_expectations(name)
+            && !path.exists()
+        {
+            eprintln!(
+                "note: {name}'s adapter.json names the expectations file {}, which does not \
+                 exist yet: its runs are held to the scenarios alone. Create it empty (a file \
+                 holding `{{}}`), or write its failures into it with `run --client {name} \
+                 --update-expectations`",
+                path.display()
+            );
+        }
         match TestedClient::new(name, given.first().copied()) {
             Ok(client) => matrix_clients.push(client),
             Err(e) => {

@@ -1225,6 +1225,26 @@ fn the_expectations_file_the_manifest_names_is_created_by_an_update_without_flag
     );
     assert!(!file.exists());
 
+    // A matrix plays on too, saying so.
+    let (code, out) = harness_in(
+        repo.path(),
+        &[
+            "matrix",
+            "scenarios",
+            "--clients",
+            "./my-client",
+            "--report-dir",
+            "out-matrix",
+            "--retries",
+            "0",
+        ],
+    );
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("my-client.expectations.yaml, which does not exist yet"),
+        "{out}"
+    );
+
     let (code, out) = run(&["--update-expectations"]);
     assert_eq!(code, Some(1), "held to the file as it was: {out}");
     let written = std::fs::read_to_string(&file).expect("the file is created");
