@@ -25,8 +25,9 @@ use xds_vocabulary::transport::{DataPlaneConnector, TcpTransport, XdsTransportFa
 use xds_vocabulary::{ClientEvent, ResourceType, XdsError};
 
 use crate::{
-    Capabilities, ClientEnvironment, ClientError, ClientUnderTest, DialNotification, ObservedEvent,
-    PendingRpc, RpcOutcome, RpcRequest, Transport, WatchStacks, WatcherNotification,
+    Capabilities, ClientEnvironment, ClientError, ClientUnderTest, ConnectivityState,
+    DialNotification, ObservedEvent, PendingRpc, RpcOutcome, RpcRequest, Transport, WatchStacks,
+    WatcherNotification,
 };
 
 /// Profiles the reference client accepts.
@@ -333,16 +334,40 @@ impl ClientUnderTest for ReferenceClient {
         let sink = started.env.events.clone();
         let dialed = target.to_string();
         let (latest_tx, latest) = watch::channel(None);
+        // The channel's connectivity state follows its resolver: the
+        // reference has no subchannels (its data plane connects per RPC),
+        // so it is CONNECTING until the first config, READY with one, and
+        // TRANSIENT_FAILURE when the resolver fails (gRPC: a Listener's
+        // deletion "will put the channel in TRANSIENT_FAILURE", gRFC A53).
+        let keep_state_on_error = self.defects.resolver_errors_keep_the_channel_state;
+        let state = std::sync::Mutex::new(ConnectivityState::Connecting);
+        sink(ObservedEvent::ChannelState {
+            target: dialed.clone(),
+            state: ConnectivityState::Connecting,
+        });
         let dial = resolver::dial(
             client.clone(),
             &started.bootstrap,
             target,
             Arc::new(move |update: DialUpdate| {
                 latest_tx.send_replace(Some(update.clone()));
+                let next = match &update {
+                    DialUpdate::Config(_) => Some(ConnectivityState::Ready),
+                    DialUpdate::Error(_) if keep_state_on_error => None,
+                    DialUpdate::Error(_) => Some(ConnectivityState::TransientFailure),
+                };
                 sink(ObservedEvent::Dial {
                     target: dialed.clone(),
                     update: notification(update),
                 });
+                let mut current = state.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(next) = next.filter(|next| *next != *current) {
+                    *current = next;
+                    sink(ObservedEvent::ChannelState {
+                        target: dialed.clone(),
+                        state: next,
+                    });
+                }
             }),
         );
         self.dials.insert(
@@ -366,21 +391,27 @@ impl ClientUnderTest for ReferenceClient {
         let Some(started) = &self.started else {
             return Err(ClientError::Failed("client not started".into()));
         };
-        let client = self
-            .server_client
-            .get_or_insert_with(|| {
-                if self.defects.one_client_for_all_targets {
-                    return started.watch_client.clone();
-                }
-                new_client(
-                    &started.env,
-                    &started.bootstrap,
-                    &started.profile,
-                    &started.transport,
-                    SERVER_CLIENT_SCOPE,
-                )
-            })
-            .clone();
+        let new_server_client = || {
+            new_client(
+                &started.env,
+                &started.bootstrap,
+                &started.profile,
+                &started.transport,
+                SERVER_CLIENT_SCOPE,
+            )
+        };
+        let client = if self.defects.server_client_per_server && self.server_client.is_some() {
+            new_server_client()
+        } else {
+            self.server_client
+                .get_or_insert_with(|| {
+                    if self.defects.one_client_for_all_targets {
+                        return started.watch_client.clone();
+                    }
+                    new_server_client()
+                })
+                .clone()
+        };
         let sink = started.env.events.clone();
         let listening = address.to_string();
         let serve = server::serve(

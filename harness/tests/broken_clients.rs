@@ -18,6 +18,15 @@ fn defect(name: &str) -> Defects {
         "timer_from_watch" => d.timer_from_watch = true,
         "silent_stream_failures" => d.silent_stream_failures = true,
         "backoff_never_resets" => d.backoff_never_resets = true,
+        "connectivity_errors_reach_one_type" => d.connectivity_errors_reach_one_type = true,
+        "connectivity_errors_unlogged" => d.connectivity_errors_unlogged = true,
+        "ignored_deletion_unlogged" => d.ignored_deletion_unlogged = true,
+        "ignored_deletion_end_unlogged" => d.ignored_deletion_end_unlogged = true,
+        "ignored_deletion_never_clears" => d.ignored_deletion_never_clears = true,
+        "resolver_errors_keep_the_channel_state" => d.resolver_errors_keep_the_channel_state = true,
+        "fallback_drops_the_failed_connection" => d.fallback_drops_the_failed_connection = true,
+        "fallback_connection_kept" => d.fallback_connection_kept = true,
+        "server_client_per_server" => d.server_client_per_server = true,
         "error_after_good_stream" => d.error_after_good_stream = true,
         "no_connect_timeout" => d.no_connect_timeout = true,
         "deletions_always_drop" => d.deletions_always_drop = true,
@@ -82,10 +91,6 @@ fn defect(name: &str) -> Defects {
         }
         "zone_policy_specs_unchecked" => d.zone.policy_specs_unchecked = true,
         "zone_no_kuma_features" => d.zone.no_kuma_features = true,
-        "zone_no_hash_suffix" => d.zone.no_hash_suffix = true,
-        "zone_keeps_deletion_grace_label" => d.zone.keeps_deletion_grace_label = true,
-        "zone_ignores_kds_sync_label" => d.zone.ignores_kds_sync_label = true,
-        "zone_sends_insight_generation" => d.zone.sends_insight_generation = true,
         other => panic!("unknown defect {other}"),
     }
     d
@@ -144,7 +149,7 @@ fn defect(name: &str) -> Defects {
 #[case::kds_only_changes(
     "zone_sends_every_zone_resource",
     "kds/zone-sends-only-changed-dataplanes",
-    ":25:5:"
+    ":22:5:"
 )]
 #[case::kds_zone_labels(
     "zone_no_zone_labels",
@@ -182,27 +187,6 @@ fn defect(name: &str) -> Defects {
     "zone_no_kuma_features",
     "kds/zone-advertises-kumas-features",
     ":16:5:"
-)]
-#[case::kds_hash_suffix("zone_no_hash_suffix", "kds/zone-names-are-hash-suffixed", ":20:5:")]
-#[case::kds_hash_suffixed_removal(
-    "zone_no_hash_suffix",
-    "kds/zone-sends-only-changed-dataplanes",
-    ":28:5:"
-)]
-#[case::kds_deletion_grace_label(
-    "zone_keeps_deletion_grace_label",
-    "kds/zone-to-global-drops-the-deletion-grace-label",
-    ":21:5:"
-)]
-#[case::kds_sync_disabled(
-    "zone_ignores_kds_sync_label",
-    "kds/kds-sync-disabled-stays-in-the-zone",
-    ":18:5:"
-)]
-#[case::kds_insight_generation(
-    "zone_sends_insight_generation",
-    "kds/an-insight-generation-alone-is-no-change",
-    ":23:5:"
 )]
 #[case::timer_while_held(
     "timer_while_connecting",
@@ -559,6 +543,76 @@ fn defect(name: &str) -> Defects {
     "stale_watches_hold_the_config",
     "a71/channel-fallback-config-waits-only-for-what-it-needs",
     ":45:5:"
+)]
+#[case::a57_every_watcher_of_every_type(
+    "connectivity_errors_reach_one_type",
+    "a57/stream-error-reaches-every-watcher",
+    ":48:5:"
+)]
+#[case::a57_stream_failure_logged(
+    "connectivity_errors_unlogged",
+    "a57/stream-failure-is-logged",
+    ":19:5:"
+)]
+#[case::a57_connection_failure_logged(
+    "connectivity_errors_unlogged",
+    "a57/connection-failure-is-logged",
+    ":19:5:"
+)]
+#[case::a57_connectivity_failure_is_transient_failure(
+    "silent_stream_failures",
+    "a57/channel-connectivity-failure-is-transient-failure",
+    ":22:5:"
+)]
+#[case::a53_ignored_deletion_warned(
+    "ignored_deletion_unlogged",
+    "a53/ignored-listener-deletion-keeps-the-value",
+    ":24:5:"
+)]
+#[case::a53_first_ignored_deletion_warned(
+    "ignored_deletion_unlogged",
+    "a53/warning-only-on-the-first-ignored-deletion",
+    ":21:5:"
+)]
+#[case::a53_info_when_it_comes_back(
+    "ignored_deletion_end_unlogged",
+    "a53/info-when-the-resource-comes-back",
+    ":28:5:"
+)]
+#[case::a53_info_when_unsubscribed(
+    "ignored_deletion_end_unlogged",
+    "a53/info-when-unsubscribed",
+    ":25:5:"
+)]
+#[case::a53_warned_again_after_it_came_back(
+    "ignored_deletion_never_clears",
+    "a53/info-when-the-resource-comes-back",
+    ":38:5:"
+)]
+#[case::a53_feature_per_server(
+    "deletions_always_drop",
+    "a53/ignore-resource-deletion-is-per-server",
+    ":44:5:"
+)]
+#[case::a53_listener_deletion_is_transient_failure(
+    "resolver_errors_keep_the_channel_state",
+    "a53/channel-listener-deletion-is-transient-failure",
+    ":26:5:"
+)]
+#[case::a71_primary_connection_kept(
+    "fallback_drops_the_failed_connection",
+    "a71/fallback-when-streams-end-before-a-response",
+    ":31:5:"
+)]
+#[case::a71_fallback_connection_closed(
+    "fallback_connection_kept",
+    "a71/fallback-when-streams-end-before-a-response",
+    ":41:5:"
+)]
+#[case::a71_servers_share_one_client(
+    "server_client_per_server",
+    "a71/servers-share-one-server-xds-client",
+    ":32:5:"
 )]
 fn a_broken_rule_fails_its_scenario(
     #[case] defect_name: &str,

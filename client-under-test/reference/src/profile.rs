@@ -57,6 +57,38 @@ pub struct Defects {
     pub error_after_good_stream: bool,
     /// Never reset the backoff, even after a stream that got a response.
     pub backoff_never_resets: bool,
+    /// A connectivity error reaches only the watchers of one resource type
+    /// (the first the authority holds), not every watcher subscribed on
+    /// the failed stream or channel (A57: "all watchers").
+    pub connectivity_errors_reach_one_type: bool,
+    /// A failed stream or connection is told to the watchers but not
+    /// logged (A57: "It should log the error").
+    pub connectivity_errors_unlogged: bool,
+    /// An ignored deletion writes no WARNING (A53: a WARNING, or ERROR,
+    /// the first time the bit is set).
+    pub ignored_deletion_unlogged: bool,
+    /// The end of an ignored deletion writes no INFO, neither when the
+    /// resource comes back nor when it is unsubscribed (A53: INFO both
+    /// times).
+    pub ignored_deletion_end_unlogged: bool,
+    /// A resource that comes back after an ignored deletion keeps the bit
+    /// set (its INFO is still written): a second deletion is not warned of
+    /// (A53: the INFO "unset[s] the bit").
+    pub ignored_deletion_never_clears: bool,
+    /// Falling back drops the connection to the server that failed (A71:
+    /// "does not close gRPC connections to the higher-priority servers").
+    pub fallback_drops_the_failed_connection: bool,
+    /// Back on a higher-priority server, the lower-priority one's stream
+    /// closes but its connection stays open (A71: the client "will close
+    /// connections to the lower-priority server(s)").
+    pub fallback_connection_kept: bool,
+    /// Each xDS-enabled server gets an XdsClient of its own (A71: they
+    /// share the one keyed "#server").
+    pub server_client_per_server: bool,
+    /// A dialled channel whose resolver fails keeps the state it had,
+    /// READY after a config (gRPC: the channel goes TRANSIENT_FAILURE,
+    /// e.g. on a Listener's deletion, A53's background).
+    pub resolver_errors_keep_the_channel_state: bool,
     /// No connect timeout: wait on a stalled handshake forever.
     pub no_connect_timeout: bool,
     /// Drop a cached LDS/CDS resource the server deleted, whatever the
@@ -299,19 +331,6 @@ pub struct ZoneDefects {
     /// The zone advertises neither `zone-ping-health` nor `hash-suffix`
     /// (Kuma 2.14 advertises both, KDS-FACTS 4.4).
     pub no_kuma_features: bool,
-    /// ZoneToGlobalSync: names go as the user wrote them (Kuma: hash-suffixed,
-    /// with `kuma.io/display-name`, KDS-FACTS 4.5).
-    pub no_hash_suffix: bool,
-    /// ZoneToGlobalSync: `kuma.io/deletion-grace-period-started-at` goes to
-    /// the global (Kuma drops it, KDS-FACTS 4.6).
-    pub keeps_deletion_grace_label: bool,
-    /// ZoneToGlobalSync: a resource labelled `kuma.io/kds-sync: disabled`
-    /// is sent (Kuma keeps it from the global, KDS-FACTS 4.6).
-    pub ignores_kds_sync_label: bool,
-    /// ZoneToGlobalSync: an insight whose only change is a subscription's
-    /// `generation` is sent again (Kuma zeroes the generation first, so
-    /// nothing changed, KDS-FACTS 4.6).
-    pub sends_insight_generation: bool,
 }
 
 /// The rules of gRFC A88 for errors a server reports per resource in a

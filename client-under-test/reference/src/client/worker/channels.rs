@@ -51,6 +51,9 @@ impl Worker {
             if let Some(retryable) = channel.retryable.take() {
                 self.drop_retryable(retryable);
             }
+            if self.shared.profile.defects.fallback_connection_kept {
+                self.kept_transports.push(channel.transport);
+            }
             // SotW's memory (a version per type) is C-core's, which goes
             // with the channel; delta's names what the client still holds.
             if let Memory::Delta(memory) = channel.memory

@@ -68,12 +68,35 @@ impl Worker {
             error: Some(error.clone()),
             failures,
         });
+        // A57: a stream that ends before any response, and a failing
+        // connection, are logged as well as told to the watchers.
+        if !self.shared.profile.defects.connectivity_errors_unlogged {
+            self.log(LogLevel::Info, error.message.clone());
+        }
+        let one_type = self
+            .shared
+            .profile
+            .defects
+            .connectivity_errors_reach_one_type;
         let mut cached = BTreeSet::new();
         let mut uncached = BTreeSet::new();
         let authority_names: Vec<Option<String>> = self.authorities.keys().cloned().collect();
         for authority_name in authority_names {
             let uses_it = self.authorities[&authority_name].channels.last() == Some(server);
             let fell_back = uses_it && self.maybe_fallback(&authority_name);
+            if fell_back
+                && self
+                    .shared
+                    .profile
+                    .defects
+                    .fallback_drops_the_failed_connection
+            {
+                if let Some(channel) = self.channels.get_mut(server) {
+                    // A new transport: dropping the old one closes its
+                    // connection.
+                    channel.transport = self.shared.channels.open(server);
+                }
+            }
             let tell_anyway = self.shared.profile.defects.errors_from_every_server
                 && self.authorities[&authority_name].channels.contains(server);
             if (fell_back || !uses_it) && !tell_anyway {
@@ -82,6 +105,7 @@ impl Worker {
             for state in self.authorities[&authority_name]
                 .resources
                 .values()
+                .take(if one_type { 1 } else { usize::MAX })
                 .flat_map(|m| m.values())
             {
                 let target = if state.is_cached() {

@@ -256,6 +256,9 @@ pub(crate) struct Worker {
     /// The handle of the response being applied, if one is (see
     /// [`ReadDelayHandle`]): its notifications carry it.
     current_read: ReadDelayHandle,
+    /// Transports of released channels kept open: only with the defect
+    /// `fallback_connection_kept` (a released channel's connection closes).
+    kept_transports: Vec<Box<dyn AdsChannel>>,
 }
 
 struct WatchEntry {
@@ -286,6 +289,7 @@ impl Worker {
             call_events,
             outbox: Vec::new(),
             current_read: ReadDelayHandle::no_wait(),
+            kept_transports: Vec::new(),
         }
     }
 

@@ -270,7 +270,12 @@ impl Worker {
             else {
                 continue; // Not subscribed: ignore it.
             };
-            if state.end_ignored_deletion() {
+            let ended = if self.shared.profile.defects.ignored_deletion_never_clears {
+                state.deletion_ignored()
+            } else {
+                state.end_ignored_deletion()
+            };
+            if ended && !self.shared.profile.defects.ignored_deletion_end_unlogged {
                 logs.push(format!(
                     "xds server {}: server returned new version of resource for which we previously ignored a deletion: type {} name {}",
                     server.server_uri,
@@ -452,6 +457,9 @@ impl Worker {
                 ));
             }
         });
+        if self.shared.profile.defects.ignored_deletion_unlogged {
+            ignored.clear();
+        }
         for name in ignored {
             let message = format!(
                 "xds server {}: ignoring deletion for resource type {} name {}",

@@ -284,7 +284,7 @@ impl Worker {
             }
         }
         let channels = authority.channels.clone();
-        if ignored_deletion {
+        if ignored_deletion && !self.shared.profile.defects.ignored_deletion_end_unlogged {
             let message = format!(
                 "unsubscribing from a resource for which we previously ignored a deletion: type {} name {}",
                 resource_type.type_url(),
