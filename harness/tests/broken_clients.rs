@@ -91,6 +91,10 @@ fn defect(name: &str) -> Defects {
         }
         "zone_policy_specs_unchecked" => d.zone.policy_specs_unchecked = true,
         "zone_no_kuma_features" => d.zone.no_kuma_features = true,
+        "zone_no_hash_suffix" => d.zone.no_hash_suffix = true,
+        "zone_keeps_deletion_grace_label" => d.zone.keeps_deletion_grace_label = true,
+        "zone_ignores_kds_sync_label" => d.zone.ignores_kds_sync_label = true,
+        "zone_sends_insight_generation" => d.zone.sends_insight_generation = true,
         other => panic!("unknown defect {other}"),
     }
     d
@@ -149,7 +153,7 @@ fn defect(name: &str) -> Defects {
 #[case::kds_only_changes(
     "zone_sends_every_zone_resource",
     "kds/zone-sends-only-changed-dataplanes",
-    ":22:5:"
+    ":25:5:"
 )]
 #[case::kds_zone_labels(
     "zone_no_zone_labels",
@@ -187,6 +191,27 @@ fn defect(name: &str) -> Defects {
     "zone_no_kuma_features",
     "kds/zone-advertises-kumas-features",
     ":16:5:"
+)]
+#[case::kds_hash_suffix("zone_no_hash_suffix", "kds/zone-names-are-hash-suffixed", ":20:5:")]
+#[case::kds_hash_suffixed_removal(
+    "zone_no_hash_suffix",
+    "kds/zone-sends-only-changed-dataplanes",
+    ":28:5:"
+)]
+#[case::kds_deletion_grace_label(
+    "zone_keeps_deletion_grace_label",
+    "kds/zone-to-global-drops-the-deletion-grace-label",
+    ":21:5:"
+)]
+#[case::kds_sync_disabled(
+    "zone_ignores_kds_sync_label",
+    "kds/kds-sync-disabled-stays-in-the-zone",
+    ":18:5:"
+)]
+#[case::kds_insight_generation(
+    "zone_sends_insight_generation",
+    "kds/an-insight-generation-alone-is-no-change",
+    ":23:5:"
 )]
 #[case::timer_while_held(
     "timer_while_connecting",

@@ -331,6 +331,19 @@ pub struct ZoneDefects {
     /// The zone advertises neither `zone-ping-health` nor `hash-suffix`
     /// (Kuma 2.14 advertises both, KDS-FACTS 4.4).
     pub no_kuma_features: bool,
+    /// ZoneToGlobalSync: names go as the user wrote them (Kuma: hash-suffixed,
+    /// with `kuma.io/display-name`, KDS-FACTS 4.5).
+    pub no_hash_suffix: bool,
+    /// ZoneToGlobalSync: `kuma.io/deletion-grace-period-started-at` goes to
+    /// the global (Kuma drops it, KDS-FACTS 4.6).
+    pub keeps_deletion_grace_label: bool,
+    /// ZoneToGlobalSync: a resource labelled `kuma.io/kds-sync: disabled`
+    /// is sent (Kuma keeps it from the global, KDS-FACTS 4.6).
+    pub ignores_kds_sync_label: bool,
+    /// ZoneToGlobalSync: an insight whose only change is a subscription's
+    /// `generation` is sent again (Kuma zeroes the generation first, so
+    /// nothing changed, KDS-FACTS 4.6).
+    pub sends_insight_generation: bool,
 }
 
 /// The rules of gRFC A88 for errors a server reports per resource in a

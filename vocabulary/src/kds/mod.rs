@@ -22,7 +22,7 @@ pub mod proto {
     include!("kuma.mesh.v1alpha1.rs");
 }
 
-pub use name::{KdsName, KdsNameError};
+pub use name::{KdsName, KdsNameError, hash_suffixed};
 pub use proto::KumaResource;
 pub use resource::{UnpackError, kuma_resource, pack, unpack};
 pub use zone::{KdsResource, ZoneStoreChange};

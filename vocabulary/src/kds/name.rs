@@ -50,6 +50,38 @@ impl KdsName {
     }
 }
 
+/// A name with Kuma's hash suffix, as a 2.14 control plane renames what it
+/// sends over KDS (`pkg/kds/hash/hash.go` at v2.14.3, `HashedName`):
+/// `<display name, cut to 236 bytes>-<16 characters>`, the characters being
+/// the hex digits of a 64-bit FNV-1a over `mesh`, `display_name` and
+/// `values` (the values of the labels the mapper names, e.g. the
+/// `kuma.io/zone` of a zone's resource), concatenated without separators,
+/// each digit mapped into `bcdfghjklmnpqrstvwxz2456789` (Kubernetes'
+/// `SafeEncodeString`).
+pub fn hash_suffixed(mesh: &str, display_name: &str, values: &[&str]) -> String {
+    const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    // 253 (Kubernetes' name limit) minus the dash and the suffix.
+    const KEEP: usize = 253 - 17;
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in [mesh, display_name].iter().chain(values) {
+        for byte in part.as_bytes() {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    let suffix: String = format!("{hash:016x}")
+        .bytes()
+        .map(|digit| char::from(ALPHANUMS[usize::from(digit) % ALPHANUMS.len()]))
+        .collect();
+    let mut cut = display_name.len().min(KEEP);
+    // Kuma cuts bytes; a name is ASCII in practice, and a cut inside a
+    // character is moved before it rather than producing invalid UTF-8.
+    while !display_name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}-{suffix}", &display_name[..cut])
+}
+
 impl fmt::Display for KdsName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}", self.name, self.mesh)
@@ -81,6 +113,24 @@ mod tests {
         let parsed = KdsName::parse(text).expect("a KDS name");
         assert_eq!(parsed, KdsName::new(name, mesh));
         assert_eq!(parsed.to_string(), text);
+    }
+
+    #[test]
+    fn hash_suffixes_are_kumas() {
+        // Observed on kuma-cp 2.14.3 (KDS-FACTS 3b and 5): a zone's
+        // Dataplane and a global's MeshTimeout.
+        assert_eq!(
+            hash_suffixed("default", "dp-1", &["zone-1"]),
+            "dp-1-dff6z597w47d46xx"
+        );
+        assert_eq!(
+            hash_suffixed("default", "mt-1", &[]),
+            "mt-1-xz8287465c2624wz"
+        );
+        assert_eq!(
+            hash_suffixed("", "local-mesh-external-service", &["zone-1"]),
+            "local-mesh-external-service-6b28v9789424f4wx"
+        );
     }
 
     #[test]

@@ -18,10 +18,19 @@
 //! - a NACK is logged; what was sent counts as sent, so nothing goes again
 //!   until the type changes.
 //!
-//! Each resource carries the zone's labels (`kuma.io/origin: zone`,
-//! `kuma.io/zone: <zone>`, over the given ones) and, as its version, a
-//! stable hash of its content. Names are `<name>.<mesh>`: the reference
-//! does not hash-suffix them (it does not claim `hash-suffix`).
+//! What goes is what Kuma's zone mappers make of a resource
+//! (`pkg/kds/context/context.go:101-114` at v2.14.3; KDS-FACTS 4.5, 4.6):
+//! - a resource labelled `kuma.io/kds-sync: disabled` does not go (and is
+//!   removed from the global if it went before);
+//! - it carries the zone's labels (`kuma.io/origin: zone`, `kuma.io/zone:
+//!   <zone>`, over the given ones), without
+//!   `kuma.io/deletion-grace-period-started-at`;
+//! - its name is hash-suffixed (`kds::hash_suffixed` over its mesh, its
+//!   display name and its zone), with the name it was given as
+//!   `kuma.io/display-name`; the delta name is `<suffixed>.<mesh>`;
+//! - an insight's subscriptions go with their `generation` zeroed, so a
+//!   change of the generation alone changes nothing;
+//! - its version is a stable hash of that content.
 //!
 //! Bounds: the state is per provided type (a fixed list: requests for
 //! other types are ignored) and holds one version per zone-origin
@@ -33,8 +42,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource,
 };
+use envoy_types::pb::google::protobuf::Any;
+use xds_vocabulary::kds::spec::{self, Unpacked};
 use xds_vocabulary::kds::zone::labels;
-use xds_vocabulary::kds::{self, KdsName, kuma_resource};
+use xds_vocabulary::kds::{self, KdsName, hash_suffixed, kuma_resource, types};
 
 use super::global_to_zone::WILDCARD;
 use super::store::{Entry, ZoneStore};
@@ -47,9 +58,31 @@ struct Served {
     subscribed: bool,
     /// The nonce of the response the global has not answered yet.
     awaiting: Option<String>,
-    /// What the global was last told: name -> version.
-    sent: BTreeMap<KdsName, String>,
+    /// What the global was last told: the zone's name of each resource ->
+    /// its version and the name it went under.
+    sent: BTreeMap<KdsName, Sent>,
 }
+
+#[derive(Debug)]
+struct Sent {
+    version: String,
+    wire_name: KdsName,
+}
+
+/// The label a zone deletes a resource with, after a grace period: the
+/// zone's own bookkeeping, not for the global (Kuma's
+/// `dataplane_helpers.go:101-103`).
+const DELETION_GRACE: &str = "kuma.io/deletion-grace-period-started-at";
+/// `disabled` keeps a resource from the global (`resource.go:307-316`).
+const KDS_SYNC: &str = "kuma.io/kds-sync";
+/// A Kubernetes zone's namespace label, hashed into names when present.
+const NAMESPACE: &str = "k8s.kuma.io/namespace";
+/// The types whose spec has `subscriptions` of `DiscoverySubscription`.
+const INSIGHTS: [&str; 3] = [
+    types::DATAPLANE_INSIGHT,
+    types::ZONE_INGRESS_INSIGHT,
+    types::ZONE_EGRESS_INSIGHT,
+];
 
 /// What the zone sends and logs after a request or a change.
 #[derive(Debug, Default)]
@@ -175,16 +208,21 @@ impl ZoneToGlobal {
         // Dataplanes and one change, packing all of them dominated.
         let current: BTreeMap<&KdsName, (String, &Entry)> = store
             .zone_origin(kuma_type)
-            .map(|(name, entry)| (name, (self.version_of(name, entry), entry)))
+            .filter(|(_, entry)| {
+                self.defects.ignores_kds_sync_label
+                    || entry.labels.get(KDS_SYNC).map(String::as_str) != Some("disabled")
+            })
+            .map(|(name, entry)| (name, (self.version_of(kuma_type, name, entry), entry)))
             .collect();
         let sent = &self.types.get(kuma_type)?.sent;
+        let went = |name: &KdsName| sent.get(name).map(|s| &s.version);
         let changed = current
             .iter()
-            .any(|(name, (version, _))| sent.get(*name) != Some(version));
+            .any(|(name, (version, _))| went(name) != Some(version));
         let removed: Vec<String> = sent
-            .keys()
-            .filter(|name| !current.contains_key(name))
-            .map(|name| name.to_string())
+            .iter()
+            .filter(|(name, _)| !current.contains_key(name))
+            .map(|(_, sent)| sent.wire_name.to_string())
             .collect();
         if !changed && removed.is_empty() && !always {
             return None;
@@ -192,14 +230,21 @@ impl ZoneToGlobal {
         let sends_every = self.defects.sends_every_zone_resource;
         let resources = current
             .iter()
-            .filter(|(name, (version, _))| sends_every || sent.get(**name) != Some(version))
-            .map(|(name, (version, entry))| self.wire(name, version, entry))
+            .filter(|(name, (version, _))| sends_every || went(name) != Some(version))
+            .map(|(name, (version, entry))| self.wire(kuma_type, name, version, entry))
+            .collect();
+        let now_sent = current
+            .iter()
+            .map(|(name, (version, entry))| {
+                let sent = Sent {
+                    version: version.clone(),
+                    wire_name: self.wire_name(name, entry),
+                };
+                ((*name).clone(), sent)
+            })
             .collect();
         let served = self.types.get_mut(kuma_type)?;
-        served.sent = current
-            .iter()
-            .map(|(name, (version, _))| ((*name).clone(), version.clone()))
-            .collect();
+        served.sent = now_sent;
         self.nonce += 1;
         let nonce = self.nonce.to_string();
         served.awaiting = Some(nonce.clone());
@@ -214,25 +259,85 @@ impl ZoneToGlobal {
     }
 
     /// The labels a zone-origin resource goes to the global with.
-    fn wire_labels(&self, entry: &Entry) -> BTreeMap<String, String> {
+    fn wire_labels(&self, name: &KdsName, entry: &Entry) -> BTreeMap<String, String> {
         let mut wire_labels = entry.labels.clone();
+        if !self.defects.keeps_deletion_grace_label {
+            wire_labels.remove(DELETION_GRACE);
+        }
         if !self.defects.no_zone_labels {
             wire_labels.insert(labels::ORIGIN.to_string(), labels::ORIGIN_ZONE.to_string());
             wire_labels.insert(labels::ZONE.to_string(), self.zone.clone());
         }
+        if !self.defects.no_hash_suffix {
+            wire_labels
+                .entry(labels::DISPLAY_NAME.to_string())
+                .or_insert_with(|| name.name.clone());
+        }
         wire_labels
     }
 
+    /// The name a zone-origin resource goes under: hash-suffixed over its
+    /// mesh, display name and zone (and namespace), as Kuma's zone's
+    /// `HashSuffixMapper(false, kuma.io/zone, k8s.kuma.io/namespace)` does.
+    fn wire_name(&self, name: &KdsName, entry: &Entry) -> KdsName {
+        if self.defects.no_hash_suffix {
+            return name.clone();
+        }
+        let wire_labels = self.wire_labels(name, entry);
+        let display = wire_labels
+            .get(labels::DISPLAY_NAME)
+            .map_or(name.name.as_str(), String::as_str);
+        let values: Vec<&str> = [labels::ZONE, NAMESPACE]
+            .iter()
+            .filter_map(|label| wire_labels.get(*label).map(String::as_str))
+            .collect();
+        KdsName::new(hash_suffixed(&name.mesh, display, &values), &name.mesh)
+    }
+
+    /// The spec as it goes: an insight's subscriptions without their
+    /// `generation` ("periodically increased by the status sink"; Kuma's
+    /// `MapInsightResourcesZeroGeneration`, `context.go:169-192`). `None`:
+    /// the spec as stored.
+    fn wire_spec(&self, kuma_type: &str, entry: &Entry) -> Option<(Any, String)> {
+        if self.defects.sends_insight_generation || !INSIGHTS.contains(&kuma_type) {
+            return None;
+        }
+        let Ok(Unpacked::Object(mut object)) = spec::unpack(kuma_type, entry.spec.as_ref()?) else {
+            return None;
+        };
+        let subscriptions = object.get_mut("subscriptions")?.as_array_mut()?;
+        for subscription in subscriptions.iter_mut() {
+            if let Some(fields) = subscription.as_object_mut() {
+                fields.remove("generation");
+            }
+        }
+        let packed = spec::pack(kuma_type, &object).ok()?;
+        Some((packed, spec::canonical(&serde_json::Value::Object(object))))
+    }
+
     /// A zone-origin resource's version: a hash of what the global gets.
-    fn version_of(&self, name: &KdsName, entry: &Entry) -> String {
-        version(name, &self.wire_labels(entry), &entry.canonical)
+    fn version_of(&self, kuma_type: &str, name: &KdsName, entry: &Entry) -> String {
+        let canonical = match self.wire_spec(kuma_type, entry) {
+            Some((_, canonical)) => canonical,
+            None => entry.canonical.clone(),
+        };
+        version(
+            &self.wire_name(name, entry),
+            &self.wire_labels(name, entry),
+            &canonical,
+        )
     }
 
     /// A zone-origin resource as the global gets it.
-    fn wire(&self, name: &KdsName, version: &str, entry: &Entry) -> Resource {
-        let resource = kuma_resource(name, self.wire_labels(entry), entry.spec.clone());
+    fn wire(&self, kuma_type: &str, name: &KdsName, version: &str, entry: &Entry) -> Resource {
+        let wire_name = self.wire_name(name, entry);
+        let spec = match self.wire_spec(kuma_type, entry) {
+            Some((packed, _)) => Some(packed),
+            None => entry.spec.clone(),
+        };
+        let resource = kuma_resource(&wire_name, self.wire_labels(name, entry), spec);
         Resource {
-            name: name.to_string(),
+            name: wire_name.to_string(),
             version: version.to_string(),
             resource: Some(kds::pack(&resource)),
             ..Default::default()
@@ -324,7 +429,13 @@ mod tests {
         let mut z2g = zone(ZoneDefects::default());
         let first = z2g.on_request(&subscribe(DP), &store).responses;
         assert_eq!(first.len(), 1);
-        assert_eq!(names(&first[0]), ["dp-1.default", "dp-2.default"]);
+        assert_eq!(
+            names(&first[0]),
+            [
+                "dp-1-dff6z597w47d46xx.default",
+                "dp-2-xw6954dw4969cdfz.default"
+            ]
+        );
         assert_eq!(first[0].nonce, "1");
         assert_eq!(first[0].system_version_info, "");
         let body = kds::unpack(first[0].resources[0].resource.as_ref().expect("body"))
@@ -343,7 +454,7 @@ mod tests {
         store.put_zone(vec![dataplane("dp-1", 81)]).expect("put");
         assert!(z2g.on_change(&changed(), &store).responses.is_empty());
         let after_ack = z2g.on_request(&ack(&first[0]), &store).responses;
-        assert_eq!(names(&after_ack[0]), ["dp-1.default"]);
+        assert_eq!(names(&after_ack[0]), ["dp-1-dff6z597w47d46xx.default"]);
         assert_eq!(after_ack[0].nonce, "3");
         assert_ne!(
             after_ack[0].resources[0].version,
@@ -361,7 +472,10 @@ mod tests {
             .expect("remove");
         let removal = z2g.on_change(&changed(), &store).responses;
         assert!(removal[0].resources.is_empty());
-        assert_eq!(removal[0].removed_resources, ["dp-2.default"]);
+        assert_eq!(
+            removal[0].removed_resources,
+            ["dp-2-xw6954dw4969cdfz.default"]
+        );
         z2g.on_request(&ack(&removal[0]), &store);
         store.put_zone(vec![dataplane("dp-1", 81)]).expect("put");
         assert!(z2g.on_change(&changed(), &store).responses.is_empty());
@@ -409,7 +523,7 @@ mod tests {
         store.put_zone(vec![dataplane("dp-2", 80)]).expect("put");
         assert_eq!(
             names(&z2g.on_change(&changed(), &store).responses[0]),
-            ["dp-2.default"]
+            ["dp-2-xw6954dw4969cdfz.default"]
         );
 
         let mut broken = zone(ZoneDefects {
@@ -418,7 +532,13 @@ mod tests {
         });
         let first = broken.on_request(&subscribe(DP), &store).responses;
         let resent = broken.on_request(&nack(&first[0]), &store).responses;
-        assert_eq!(names(&resent[0]), ["dp-1.default", "dp-2.default"]);
+        assert_eq!(
+            names(&resent[0]),
+            [
+                "dp-1-dff6z597w47d46xx.default",
+                "dp-2-xw6954dw4969cdfz.default"
+            ]
+        );
     }
 
     #[test]
@@ -435,7 +555,13 @@ mod tests {
         every.on_request(&ack(&first[0]), &store);
         store.put_zone(vec![dataplane("dp-1", 81)]).expect("put");
         let change = every.on_change(&changed(), &store).responses;
-        assert_eq!(names(&change[0]), ["dp-1.default", "dp-2.default"]);
+        assert_eq!(
+            names(&change[0]),
+            [
+                "dp-1-dff6z597w47d46xx.default",
+                "dp-2-xw6954dw4969cdfz.default"
+            ]
+        );
 
         let mut unlabelled = zone(ZoneDefects {
             no_zone_labels: true,
@@ -446,7 +572,10 @@ mod tests {
             .expect("a KumaResource");
         assert_eq!(
             body.meta.expect("meta").labels,
-            BTreeMap::from([("team".to_string(), "a".to_string())])
+            BTreeMap::from([
+                ("kuma.io/display-name".to_string(), "dp-1".to_string()),
+                ("team".to_string(), "a".to_string())
+            ])
         );
     }
 

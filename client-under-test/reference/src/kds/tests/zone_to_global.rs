@@ -62,9 +62,14 @@ async fn the_zone_answers_each_subscription_at_once_with_its_own_labelled() {
     let dataplanes = zone_responses(&server, DP);
     assert_eq!(
         dataplanes[0].resource_names,
-        ["dp-1.default", "dp-2.default"]
+        [
+            "dp-1-dff6z597w47d46xx.default",
+            "dp-2-xw6954dw4969cdfz.default"
+        ]
     );
-    for labels in labels_of(&dataplanes[0]) {
+    for (mut labels, name) in labels_of(&dataplanes[0]).into_iter().zip(["dp-1", "dp-2"]) {
+        // The name it was given, beside the hash-suffixed one.
+        assert_eq!(labels.remove("kuma.io/display-name").as_deref(), Some(name));
         assert_eq!(
             labels,
             BTreeMap::from([
@@ -98,7 +103,10 @@ async fn a_broken_zone_leaves_out_its_labels() {
     let labels = labels_of(&zone_responses(&server, DP)[0]);
     assert_eq!(
         labels,
-        [BTreeMap::from([("team".to_string(), "zone".to_string())])]
+        [BTreeMap::from([
+            ("kuma.io/display-name".to_string(), "dp-1".to_string()),
+            ("team".to_string(), "zone".to_string())
+        ])]
     );
 }
 
@@ -139,23 +147,48 @@ async fn the_zone_sends_only_what_changed() {
         let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let expected = if sends_every_zone_resource {
             vec![
-                (names(&["dp-1.default", "dp-2.default"]), names(&[])),
-                (names(&["dp-1.default", "dp-2.default"]), names(&[])),
                 (
-                    names(&["dp-1.default", "dp-2.default", "dp-3.default"]),
+                    names(&[
+                        "dp-1-dff6z597w47d46xx.default",
+                        "dp-2-xw6954dw4969cdfz.default",
+                    ]),
                     names(&[]),
                 ),
                 (
-                    names(&["dp-1.default", "dp-3.default"]),
-                    names(&["dp-2.default"]),
+                    names(&[
+                        "dp-1-dff6z597w47d46xx.default",
+                        "dp-2-xw6954dw4969cdfz.default",
+                    ]),
+                    names(&[]),
+                ),
+                (
+                    names(&[
+                        "dp-1-dff6z597w47d46xx.default",
+                        "dp-2-xw6954dw4969cdfz.default",
+                        "dp-3-28z89w8xx4wwxxbb.default",
+                    ]),
+                    names(&[]),
+                ),
+                (
+                    names(&[
+                        "dp-1-dff6z597w47d46xx.default",
+                        "dp-3-28z89w8xx4wwxxbb.default",
+                    ]),
+                    names(&["dp-2-xw6954dw4969cdfz.default"]),
                 ),
             ]
         } else {
             vec![
-                (names(&["dp-1.default", "dp-2.default"]), names(&[])),
-                (names(&["dp-1.default"]), names(&[])),
-                (names(&["dp-3.default"]), names(&[])),
-                (names(&[]), names(&["dp-2.default"])),
+                (
+                    names(&[
+                        "dp-1-dff6z597w47d46xx.default",
+                        "dp-2-xw6954dw4969cdfz.default",
+                    ]),
+                    names(&[]),
+                ),
+                (names(&["dp-1-dff6z597w47d46xx.default"]), names(&[])),
+                (names(&["dp-3-28z89w8xx4wwxxbb.default"]), names(&[])),
+                (names(&[]), names(&["dp-2-xw6954dw4969cdfz.default"])),
             ]
         };
         assert_eq!(
@@ -217,12 +250,24 @@ async fn after_a_nack_from_the_global_nothing_goes_until_the_next_change() {
         if resends_after_nack {
             assert_eq!(
                 sent,
-                [vec!["dp-1.default"], vec!["dp-1.default", "dp-2.default"]]
+                [
+                    vec!["dp-1-dff6z597w47d46xx.default"],
+                    vec![
+                        "dp-1-dff6z597w47d46xx.default",
+                        "dp-2-xw6954dw4969cdfz.default"
+                    ]
+                ]
             );
         } else {
             // dp-2 changed while the response was unanswered: it goes
             // now, and only it.
-            assert_eq!(sent, [vec!["dp-1.default"], vec!["dp-2.default"]]);
+            assert_eq!(
+                sent,
+                [
+                    vec!["dp-1-dff6z597w47d46xx.default"],
+                    vec!["dp-2-xw6954dw4969cdfz.default"]
+                ]
+            );
             server.send_kds_request(ScriptedKdsRequest {
                 type_url: DP.into(),
                 error_detail: Some((3, "dp-2.default: bad".into())),
