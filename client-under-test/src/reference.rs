@@ -875,9 +875,10 @@ mod tests {
         assert_eq!(
             dataplanes,
             [
-                (strings(&["dp-1.default"]), vec![]),
-                (strings(&["dp-2.default"]), vec![]),
-                (vec![], strings(&["dp-1.default"])),
+                // Hash-suffixed as Kuma's zone names them (zone-1).
+                (strings(&["dp-1-dff6z597w47d46xx.default"]), vec![]),
+                (strings(&["dp-2-xw6954dw4969cdfz.default"]), vec![]),
+                (vec![], strings(&["dp-1-dff6z597w47d46xx.default"])),
             ]
         );
         let client_ids: Vec<Option<String>> = events
