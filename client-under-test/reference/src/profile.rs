@@ -75,6 +75,21 @@ pub struct Defects {
     /// set (its INFO is still written): a second deletion is not warned of
     /// (A53: the INFO "unset[s] the bit").
     pub ignored_deletion_never_clears: bool,
+    /// The ADS stream's backoff does not grow: every retry waits the
+    /// initial delay (A57: exponential backoff, as gRPC's connection
+    /// backoff, growing by 1.6 up to 120 s).
+    pub backoff_constant: bool,
+    /// Never fall back to a lower-priority server (A71: with an uncached
+    /// resource watched, a connectivity failure connects to the next
+    /// server of the bootstrap).
+    pub no_fallback: bool,
+    /// A response with an invalid resource is rejected whole: its valid
+    /// resources are not used either (A46: "gRPC will still use all valid
+    /// resources from the response").
+    pub nack_drops_valid_resources: bool,
+    /// A NACK names only the response's first invalid resource (A46: one
+    /// NACK per response, for every resource it rejects).
+    pub nack_names_first_only: bool,
     /// Falling back drops the connection to the server that failed (A71:
     /// "does not close gRPC connections to the higher-priority servers").
     pub fallback_drops_the_failed_connection: bool,

@@ -88,8 +88,12 @@ impl Worker {
         };
         match &mut channel.retryable {
             None => {
+                let mut backoff = self.shared.profile.backoff;
+                if self.shared.profile.defects.backoff_constant {
+                    backoff.multiplier = 1.0;
+                }
                 channel.retryable = Some(RetryableCall {
-                    backoff: Backoff::new(self.shared.profile.backoff),
+                    backoff: Backoff::new(backoff),
                     call: None,
                     retry_timer: None,
                 });

@@ -132,6 +132,9 @@ impl Worker {
         {
             return false;
         }
+        if self.shared.profile.defects.no_fallback {
+            return false;
+        }
         let servers = self.servers_for(authority_name);
         let start = self.authorities[authority_name].channels.len();
         for server in servers.iter().skip(start) {

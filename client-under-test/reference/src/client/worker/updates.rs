@@ -176,6 +176,12 @@ impl Worker {
                 memory.replaced_elsewhere(&parsed);
             }
         }
+        // Defects::nack_drops_valid_resources: the whole response rejected,
+        // as gRPC did before A46 (so it deletes nothing either).
+        if self.shared.profile.defects.nack_drops_valid_resources && !parsed.errors.is_empty() {
+            parsed.entries.retain(|entry| entry.resource.is_err());
+            parsed.deletions = Deletions::None;
+        }
         let deletions = std::mem::replace(&mut parsed.deletions, Deletions::None);
         let server_errors = std::mem::take(&mut parsed.server_errors);
         let mut seen = (deletions == Deletions::AllOthers).then(|| parsed.names());
@@ -186,11 +192,19 @@ impl Worker {
         }
         let nonce = parsed.nonce.clone();
         let version = parsed.version.clone();
+        let named = if self.shared.profile.defects.nack_names_first_only {
+            1
+        } else {
+            usize::MAX
+        };
         let nack = (!parsed.errors.is_empty()).then(|| {
-            format!(
-                "xDS response validation errors: [{}]",
-                parsed.errors.join("; ")
-            )
+            let errors: Vec<&str> = parsed
+                .errors
+                .iter()
+                .take(named)
+                .map(String::as_str)
+                .collect();
+            format!("xDS response validation errors: [{}]", errors.join("; "))
         });
         // Defects::new_stream_keeps_cached: the stream's first response of
         // the type read as a replay of what the client holds.

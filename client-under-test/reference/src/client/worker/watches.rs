@@ -179,7 +179,13 @@ impl Worker {
         };
         if needs_channel {
             let start = self.authorities[&name.authority].channels.len();
-            for server in servers.iter().skip(start) {
+            // Defects::no_fallback: the first server only.
+            let limit = if self.shared.profile.defects.no_fallback {
+                1usize.saturating_sub(start)
+            } else {
+                usize::MAX
+            };
+            for server in servers.iter().skip(start).take(limit) {
                 self.get_or_create_channel(server);
                 self.authority_mut(&name.authority)
                     .channels
