@@ -27,6 +27,11 @@ fn defect(name: &str) -> Defects {
         "fallback_drops_the_failed_connection" => d.fallback_drops_the_failed_connection = true,
         "fallback_connection_kept" => d.fallback_connection_kept = true,
         "server_client_per_server" => d.server_client_per_server = true,
+        "backoff_constant" => d.backoff_constant = true,
+        "no_fallback" => d.no_fallback = true,
+        "nack_drops_valid_resources" => d.nack_drops_valid_resources = true,
+        "nack_names_first_only" => d.nack_names_first_only = true,
+        "new_stream_keeps_cached" => d.new_stream_keeps_cached = true,
         "error_after_good_stream" => d.error_after_good_stream = true,
         "no_connect_timeout" => d.no_connect_timeout = true,
         "deletions_always_drop" => d.deletions_always_drop = true,
@@ -638,6 +643,35 @@ fn defect(name: &str) -> Defects {
     "server_client_per_server",
     "a71/servers-share-one-server-xds-client",
     ":32:5:"
+)]
+#[case::a57_backoff_grows("backoff_constant", "a57/backoff-growth-and-reset", ":20:5:")]
+#[case::a57_channel_backoff_grows(
+    "backoff_constant",
+    "a57/channel-backoff-growth-and-reset",
+    ":36:5:"
+)]
+#[case::a71_fallback_after_the_connect_timeout(
+    "no_fallback",
+    "a71/fallback-after-the-connect-timeout",
+    ":24:5:"
+)]
+#[case::a71_fallback_mid_update("no_fallback", "a71/channel-fallback-mid-update", ":56:5:")]
+#[case::a71_fallback_at_start("no_fallback", "a71/primary-down-at-start-uses-fallback", ":25:5:")]
+#[case::a71_fallback_updates_the_cache(
+    "new_stream_keeps_cached",
+    "a71/new-watch-while-failing-triggers-fallback",
+    ":40:5:"
+)]
+#[case::a71_flapping("no_fallback", "a71/channel-flapping-between-servers", ":35:5:")]
+#[case::a46_valid_resources_used(
+    "nack_drops_valid_resources",
+    "a46/nack-keeps-valid-resources",
+    ":23:5:"
+)]
+#[case::a46_one_nack_names_every_bad_resource(
+    "nack_names_first_only",
+    "a46/nack-lists-every-bad-resource",
+    ":23:5:"
 )]
 fn a_broken_rule_fails_its_scenario(
     #[case] defect_name: &str,
