@@ -272,7 +272,10 @@ fn a_new_wildcard_watcher_hears_what_is_cached() {
 
 #[test]
 fn a_finding_shrinks_to_a_smaller_file_that_still_breaks_the_rule() {
-    for name in ["node-on-first-request", "silent-after-cancel"] {
+    // Not node-on-first-request: its broken client breaks it at the first
+    // ACK of the first schedule (an empty wildcard response is answered
+    // too), a finding too small to shrink.
+    for name in ["answered-once", "silent-after-cancel"] {
         let (factory, protocol) = broken_against(name);
         let shape = Shape {
             steps: 20,
@@ -421,18 +424,18 @@ fn an_invariant_a_client_is_known_to_break_is_not_held_and_the_others_still_are(
             .unwrap_or_else(|e| panic!("{e}"))
     };
     let caps = ReferenceClient::new().capabilities();
-    let known = parse("chaos:node-on-first-request: {expect: fail, reason: sends it always}\n");
+    let known = parse("chaos:node-on-first-request: {expect: fail, reason: changes it}\n");
     let rules = Rules::with_expectations(caps.clone(), &known).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         rules.known.get("node-on-first-request").map(String::as_str),
-        Some("sends it always")
+        Some("changes it")
     );
     let shape = Shape {
         steps: 20,
         protocol: AdsProtocol::Sotw,
         fit: None,
     };
-    // The client that sends the node on every request: caught by
+    // The client that changes the node on later requests: caught by
     // node-on-first-request at once when held to it (see
     // each_invariant_catches_its_broken_client), not at all here.
     let (factory, _) = broken_against("node-on-first-request");
@@ -453,7 +456,7 @@ fn an_invariant_a_client_is_known_to_break_is_not_held_and_the_others_still_are(
     );
     // A client that breaks another rule as well is still caught by it.
     let both = defective(|d| {
-        d.node_in_every_request = true;
+        d.node_changes_on_later_requests = true;
         d.delta_nonce_on_every_request = true;
     });
     let delta = Shape {
@@ -549,7 +552,6 @@ fn grpc_rust_plays_every_schedule_fitted_to_it_and_breaks_only_what_its_expectat
         known,
         [
             "does-not-exist-timer",
-            "node-on-first-request",
             "unchanged-not-notified-again",
             "wildcard-hears-every-resource"
         ]

@@ -216,9 +216,14 @@ pub struct Defects {
     /// CSDS shows a NACKed resource with no error state at all (gRFC A88:
     /// NACKED "The error will indicate the validation failure").
     pub csds_nack_without_error_state: bool,
-    /// The node in every request of a stream (A27: in its first only;
-    /// grpc-rust's xds-client 0.1.0-alpha.4 sends it every time).
+    /// The node in every request of a stream (allowed: xds_protocol.rst
+    /// guarantees it only in a stream's first; grpc-rust's xds-client
+    /// 0.1.0-alpha.4 sends it every time).
     pub node_in_every_request: bool,
+    /// A later request of a stream carries a node other than its first's
+    /// (xds_protocol.rst: "The node identifier should always be identical
+    /// if present more than once on the stream").
+    pub node_changes_on_later_requests: bool,
     /// The node in the client's first request only, not in the first of
     /// each new stream (A27: every stream starts with it).
     pub node_on_first_stream_only: bool,

@@ -29,8 +29,9 @@ pub fn broken_against(invariant: &str) -> (BoxedFactory, AdsProtocol) {
             defective(|d| d.delta_nonce_on_every_request = true),
             AdsProtocol::Delta,
         ),
+        // A later request whose node is not the stream's first's.
         "node-on-first-request" => (
-            defective(|d| d.node_in_every_request = true),
+            defective(|d| d.node_changes_on_later_requests = true),
             AdsProtocol::Sotw,
         ),
         // Cancels that do nothing: the watcher goes on hearing.

@@ -265,7 +265,17 @@ impl AdsStream {
             self.buffered.insert(resource_type);
             return false;
         }
-        let node = (!self.sent_initial || self.defects.node_in_every_request).then(|| node.clone());
+        let node = if !self.sent_initial || self.defects.node_in_every_request {
+            Some(node.clone())
+        } else if self.defects.node_changes_on_later_requests {
+            // `Defects::node_changes_on_later_requests`.
+            Some(Node {
+                id: format!("{}-changed", node.id),
+                ..node.clone()
+            })
+        } else {
+            None
+        };
         let type_state = self.types.entry(resource_type).or_default();
         // A stream's first request of a type that names nothing (its names
         // went while it waited its turn) would subscribe to every resource
