@@ -62,7 +62,7 @@ fn defect(name: &str) -> Defects {
         "csds_old_error_state" => d.csds_old_error_state = true,
         "csds_nack_without_error_state" => d.csds_nack_without_error_state = true,
         "claims_no_client_features" => d.claims_no_client_features = true,
-        "node_in_every_request" => d.node_in_every_request = true,
+        "node_changes_on_later_requests" => d.node_changes_on_later_requests = true,
         "node_on_first_stream_only" => d.node_on_first_stream_only = true,
         "ambient_error_never_cleared" => d.ambient_error_never_cleared = true,
         "unchanged_update_keeps_failure" => d.unchanged_update_keeps_failure = true,
@@ -373,11 +373,15 @@ fn defect(name: &str) -> Defects {
     "delta/nack-keeps-valid-resources-and-versions",
     ":37:5:"
 )]
-#[case::node_in_every_request("node_in_every_request", "a27/node-only-in-first-request", ":23:5:")]
+#[case::node_changes_on_later_requests(
+    "node_changes_on_later_requests",
+    "a27/node-only-in-first-request",
+    ":46:5:"
+)]
 #[case::node_on_first_stream_only(
     "node_on_first_stream_only",
     "a27/node-only-in-first-request",
-    ":40:5:"
+    ":46:5:"
 )]
 #[case::empty_first_request(
     "empty_first_request_is_sent",
