@@ -18,20 +18,6 @@ fn defect(name: &str) -> Defects {
         "timer_from_watch" => d.timer_from_watch = true,
         "silent_stream_failures" => d.silent_stream_failures = true,
         "backoff_never_resets" => d.backoff_never_resets = true,
-        "connectivity_errors_reach_one_type" => d.connectivity_errors_reach_one_type = true,
-        "connectivity_errors_unlogged" => d.connectivity_errors_unlogged = true,
-        "ignored_deletion_unlogged" => d.ignored_deletion_unlogged = true,
-        "ignored_deletion_end_unlogged" => d.ignored_deletion_end_unlogged = true,
-        "ignored_deletion_never_clears" => d.ignored_deletion_never_clears = true,
-        "resolver_errors_keep_the_channel_state" => d.resolver_errors_keep_the_channel_state = true,
-        "fallback_drops_the_failed_connection" => d.fallback_drops_the_failed_connection = true,
-        "fallback_connection_kept" => d.fallback_connection_kept = true,
-        "server_client_per_server" => d.server_client_per_server = true,
-        "backoff_constant" => d.backoff_constant = true,
-        "no_fallback" => d.no_fallback = true,
-        "nack_drops_valid_resources" => d.nack_drops_valid_resources = true,
-        "nack_names_first_only" => d.nack_names_first_only = true,
-        "new_stream_keeps_cached" => d.new_stream_keeps_cached = true,
         "error_after_good_stream" => d.error_after_good_stream = true,
         "no_connect_timeout" => d.no_connect_timeout = true,
         "deletions_always_drop" => d.deletions_always_drop = true,
@@ -62,6 +48,23 @@ fn defect(name: &str) -> Defects {
         "csds_old_error_state" => d.csds_old_error_state = true,
         "csds_nack_without_error_state" => d.csds_nack_without_error_state = true,
         "claims_no_client_features" => d.claims_no_client_features = true,
+        "connectivity_errors_reach_one_type" => d.connectivity_errors_reach_one_type = true,
+        "connectivity_errors_unlogged" => d.connectivity_errors_unlogged = true,
+        "ignored_deletion_unlogged" => d.ignored_deletion_unlogged = true,
+        "ignored_deletion_end_unlogged" => d.ignored_deletion_end_unlogged = true,
+        "ignored_deletion_never_clears" => d.ignored_deletion_never_clears = true,
+        "resolver_errors_keep_the_channel_state" => d.resolver_errors_keep_the_channel_state = true,
+        "fallback_drops_the_failed_connection" => d.fallback_drops_the_failed_connection = true,
+        "fallback_connection_kept" => d.fallback_connection_kept = true,
+        "server_client_per_server" => d.server_client_per_server = true,
+        "backoff_constant" => d.backoff_constant = true,
+        "no_fallback" => d.no_fallback = true,
+        "nack_drops_valid_resources" => d.nack_drops_valid_resources = true,
+        "nack_names_first_only" => d.nack_names_first_only = true,
+        "new_stream_keeps_cached" => d.new_stream_keeps_cached = true,
+        "sotw_absence_deletes_every_type" => d.sotw_absence_deletes_every_type = true,
+        "does_not_exist_timer_30s" => d.does_not_exist_timer_30s = true,
+        "connectivity_error_without_reason" => d.connectivity_error_without_reason = true,
         "node_changes_on_later_requests" => d.node_changes_on_later_requests = true,
         "node_on_first_stream_only" => d.node_on_first_stream_only = true,
         "ambient_error_never_cleared" => d.ambient_error_never_cleared = true,
@@ -676,6 +679,21 @@ fn defect(name: &str) -> Defects {
     "nack_names_first_only",
     "a46/nack-lists-every-bad-resource",
     ":23:5:"
+)]
+#[case::a53_only_lds_and_cds_delete(
+    "sotw_absence_deletes_every_type",
+    "a53/eds-absence-is-not-a-deletion",
+    ":31:5:"
+)]
+#[case::a57_fifteen_second_timer(
+    "does_not_exist_timer_30s",
+    "a57/resource-at-15.1s-after-does-not-exist",
+    ":18:5:"
+)]
+#[case::a57_stream_error_names_the_reason(
+    "connectivity_error_without_reason",
+    "a57/stream-closed-before-response-uncached",
+    ":20:5:"
 )]
 fn a_broken_rule_fails_its_scenario(
     #[case] defect_name: &str,

@@ -90,6 +90,16 @@ pub struct Defects {
     /// A NACK names only the response's first invalid resource (A46: one
     /// NACK per response, for every resource it rejects).
     pub nack_names_first_only: bool,
+    /// SotW: a response of any type that leaves a cached resource out
+    /// deletes it, EDS and RDS too (A53: deletion "will affect only LDS
+    /// and CDS"; only their responses carry every resource).
+    pub sotw_absence_deletes_every_type: bool,
+    /// The does-not-exist timer is 30 s (A57: "a 15-second timeout").
+    pub does_not_exist_timer_30s: bool,
+    /// A connectivity error tells watchers that the channel failed, not
+    /// why (A57: the message "should include the reason for the
+    /// connectivity failure").
+    pub connectivity_error_without_reason: bool,
     /// Falling back drops the connection to the server that failed (A71:
     /// "does not close gRPC connections to the higher-priority servers").
     pub fallback_drops_the_failed_connection: bool,

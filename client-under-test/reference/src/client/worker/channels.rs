@@ -401,7 +401,9 @@ impl Worker {
     /// The does-not-exist timer: 15 s (A57), or 30 s under A88 for a
     /// server with `resource_timer_is_transient_error`.
     pub(super) fn resource_timeout(&self, server: &XdsServerConfig) -> Duration {
-        if self.a88() && server.resource_timer_is_transient_error() {
+        if self.a88() && server.resource_timer_is_transient_error()
+            || self.shared.profile.defects.does_not_exist_timer_30s
+        {
             Duration::from_secs(30)
         } else {
             self.shared.profile.resource_request_timeout

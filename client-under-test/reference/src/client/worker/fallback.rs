@@ -45,12 +45,19 @@ impl Worker {
     /// The channel failed: report it to the watchers of every authority
     /// using it, unless that authority can fall back to another server.
     pub(super) fn set_channel_status(&mut self, server: &XdsServerConfig, error: XdsError) {
+        let reason = if self
+            .shared
+            .profile
+            .defects
+            .connectivity_error_without_reason
+        {
+            "connectivity failure".to_string()
+        } else {
+            error.message
+        };
         let error = XdsError::new(
             error.code,
-            format!(
-                "xDS channel for server {}: {}",
-                server.server_uri, error.message
-            ),
+            format!("xDS channel for server {}: {reason}", server.server_uri),
         );
         let per_error = self.shared.profile.defects.failures_counted_per_error;
         let Some(channel) = self.channels.get_mut(server) else {

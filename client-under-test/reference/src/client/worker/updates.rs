@@ -80,7 +80,11 @@ impl Worker {
         let reading = self.resource_errors_reading();
         let mut parsed = match response {
             Response::Sotw(response) => {
-                sotw::parse(&self.shared.decode, resource_type, response, reading)
+                let mut parsed = sotw::parse(&self.shared.decode, resource_type, response, reading);
+                if self.shared.profile.defects.sotw_absence_deletes_every_type {
+                    parsed.deletions = Deletions::AllOthers;
+                }
+                parsed
             }
             Response::Delta(response) => {
                 delta::parse(&self.shared.decode, resource_type, response, reading)
