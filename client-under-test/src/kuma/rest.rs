@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 use xds_vocabulary::kds::spec::{self, Unpacked};
+use xds_vocabulary::kds::zone::labels;
 use xds_vocabulary::kds::{KdsName, KdsResource, ZoneStoreChange, types};
 
 use crate::http1::{self, HttpError};
@@ -172,7 +173,10 @@ impl RestApi {
         }
     }
 
-    /// What the zone stores of `types`.
+    /// What the zone stores of `types` from its global: the resources
+    /// labelled `kuma.io/origin: global` (a real zone also keeps what it
+    /// makes itself, its own GlobalSecrets and HostnameGenerators, which
+    /// no global sent and the reference zone does not report).
     pub async fn stored(&self, types: &[TypePath]) -> Result<Stored, RestError> {
         let meshes: Vec<String> = self
             .items("/meshes")
@@ -193,7 +197,11 @@ impl RestApi {
             for listing in listings {
                 for item in self.items(&listing).await? {
                     let (key, value) = project(&t.kuma_type, t.mesh_scoped, &item);
-                    stored.insert(key, value);
+                    if value.0.get(labels::ORIGIN).map(String::as_str)
+                        == Some(labels::ORIGIN_GLOBAL)
+                    {
+                        stored.insert(key, value);
+                    }
                 }
             }
         }
