@@ -64,6 +64,7 @@ fn defect(name: &str) -> Defects {
         "new_stream_keeps_cached" => d.new_stream_keeps_cached = true,
         "sotw_absence_deletes_every_type" => d.sotw_absence_deletes_every_type = true,
         "does_not_exist_timer_30s" => d.does_not_exist_timer_30s = true,
+        "new_streams_resubscribe_late" => d.new_streams_resubscribe_late = true,
         "connectivity_error_without_reason" => d.connectivity_error_without_reason = true,
         "node_changes_on_later_requests" => d.node_changes_on_later_requests = true,
         "node_on_first_stream_only" => d.node_on_first_stream_only = true,
@@ -695,6 +696,11 @@ fn defect(name: &str) -> Defects {
     "a57/stream-closed-before-response-uncached",
     ":20:5:"
 )]
+#[case::a57_new_stream_resubscribes_at_once(
+    "new_streams_resubscribe_late",
+    "a57/stream-closed-after-response-is-not-an-error",
+    ":25:5:"
+)]
 fn a_broken_rule_fails_its_scenario(
     #[case] defect_name: &str,
     #[case] scenario: &str,
@@ -928,6 +934,11 @@ fn a_broken_rule_fails_its_scenario(
     ValidationRule::WrapperNamesItsResource,
     "a46/wrapped-undecodable-body-is-charged-to-its-name",
     ":23:5:"
+)]
+#[case::a46_unsupported_value_is_invalid(
+    ValidationRule::LbPolicySupported,
+    "a46/nack-keeps-valid-resources",
+    ":25:5:"
 )]
 fn a_broken_validation_rule_fails_its_scenario(
     #[case] rule: ValidationRule,

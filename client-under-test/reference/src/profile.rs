@@ -94,6 +94,10 @@ pub struct Defects {
     /// deletes it, EDS and RDS too (A53: deletion "will affect only LDS
     /// and CDS"; only their responses carry every resource).
     pub sotw_absence_deletes_every_type: bool,
+    /// A stream after the channel's first subscribes to nothing until a
+    /// watch changes (A57: after a disconnect the XdsClient "will start a
+    /// new ADS stream and immediately send the subscription requests").
+    pub new_streams_resubscribe_late: bool,
     /// The does-not-exist timer is 30 s (A57: "a 15-second timeout").
     pub does_not_exist_timer_30s: bool,
     /// A connectivity error tells watchers that the channel failed, not

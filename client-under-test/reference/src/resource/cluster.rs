@@ -354,6 +354,7 @@ fn parse_lb_policy(cluster: &Cluster, scope: &mut FieldScope<'_>) -> Option<LbPo
             }
             Some(LbPolicy::LeastRequest { choice_count })
         }
+        _ if !scope.enforces(ValidationRule::LbPolicySupported) => Some(LbPolicy::RoundRobin),
         _ => {
             scope.at(".lb_policy").error("LB policy is not supported");
             None

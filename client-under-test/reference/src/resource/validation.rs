@@ -176,6 +176,11 @@ pub enum ValidationRule {
     // Cluster (gRFC A27, A29, A37, A42, A50).
     /// The discovery type must be EDS, LOGICAL_DNS or an aggregate cluster.
     DiscoveryType,
+    /// The legacy `lb_policy` must be one gRPC supports (gRFC A46: "an
+    /// individual resource that sets a supported field to an unsupported
+    /// value will be considered invalid"); broken, it is read as
+    /// ROUND_ROBIN.
+    LbPolicySupported,
     /// `eds_cluster_config.eds_config` must be ADS or self.
     EdsConfigSource,
     /// A `cluster_type` extension must be an aggregate cluster's config.

@@ -96,6 +96,7 @@ impl Worker {
                     backoff: Backoff::new(backoff),
                     call: None,
                     retry_timer: None,
+                    calls_started: 0,
                 });
                 // A new call subscribes everything its authorities watch.
                 self.start_call(server);
@@ -170,6 +171,11 @@ impl Worker {
         let Some(channel) = self.channels.get_mut(server) else {
             return;
         };
+        let later_call = channel
+            .retryable
+            .as_ref()
+            .is_some_and(|r| r.calls_started > 0);
+        let resubscribe = !(later_call && self.shared.profile.defects.new_streams_resubscribe_late);
         let (queue_tx, queue_rx) = mpsc::unbounded_channel();
         let call_id = CallId {
             server: server.clone(),
@@ -186,7 +192,7 @@ impl Worker {
             .defects
             .fallback_subscribes_only_uncached;
         for (authority_name, authority) in &self.authorities {
-            if !authority.channels.contains(server) {
+            if !authority.channels.contains(server) || !resubscribe {
                 continue;
             }
             let is_fallback = authority.channels.first() != Some(server);
@@ -205,6 +211,7 @@ impl Worker {
             return;
         };
         retryable.call = Some(call);
+        retryable.calls_started += 1;
         // On a live connection the call says it is connected at once,
         // which cancels this.
         let deadline = self.now() + CONNECT_TIMEOUT;

@@ -195,6 +195,8 @@ struct RetryableCall {
     backoff: Backoff,
     call: Option<AdsStream>,
     retry_timer: Option<TimerId>,
+    /// Calls started so far (`Defects::new_streams_resubscribe_late`).
+    calls_started: u64,
 }
 
 enum TimerKind {
