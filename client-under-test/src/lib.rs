@@ -11,6 +11,7 @@ pub mod broken;
 mod child;
 pub mod connect;
 mod containment;
+pub mod driven;
 pub mod envoy;
 /// For the fuzz targets in `fuzz/` and their corpus replay test only.
 #[doc(hidden)]
@@ -26,6 +27,7 @@ pub mod summary;
 
 pub use child::remove_temp_files;
 pub use containment::RUN_MARK;
+pub use driven::driven;
 pub use envoy::{EnvoyClient, EnvoyLogging};
 pub use grpc_rust::GrpcRustClient;
 pub use kuma::KumaZoneClient;

@@ -17,8 +17,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use xds_client_under_test::{
-    AdapterManifest, Capabilities, ClientUnderTest, Driver, EnvoyClient, GrpcRustClient,
-    ProcessClient, ReferenceClient,
+    AdapterManifest, Capabilities, ClientUnderTest, GrpcRustClient, ReferenceClient,
 };
 use xds_conformance::runner::not_applicable;
 use xds_conformance::suite::{ADAPTERS_DIR, default_matrix_clients, discover, load, repo_root};
@@ -35,10 +34,7 @@ fn capabilities(name: &str) -> Capabilities {
                 .join(adapter);
             let manifest = AdapterManifest::load(&dir).expect("manifest");
             let root = manifest.root_dir(&dir).expect("the manifest's root");
-            match manifest.driver {
-                Driver::Adapter => ProcessClient::new(&root, manifest).capabilities(),
-                Driver::Envoy => EnvoyClient::new(&root, manifest).capabilities(),
-            }
+            xds_client_under_test::driven(&root, manifest).capabilities()
         }
     }
 }

@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use xds_client_under_test::{
-    AdapterManifest, ClientUnderTest, Driver, EnvoyClient, GrpcRustClient, ProcessClient,
-    ReferenceClient,
+    AdapterManifest, ClientUnderTest, GrpcRustClient, ProcessClient, ReferenceClient,
 };
 use xds_conformance_reports::{RunReport, Verdict};
 
@@ -210,21 +209,9 @@ pub fn client_factory(name: &str) -> Result<BoxedFactory, String> {
             ProcessClient::new(&root, manifest.clone())
                 .ensure_installed()
                 .map_err(|e| e.to_string())?;
-            Ok(match manifest.driver {
-                Driver::Adapter => Box::new(move || {
-                    Box::new(ProcessClient::new(&root, manifest.clone()))
-                        as Box<dyn ClientUnderTest>
-                }),
-                Driver::Envoy => Box::new(move || {
-                    Box::new(EnvoyClient::new(&root, manifest.clone())) as Box<dyn ClientUnderTest>
-                }),
-                Driver::Kuma => Box::new(move || {
-                    Box::new(xds_client_under_test::KumaZoneClient::new(
-                        &root,
-                        manifest.clone(),
-                    )) as Box<dyn ClientUnderTest>
-                }),
-            })
+            Ok(Box::new(move || {
+                xds_client_under_test::driven(&root, manifest.clone())
+            }))
         }
     }
 }
@@ -736,13 +723,7 @@ mod tests {
                 let dir = repo_root().unwrap().join(ADAPTERS_DIR).join(client);
                 let manifest = AdapterManifest::load(&dir).unwrap();
                 let root = manifest.root_dir(&dir).unwrap();
-                match manifest.driver {
-                    Driver::Adapter => ProcessClient::new(&root, manifest).capabilities(),
-                    Driver::Envoy => EnvoyClient::new(&root, manifest).capabilities(),
-                    Driver::Kuma => {
-                        xds_client_under_test::KumaZoneClient::new(&root, manifest).capabilities()
-                    }
-                }
+                xds_client_under_test::driven(&root, manifest).capabilities()
             }
         }
     }

@@ -27,8 +27,8 @@ use std::process::ExitCode;
 use serde::Deserialize;
 use serde_json::Value;
 use xds_client_under_test::{
-    AdapterCapabilities, AdapterManifest, Capabilities, ClientUnderTest, Driver, EnvoyClient,
-    GrpcRustClient, ProcessClient, ReferenceClient,
+    AdapterCapabilities, AdapterManifest, Capabilities, ClientUnderTest, GrpcRustClient,
+    ReferenceClient,
 };
 
 use crate::expectations::Expectations;
@@ -279,16 +279,9 @@ fn clients() -> Vec<Client> {
             continue;
         };
         let capabilities = match manifest.root_dir(&dir) {
-            Ok(adapter_root) => match manifest.driver {
-                Driver::Adapter => {
-                    ProcessClient::new(&adapter_root, manifest.clone()).capabilities()
-                }
-                Driver::Envoy => EnvoyClient::new(&adapter_root, manifest.clone()).capabilities(),
-                Driver::Kuma => {
-                    xds_client_under_test::KumaZoneClient::new(&adapter_root, manifest.clone())
-                        .capabilities()
-                }
-            },
+            Ok(adapter_root) => {
+                xds_client_under_test::driven(&adapter_root, manifest.clone()).capabilities()
+            }
             Err(_) => manifest.capabilities.to_capabilities(),
         };
         let expectations_file = manifest
