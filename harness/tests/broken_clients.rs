@@ -98,6 +98,7 @@ fn defect(name: &str) -> Defects {
         "zone_unsubscribed_type_drops_the_connection" => {
             d.zone.unsubscribed_type_drops_the_connection = true
         }
+        "zone_global_overwrites_zone_origin" => d.zone.global_overwrites_zone_origin = true,
         "zone_policy_specs_unchecked" => d.zone.policy_specs_unchecked = true,
         "zone_no_kuma_features" => d.zone.no_kuma_features = true,
         "zone_no_hash_suffix" => d.zone.no_hash_suffix = true,
@@ -190,6 +191,11 @@ fn defect(name: &str) -> Defects {
     "zone_unsubscribed_type_drops_the_connection",
     "kds/a-registered-type-never-subscribed-is-stored",
     ":28:5:"
+)]
+#[case::kds_name_clash(
+    "zone_global_overwrites_zone_origin",
+    "kds/a-clash-with-the-zones-own-is-nacked",
+    ":34:5:"
 )]
 #[case::kds_policy_validation(
     "zone_policy_specs_unchecked",

@@ -358,6 +358,11 @@ pub struct ZoneDefects {
     /// the connection (Kuma: looked up in its registry, stored and ACKed,
     /// KDS-FACTS 4.7).
     pub unsubscribed_type_drops_the_connection: bool,
+    /// A global resource whose key equals a zone-origin one, of a type
+    /// zones create, replaces the zone's (the reference: NACKed, the
+    /// zone's kept; Kuma 2.14.3 ends the connection in a loop, KDS-FACTS
+    /// 4.1).
+    pub global_overwrites_zone_origin: bool,
     /// New-style policy specs go unchecked: a MeshTimeout with a
     /// `targetRef.kind` it does not support, or without `to`, `from` or
     /// `rules`, is stored (Kuma: NACKed, KDS-FACTS 4.3).
