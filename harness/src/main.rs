@@ -295,9 +295,9 @@ enum Command {
     /// Write a working adapter folder for a client this project does not
     /// ship: adapter.json, a skeleton in your language that speaks the
     /// adapter protocol (hello, watch, cancel_watch, shutdown; what to
-    /// fill in is marked TODO), an empty expectations file and a README
-    /// with the next commands. Run it at once: `run scenarios --client
-    /// ./NAME`.
+    /// fill in is marked TODO), the name of the expectations file it
+    /// will record failures in, and a README with the next commands. Run
+    /// it at once: `run scenarios --client ./NAME`.
     NewAdapter {
         /// The client's name (lowercase letters, digits, '-', '_', '.'):
         /// the folder's, and what reports and expectations call it.

@@ -3,8 +3,11 @@
 //! away: `adapter.json` with the capabilities the skeleton has (a watch
 //! API, nothing more), a skeleton in the implementer's language that
 //! speaks the adapter protocol (`hello`, `watch`, `cancel_watch`,
-//! `shutdown`) with what to fill in marked, an empty expectations file
-//! the manifest names, and a README with the next commands.
+//! `shutdown`) with what to fill in marked, the name of its expectations
+//! file in the manifest (not written: a client without recorded
+//! expectations is not retried, so its first run shows its failures at
+//! once, and `--update-expectations` creates the file), and a README with
+//! the next commands.
 //!
 //! The skeletons are templates in `templates/`, compiled into the binary;
 //! `tests/scaffold.rs` writes each one and runs it against scenarios. This
@@ -152,13 +155,6 @@ pub fn write(name: &str, language: Language, parent: &Path) -> Result<PathBuf, S
         .map(|t| (t.file.to_string(), t.text.replace("{{NAME}}", name)))
         .collect();
     files.push(("adapter.json".into(), manifest(name, language)));
-    files.push((
-        EXPECTATIONS_FILE.into(),
-        "# Which runs this client is expected to fail, and why (the book: \
-         Expectations).\n# `xds-conformance run scenarios --client <this folder> \
-         --update-expectations` writes it from a run.\n{}\n"
-            .into(),
-    ));
     files.push(("README.md".into(), readme(name, language)));
     for (file, text) in files {
         let path = dir.join(&file);
@@ -252,6 +248,8 @@ mod tests {
             .unwrap();
             assert_eq!(manifest["name"], name.as_str());
             assert_eq!(manifest["expectations"], EXPECTATIONS_FILE);
+            // Named, not written: the first run is then not retried.
+            assert!(!folder.join(EXPECTATIONS_FILE).exists());
             let skeleton =
                 std::fs::read_to_string(folder.join(language.templates()[0].file)).unwrap();
             assert!(skeleton.contains(&name), "{language:?}");
