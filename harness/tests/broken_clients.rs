@@ -65,6 +65,7 @@ fn defect(name: &str) -> Defects {
         "sotw_absence_deletes_every_type" => d.sotw_absence_deletes_every_type = true,
         "does_not_exist_timer_30s" => d.does_not_exist_timer_30s = true,
         "new_streams_resubscribe_late" => d.new_streams_resubscribe_late = true,
+        "backoff_uncapped" => d.backoff_uncapped = true,
         "connectivity_error_without_reason" => d.connectivity_error_without_reason = true,
         "node_changes_on_later_requests" => d.node_changes_on_later_requests = true,
         "node_on_first_stream_only" => d.node_on_first_stream_only = true,
@@ -707,6 +708,7 @@ fn defect(name: &str) -> Defects {
     "a57/stream-closed-after-response-is-not-an-error",
     ":25:5:"
 )]
+#[case::a57_backoff_capped("backoff_uncapped", "a57/backoff-levels-off-at-120s", ":24:5:")]
 fn a_broken_rule_fails_its_scenario(
     #[case] defect_name: &str,
     #[case] scenario: &str,

@@ -94,6 +94,9 @@ pub struct Defects {
     /// deletes it, EDS and RDS too (A53: deletion "will affect only LDS
     /// and CDS"; only their responses carry every resource).
     pub sotw_absence_deletes_every_type: bool,
+    /// The ADS stream's backoff has no cap (A57, gRPC's connection
+    /// backoff: it stops growing at 120 s).
+    pub backoff_uncapped: bool,
     /// A stream after the channel's first subscribes to nothing until a
     /// watch changes (A57: after a disconnect the XdsClient "will start a
     /// new ADS stream and immediately send the subscription requests").

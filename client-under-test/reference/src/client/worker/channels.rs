@@ -92,6 +92,9 @@ impl Worker {
                 if self.shared.profile.defects.backoff_constant {
                     backoff.multiplier = 1.0;
                 }
+                if self.shared.profile.defects.backoff_uncapped {
+                    backoff.max = Duration::MAX;
+                }
                 channel.retryable = Some(RetryableCall {
                     backoff: Backoff::new(backoff),
                     call: None,
