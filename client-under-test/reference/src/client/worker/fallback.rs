@@ -91,18 +91,18 @@ impl Worker {
         for authority_name in authority_names {
             let uses_it = self.authorities[&authority_name].channels.last() == Some(server);
             let fell_back = uses_it && self.maybe_fallback(&authority_name);
+            // Defects::fallback_drops_the_failed_connection: a new
+            // transport; dropping the old one closes its connection.
+            let drops = self
+                .shared
+                .profile
+                .defects
+                .fallback_drops_the_failed_connection;
             if fell_back
-                && self
-                    .shared
-                    .profile
-                    .defects
-                    .fallback_drops_the_failed_connection
+                && drops
+                && let Some(channel) = self.channels.get_mut(server)
             {
-                if let Some(channel) = self.channels.get_mut(server) {
-                    // A new transport: dropping the old one closes its
-                    // connection.
-                    channel.transport = self.shared.channels.open(server);
-                }
+                channel.transport = self.shared.channels.open(server);
             }
             let tell_anyway = self.shared.profile.defects.errors_from_every_server
                 && self.authorities[&authority_name].channels.contains(server);
