@@ -66,6 +66,8 @@ fn defect(name: &str) -> Defects {
         "does_not_exist_timer_30s" => d.does_not_exist_timer_30s = true,
         "new_streams_resubscribe_late" => d.new_streams_resubscribe_late = true,
         "backoff_uncapped" => d.backoff_uncapped = true,
+        "zone_subscribes_without_wildcard" => d.zone.subscribes_without_wildcard = true,
+        "zone_subscribes_to_one_type" => d.zone.subscribes_to_one_type = true,
         "connectivity_error_without_reason" => d.connectivity_error_without_reason = true,
         "node_changes_on_later_requests" => d.node_changes_on_later_requests = true,
         "node_on_first_stream_only" => d.node_on_first_stream_only = true,
@@ -709,6 +711,16 @@ fn defect(name: &str) -> Defects {
     ":25:5:"
 )]
 #[case::a57_backoff_capped("backoff_uncapped", "a57/backoff-levels-off-at-120s", ":24:5:")]
+#[case::kds_subscribes_to_the_wildcard(
+    "zone_subscribes_without_wildcard",
+    "kds/subscribes-to-every-consumed-type",
+    ":14:5:"
+)]
+#[case::kds_subscribes_to_every_consumed_type(
+    "zone_subscribes_to_one_type",
+    "kds/subscribes-to-every-consumed-type",
+    ":14:5:"
+)]
 fn a_broken_rule_fails_its_scenario(
     #[case] defect_name: &str,
     #[case] scenario: &str,

@@ -386,6 +386,14 @@ pub struct ZoneDefects {
     /// `generation` is sent again (Kuma zeroes the generation first, so
     /// nothing changed, KDS-FACTS 4.6).
     pub sends_insight_generation: bool,
+    /// GlobalToZoneSync: a type's first request subscribes to no names
+    /// (delta's implicit wildcard) instead of `*` (the MADR's flow, step
+    /// 1: `resource_names_subscribe: "*"`).
+    pub subscribes_without_wildcard: bool,
+    /// GlobalToZoneSync: the zone subscribes to its first consumed type
+    /// only (Kuma: one subscription per type it consumes from the
+    /// global).
+    pub subscribes_to_one_type: bool,
 }
 
 /// The rules of gRFC A88 for errors a server reports per resource in a

@@ -85,12 +85,23 @@ impl GlobalToZone {
 
     /// The stream's first requests, one per consumed type, in order.
     pub fn subscriptions(&self, node: &Node) -> Vec<DeltaDiscoveryRequest> {
+        let names = if self.defects.subscribes_without_wildcard {
+            Vec::new()
+        } else {
+            vec![WILDCARD.to_string()]
+        };
+        let types = if self.defects.subscribes_to_one_type {
+            1
+        } else {
+            usize::MAX
+        };
         self.consumed
             .iter()
+            .take(types)
             .map(|kuma_type| DeltaDiscoveryRequest {
                 node: Some(node.clone()),
                 type_url: kuma_type.clone(),
-                resource_names_subscribe: vec![WILDCARD.to_string()],
+                resource_names_subscribe: names.clone(),
                 ..Default::default()
             })
             .collect()
