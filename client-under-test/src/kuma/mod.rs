@@ -343,15 +343,12 @@ impl ClientUnderTest for KumaZoneClient {
             .paths(&kinds)
             .await
             .map_err(|e| running.crashed(format!("kuma-cp's REST API: {e}")))?;
-        let consumed: Vec<TypePath> = running
-            .types
-            .iter()
-            .filter(|t| GLOBAL_TO_ZONE.contains(&t.kuma_type.as_str()))
-            .cloned()
-            .collect();
+        // Every registered type, not only those the zone subscribes to: a
+        // zone stores a response of a registered type it never asked for
+        // (KDS-FACTS 4.7), and what it stores is what is checked.
         running.poller = Some(tokio::spawn(poll_store(
             api,
-            consumed,
+            running.types.clone(),
             env.events.clone(),
             running.exited.clone(),
         )));
