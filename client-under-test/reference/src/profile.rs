@@ -394,6 +394,10 @@ pub struct ZoneDefects {
     /// only (Kuma: one subscription per type it consumes from the
     /// global).
     pub subscribes_to_one_type: bool,
+    /// ZoneToGlobalSync: the global's subscription to a type is not
+    /// answered until the zone's resources of it change (Kuma: answered
+    /// at once, with what the zone holds, empty or not).
+    pub answers_only_changes: bool,
 }
 
 /// The rules of gRFC A88 for errors a server reports per resource in a

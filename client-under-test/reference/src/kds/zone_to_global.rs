@@ -168,7 +168,10 @@ impl ZoneToGlobal {
                 served.sent.clear();
             }
         }
-        if served.subscribed {
+        // Defects::zone.answers_only_changes: the subscription itself is
+        // left unanswered.
+        let unanswered = answer_even_if_empty && self.defects.answers_only_changes;
+        if served.subscribed && !unanswered {
             let kuma_type = kuma_type.clone();
             reaction
                 .responses
