@@ -69,6 +69,7 @@ fn defect(name: &str) -> Defects {
         "zone_subscribes_without_wildcard" => d.zone.subscribes_without_wildcard = true,
         "zone_subscribes_to_one_type" => d.zone.subscribes_to_one_type = true,
         "zone_answers_only_changes" => d.zone.answers_only_changes = true,
+        "zone_no_zone_to_global_sync" => d.zone.no_zone_to_global_sync = true,
         "connectivity_error_without_reason" => d.connectivity_error_without_reason = true,
         "node_changes_on_later_requests" => d.node_changes_on_later_requests = true,
         "node_on_first_stream_only" => d.node_on_first_stream_only = true,
@@ -726,6 +727,11 @@ fn defect(name: &str) -> Defects {
     "zone_answers_only_changes",
     "kds/global-subscribes-and-zone-answers",
     ":19:5:"
+)]
+#[case::kds_two_rpcs(
+    "zone_no_zone_to_global_sync",
+    "kds/handshake-headers-and-node-metadata",
+    ":21:5:"
 )]
 fn a_broken_rule_fails_its_scenario(
     #[case] defect_name: &str,

@@ -398,6 +398,9 @@ pub struct ZoneDefects {
     /// answered until the zone's resources of it change (Kuma: answered
     /// at once, with what the zone holds, empty or not).
     pub answers_only_changes: bool,
+    /// The zone opens GlobalToZoneSync only, never ZoneToGlobalSync (the
+    /// MADR: "2 separate RPCs for synchronization of resources").
+    pub no_zone_to_global_sync: bool,
 }
 
 /// The rules of gRFC A88 for errors a server reports per resource in a

@@ -117,12 +117,15 @@ pub(crate) struct Connection {
 
 impl Connection {
     /// Starts both RPCs on `channel`. `queue`: how many messages each RPC
-    /// may have waiting to go.
+    /// may have waiting to go. Without `zone_to_global` (the defect
+    /// `ZoneDefects::no_zone_to_global_sync`) only GlobalToZoneSync is
+    /// opened, and what the zone would send the global is dropped.
     pub fn open(
         channel: Channel,
         headers: Arc<Headers>,
         queue: usize,
         arrived: mpsc::Sender<Arrived>,
+        zone_to_global: bool,
     ) -> Connection {
         let (requests, requests_rx) = mpsc::channel(queue.max(1));
         let (responses, responses_rx) = mpsc::channel(queue.max(1));
@@ -139,17 +142,22 @@ impl Connection {
             arrived.clone(),
             Arrived::Response,
         ));
-        let zone_to_global = tokio::spawn(pump(
-            Cancellable {
-                channel,
-                cancel: Some(cancel_up_rx),
-            },
-            headers,
-            KdsRpc::ZoneToGlobalSync,
-            responses_rx,
-            arrived,
-            |request| Arrived::Request(Box::new(request)),
-        ));
+        let zone_to_global = if zone_to_global {
+            tokio::spawn(pump(
+                Cancellable {
+                    channel,
+                    cancel: Some(cancel_up_rx),
+                },
+                headers,
+                KdsRpc::ZoneToGlobalSync,
+                responses_rx,
+                arrived,
+                |request| Arrived::Request(Box::new(request)),
+            ))
+        } else {
+            let mut dropped = responses_rx;
+            tokio::spawn(async move { while dropped.recv().await.is_some() {} })
+        };
         Connection {
             requests: Outbound { queue: requests },
             responses: Outbound { queue: responses },

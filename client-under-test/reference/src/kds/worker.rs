@@ -233,6 +233,7 @@ impl Worker {
             self.headers.clone(),
             2 * types + 16,
             arrived_tx,
+            !self.config.defects.no_zone_to_global_sync,
         );
         drop(transport);
         let mut live = Live {
