@@ -96,7 +96,10 @@ mod tests {
             !hrefs.is_empty() && hrefs.iter().all(|h| *h == "scenarios/a46/nack.yaml"),
             "{hrefs:?}"
         );
-        assert!(html.contains("gone.yaml"), "the missing file is still linked");
+        assert!(
+            html.contains("gone.yaml"),
+            "the missing file is still linked"
+        );
         assert!(!dir.join("scenarios/gone.yaml").exists());
     }
 }

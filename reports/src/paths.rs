@@ -108,7 +108,10 @@ mod tests {
             ("scenarios/a46/x.yaml", "scenarios/a46/x.yaml"),
             ("/repo/conformance/scenarios/y.yaml", "scenarios/y.yaml"),
             ("../../elsewhere/z.yaml", "scenarios/z.yaml"),
-            ("scenarios/../../scenarios/a/../w.yaml", "scenarios/a/w.yaml"),
+            (
+                "scenarios/../../scenarios/a/../w.yaml",
+                "scenarios/a/w.yaml",
+            ),
         ] {
             assert_eq!(scenario_copy_path(source), PathBuf::from(copy), "{source}");
         }
