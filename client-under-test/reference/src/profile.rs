@@ -73,7 +73,7 @@ pub struct Defects {
     pub ignored_deletion_end_unlogged: bool,
     /// A resource that comes back after an ignored deletion keeps the bit
     /// set (its INFO is still written): a second deletion is not warned of
-    /// (A53: the INFO "unset[s] the bit").
+    /// (A53: the INFO "unset\[s\] the bit").
     pub ignored_deletion_never_clears: bool,
     /// The ADS stream's backoff does not grow: every retry waits the
     /// initial delay (A57: exponential backoff, as gRPC's connection
