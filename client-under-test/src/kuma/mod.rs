@@ -103,6 +103,9 @@ struct Running {
     /// Where each type the zone consumes or produces lives on its API.
     types: Vec<TypePath>,
     poller: Option<JoinHandle<()>>,
+    /// The zone's starting resources still waiting for their Mesh (see
+    /// [`KumaZoneClient::start`]); every later change waits for them.
+    pending: Option<JoinHandle<Result<(), ClientError>>>,
     /// What kuma-cp started outside its group ends with it.
     _contained: crate::containment::Containment,
     /// Dropped last: the process is gone by then.
@@ -113,6 +116,9 @@ impl Drop for Running {
     fn drop(&mut self) {
         if let Some(poller) = &self.poller {
             poller.abort();
+        }
+        if let Some(pending) = &self.pending {
+            pending.abort();
         }
         kill_group(self.pid as i32);
     }
@@ -155,6 +161,20 @@ impl KumaZoneClient {
             repo_root: repo_root.to_path_buf(),
             manifest,
             running: None,
+        }
+    }
+
+    /// Waits for the starting resources still being created, and says
+    /// why if they could not be.
+    async fn settle(&mut self) -> Result<(), ClientError> {
+        let Some(pending) = self.running.as_mut().and_then(|r| r.pending.take()) else {
+            return Ok(());
+        };
+        match pending.await {
+            Ok(result) => result,
+            Err(e) => Err(ClientError::Failed(format!(
+                "creating the zone's starting resources: {e}"
+            ))),
         }
     }
 
@@ -215,6 +235,66 @@ async fn poll_store(
         }
         tokio::time::sleep(POLL_EVERY).await;
     }
+}
+
+/// Why the zone did not take `resource`: a type a zone may not create
+/// (a Mesh: only the global makes one in a federated zone, 405) means the
+/// run cannot be played on a real zone.
+fn refused(resource: &KdsResource, e: rest::RestError) -> ClientError {
+    match e {
+        rest::RestError::Status { status: 405, .. } => ClientError::Unsupported(format!(
+            "zone-origin {} resources (a Kuma zone refuses to create them: 405)",
+            resource.kuma_type
+        )),
+        e => ClientError::Failed(format!(
+            "kuma-cp refused {} {}: {e}",
+            resource.kuma_type,
+            resource.key()
+        )),
+    }
+}
+
+/// Creates each of `resources` on the zone, each waiting up to
+/// [`MESH_WAIT`] for its Mesh to come from the global (404 until then).
+async fn put_all(
+    api: &RestApi,
+    types: &[TypePath],
+    exited: &watch::Receiver<Option<String>>,
+    resources: &[KdsResource],
+) -> Result<(), ClientError> {
+    let gone = || {
+        exited
+            .borrow()
+            .clone()
+            .map(|status| ClientError::Failed(format!("kuma-cp exited unexpectedly ({status})")))
+    };
+    for resource in resources {
+        let at = types
+            .iter()
+            .find(|t| t.kuma_type == resource.kuma_type)
+            .ok_or_else(|| {
+                ClientError::Unsupported(format!(
+                    "{} resources through the zone's REST API (it lists no path for them)",
+                    resource.kuma_type
+                ))
+            })?;
+        let deadline = tokio::time::Instant::now() + MESH_WAIT;
+        loop {
+            match api.put(resource, at).await {
+                Ok(()) => break,
+                Err(rest::RestError::Status { status: 404, .. })
+                    if tokio::time::Instant::now() < deadline =>
+                {
+                    if let Some(e) = gone() {
+                        return Err(e);
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(gone().unwrap_or_else(|| refused(resource, e))),
+            }
+        }
+    }
+    Ok(())
 }
 
 #[async_trait::async_trait]
@@ -320,6 +400,7 @@ impl ClientUnderTest for KumaZoneClient {
             api: api.clone(),
             types: Vec::new(),
             poller: None,
+            pending: None,
             _contained: contained,
             _work_dir: work_dir,
         };
@@ -352,52 +433,48 @@ impl ClientUnderTest for KumaZoneClient {
             env.events.clone(),
             running.exited.clone(),
         )));
-        self.running = Some(running);
-        if !zone.resources.is_empty() {
-            self.zone_set(zone.resources.clone()).await?;
+        // The zone's starting resources. A mesh-scoped one cannot exist
+        // on a real zone before its global has sent the Mesh (404), and a
+        // scripted global sends the Mesh only when the scenario's steps
+        // run, after this returns: what waits for its Mesh is created in
+        // the background, and every later change waits for it. What the
+        // zone refuses outright (405) is said here, before any step.
+        let mut resources = zone.resources.clone();
+        while let Some(resource) = resources.first() {
+            let at = running.type_path(&resource.kuma_type)?.clone();
+            match running.api.put(resource, &at).await {
+                Ok(()) => {
+                    resources.remove(0);
+                }
+                Err(rest::RestError::Status { status: 404, .. }) => break,
+                Err(e) => {
+                    running.check_alive()?;
+                    return Err(refused(resource, e));
+                }
+            }
         }
+        if !resources.is_empty() {
+            let (api, types, exited) = (
+                running.api.clone(),
+                running.types.clone(),
+                running.exited.clone(),
+            );
+            running.pending = Some(tokio::spawn(async move {
+                put_all(&api, &types, &exited, &resources).await
+            }));
+        }
+        self.running = Some(running);
         Ok(())
     }
 
     async fn zone_set(&mut self, resources: Vec<KdsResource>) -> Result<(), ClientError> {
+        self.settle().await?;
         let running = self.running()?;
-        for resource in &resources {
-            let at = running.type_path(&resource.kuma_type)?;
-            let deadline = tokio::time::Instant::now() + MESH_WAIT;
-            loop {
-                match running.api.put(resource, at).await {
-                    Ok(()) => break,
-                    // The Mesh has not come from the global yet.
-                    Err(rest::RestError::Status { status: 404, .. })
-                        if tokio::time::Instant::now() < deadline =>
-                    {
-                        running.check_alive()?;
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                    // A type a zone may not create (a Mesh: only the global
-                    // makes one in a federated zone): the run cannot be
-                    // played on a real zone.
-                    Err(rest::RestError::Status { status: 405, .. }) => {
-                        return Err(ClientError::Unsupported(format!(
-                            "zone-origin {} resources (a Kuma zone refuses to create them: 405)",
-                            resource.kuma_type
-                        )));
-                    }
-                    Err(e) => {
-                        running.check_alive()?;
-                        return Err(ClientError::Failed(format!(
-                            "kuma-cp refused {} {}: {e}",
-                            resource.kuma_type,
-                            resource.key()
-                        )));
-                    }
-                }
-            }
-        }
-        Ok(())
+        put_all(&running.api, &running.types, &running.exited, &resources).await
     }
 
     async fn zone_remove(&mut self, kuma_type: &str, names: &[KdsName]) -> Result<(), ClientError> {
+        self.settle().await?;
         let running = self.running()?;
         let at = running.type_path(kuma_type)?;
         for name in names {

@@ -95,13 +95,15 @@ impl RestApi {
                 method: method.to_string(),
                 path: path.to_string(),
                 status: answer.status,
+                // Kuma's error bodies are indented JSON over many lines:
+                // one line of it, whitespace squeezed, says why.
                 body: answer
                     .body
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
                     .chars()
-                    .take(300)
+                    .take(600)
                     .collect(),
             });
         }
@@ -326,17 +328,22 @@ fn put_request(resource: &KdsResource, at: &TypePath) -> Result<(String, Value),
         body.insert("mesh".into(), Value::String(meta.mesh.clone()));
     }
     body.insert("name".into(), Value::String(meta.name.clone()));
-    if !meta.labels.is_empty() {
-        body.insert(
-            "labels".into(),
-            Value::Object(
-                meta.labels
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-                    .collect(),
-            ),
-        );
-    }
+    // A federated zone's API takes a resource of a type zones may create
+    // only if it says it is the zone's own (400 "the origin label must be
+    // set to 'zone'" otherwise): what the harness hands a zone is its own.
+    let mut labels = meta.labels.clone();
+    labels
+        .entry(labels::ORIGIN.to_string())
+        .or_insert_with(|| labels::ORIGIN_ZONE.to_string());
+    body.insert(
+        "labels".into(),
+        Value::Object(
+            labels
+                .into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect(),
+        ),
+    );
     if types::proto_spec(&resource.kuma_type).is_some() {
         body.extend(spec);
     } else {
@@ -365,6 +372,34 @@ mod tests {
         let ((_, name), (_, spec)) = project("MeshTimeout", true, &new);
         assert_eq!(name, KdsName::new("mt-1-x", "default"));
         assert_eq!(spec, r#"{"targetRef":{"kind":"Mesh"},"to":[]}"#);
+    }
+
+    #[test]
+    fn what_the_zone_is_handed_is_its_own_unless_labelled_otherwise() {
+        let at = TypePath {
+            kuma_type: "MeshTrafficPermission".into(),
+            path: "meshtrafficpermissions".into(),
+            mesh_scoped: true,
+        };
+        let spec = json!({"targetRef": {"kind": "Mesh"}});
+        let Value::Object(spec) = spec else {
+            unreachable!()
+        };
+        let resource = |labels: BTreeMap<String, String>| KdsResource {
+            kuma_type: "MeshTrafficPermission".into(),
+            resource: xds_vocabulary::kds::resource::kuma_resource(
+                &KdsName::new("local", "default"),
+                labels,
+                Some(spec::pack("MeshTrafficPermission", &spec).unwrap()),
+            ),
+        };
+        let (path, body) = put_request(&resource(BTreeMap::new()), &at).unwrap();
+        assert_eq!(path, "/meshes/default/meshtrafficpermissions/local");
+        assert_eq!(body["labels"], json!({"kuma.io/origin": "zone"}));
+        assert_eq!(body["spec"], json!({"targetRef": {"kind": "Mesh"}}));
+        let labelled = [("kuma.io/origin".to_string(), "global".to_string())].into();
+        let (_, body) = put_request(&resource(labelled), &at).unwrap();
+        assert_eq!(body["labels"], json!({"kuma.io/origin": "global"}));
     }
 
     #[test]
