@@ -828,6 +828,9 @@ fn observed(c: &Capabilities) -> Vec<&'static str> {
     if c.serve {
         seen.push("xDS-enabled servers' serving states");
     }
+    if c.kds_zone {
+        seen.push("what it stores from its global, as a Kuma zone (its store changes)");
+    }
     seen
 }
 
@@ -910,11 +913,21 @@ pub fn client(client: &Client, sources: &Sources) -> String {
             "real, over TCP on loopback"
         }
     );
-    let _ = writeln!(
-        text,
-        "- Protocols: state of the world{}.",
-        if c.delta { " and delta" } else { " only" }
-    );
+    // A zone that speaks no ADS (kuma-cp) has KDS only.
+    if c.kds_zone && !c.grpc_bootstrap && !c.proxy {
+        text.push_str("- Protocols: Kuma's KDS (delta xDS between a zone and its global) only.\n");
+    } else {
+        let _ = writeln!(
+            text,
+            "- Protocols: state of the world{}{}.",
+            if c.delta { " and delta" } else { " only" },
+            if c.kds_zone {
+                ", and Kuma's KDS as a zone"
+            } else {
+                ""
+            }
+        );
+    }
     if !c.profiles.is_empty() {
         let _ = writeln!(text, "- Profiles: {}.", c.profiles.join(", "));
     }
