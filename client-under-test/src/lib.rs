@@ -20,6 +20,7 @@ pub mod grpc_rust;
 mod guardian;
 pub mod http1;
 pub mod kuma;
+mod logged;
 mod process;
 mod reference;
 mod starting;

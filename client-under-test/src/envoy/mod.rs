@@ -16,7 +16,6 @@ pub mod data_plane;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use envoy_types::pb::envoy::service::status::v3::ClientStatusResponse;
@@ -260,13 +259,6 @@ impl ClientUnderTest for EnvoyClient {
             .map_err(|e| io("cannot write the bootstrap", e))?;
         let admin_path = TempFile::create("envoy-admin", ".txt", b"")
             .map_err(|e| io("cannot create the admin address file", e))?;
-        let log = TempFile::create("envoy-log", ".txt", b"")
-            .map_err(|e| io("cannot create the log file", e))?;
-        let log_out = std::fs::OpenOptions::new()
-            .append(true)
-            .open(log.path())
-            .map_err(|e| io("log file", e))?;
-        let log_err = log_out.try_clone().map_err(|e| io("log file", e))?;
         // Its start does not share the cores with every other start
         // (crate::starting); the turn ends once its admin API is up.
         let turn = crate::starting::turn().await;
@@ -282,42 +274,20 @@ impl ClientUnderTest for EnvoyClient {
             .arg(admin_path.path())
             .args(self.logging.args())
             .envs(&self.manifest.env)
-            .current_dir(&self.repo_root)
-            .stdin(Stdio::null())
-            .stdout(log_out)
-            .stderr(log_err)
-            .process_group(0)
-            .kill_on_drop(true);
-        // Envoy dies with the harness, even a SIGKILLed one.
-        let contained = crate::containment::Containment::new();
-        crate::guardian::guard(&mut command, &contained);
-        let mut child = command.spawn().map_err(|e| {
-            ClientError::Failed(format!(
-                "cannot start envoy ({}): {e}",
-                self.manifest.command[0]
-            ))
-        })?;
-        let pid = child
-            .id()
-            .ok_or_else(|| ClientError::Failed("envoy exited at once".into()))?;
-        let (exit_tx, exited) = watch::channel(None);
-        // Detached: it ends when Envoy does, which dropping `Running` makes
-        // sure of (and kill_on_drop, if the runtime goes first).
-        tokio::spawn(async move {
-            let status = match child.wait().await {
-                Ok(status) => status.to_string(),
-                Err(e) => format!("could not be waited for: {e}"),
-            };
-            let _ = exit_tx.send(Some(status));
-        });
+            .current_dir(&self.repo_root);
+        let started = crate::logged::spawn(
+            command,
+            &format!("envoy ({})", self.manifest.command[0]),
+            "envoy-log",
+        )?;
         let mut running = Running {
-            pid,
-            exited,
-            log,
+            pid: started.pid,
+            exited: started.exited,
+            log: started.log,
             _bootstrap: bootstrap_file,
             admin_path,
             poller: None,
-            _contained: contained,
+            _contained: started.contained,
         };
         let admin_file = running.admin_path.path().to_path_buf();
         let address = match self.wait_for_admin(&running, &admin_file).await {
