@@ -15,7 +15,6 @@ pub mod rest;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -49,6 +48,10 @@ const REST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Dataplane (404 "Failed to retrieve Mesh") until its global has sent the
 /// Mesh, which the scenario's global serves at the zone's first request.
 const MESH_WAIT: Duration = Duration::from_secs(20);
+/// Starts tried when kuma-cp finds a port taken: the ports are free when
+/// picked and bound a moment later, and another process may take one in
+/// between (seen once in a run of 36 with three zones at a time).
+const PORT_ATTEMPTS: usize = 3;
 /// SIGTERM to exit: kuma-cp waits 3 s after the signal before it stops.
 const STOP_GRACE: Duration = Duration::from_secs(6);
 /// Lines of kuma-cp's log kept for a crash report.
@@ -176,6 +179,138 @@ impl KumaZoneClient {
                 "creating the zone's starting resources: {e}"
             ))),
         }
+    }
+
+    /// One start of kuma-cp on fresh ports (see [`PORT_ATTEMPTS`]).
+    async fn start_once(&mut self, env: &ClientEnvironment) -> Result<(), ClientError> {
+        if !matches!(env.transport, Transport::Tcp) {
+            return Err(ClientError::Unsupported(
+                "kuma-cp runs in real time over TCP".into(),
+            ));
+        }
+        let Some(zone) = &env.zone else {
+            return Err(ClientError::Unsupported(
+                "a run without a zone (kuma-cp here is a Kuma zone)".into(),
+            ));
+        };
+        let global = env
+            .bootstrap
+            .config()
+            .and_then(|c| c.servers.first())
+            .map(|s| s.uri.clone())
+            .ok_or_else(|| {
+                ClientError::Failed("a Kuma zone needs a global: the bootstrap names none".into())
+            })?;
+        let io = |what: &str, e: std::io::Error| ClientError::Failed(format!("{what}: {e}"));
+        let work_dir = WorkDir::create().map_err(|e| io("cannot create a work directory", e))?;
+        let ports = free_ports(PORT_VARIABLES.len()).map_err(|e| io("no free port", e))?;
+        let turn = crate::starting::turn().await;
+        let mut command = Command::new(program(&self.repo_root, &self.manifest.command[0]));
+        command
+            .args(&self.manifest.command[1..])
+            .arg("run")
+            .env("KUMA_MODE", "zone")
+            .env("KUMA_ENVIRONMENT", "universal")
+            .env("KUMA_STORE_TYPE", "memory")
+            .env("KUMA_MULTIZONE_ZONE_NAME", &zone.name)
+            .env(
+                "KUMA_MULTIZONE_ZONE_GLOBAL_ADDRESS",
+                format!("grpc://{global}"),
+            )
+            .env("KUMA_API_SERVER_HTTP_INTERFACE", "127.0.0.1")
+            .env("KUMA_API_SERVER_HTTPS_INTERFACE", "127.0.0.1")
+            .env("KUMA_INTER_CP_CATALOG_INSTANCE_ADDRESS", "127.0.0.1")
+            .env("KUMA_GENERAL_WORK_DIR", &work_dir.0)
+            .env("HOME", &work_dir.0)
+            .envs(
+                PORT_VARIABLES
+                    .iter()
+                    .zip(&ports)
+                    .map(|(v, p)| (*v, p.to_string())),
+            )
+            .envs(&self.manifest.env)
+            .current_dir(&self.repo_root);
+        let started = crate::logged::spawn(
+            command,
+            &format!("kuma-cp ({})", self.manifest.command[0]),
+            "kuma-cp-log",
+        )?;
+        let api = RestApi {
+            address: SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0])),
+            timeout: REST_TIMEOUT,
+        };
+        let mut running = Running {
+            pid: started.pid,
+            exited: started.exited,
+            log: started.log,
+            api: api.clone(),
+            types: Vec::new(),
+            poller: None,
+            pending: None,
+            _contained: started.contained,
+            _work_dir: work_dir,
+        };
+        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+        while !api.is_up().await {
+            running.check_alive()?;
+            if tokio::time::Instant::now() >= deadline {
+                return Err(running.crashed(format!(
+                    "kuma-cp's REST API did not answer within {START_TIMEOUT:?}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        drop(turn);
+        let kinds: Vec<&str> = GLOBAL_TO_ZONE
+            .iter()
+            .chain(&ZONE_TO_GLOBAL)
+            .copied()
+            .collect();
+        running.types = api
+            .paths(&kinds)
+            .await
+            .map_err(|e| running.crashed(format!("kuma-cp's REST API: {e}")))?;
+        // Every registered type, not only those the zone subscribes to: a
+        // zone stores a response of a registered type it never asked for
+        // (KDS-FACTS 4.7), and what it stores is what is checked.
+        running.poller = Some(tokio::spawn(poll_store(
+            api,
+            running.types.clone(),
+            env.events.clone(),
+            running.exited.clone(),
+        )));
+        // The zone's starting resources. A mesh-scoped one cannot exist
+        // on a real zone before its global has sent the Mesh (404), and a
+        // scripted global sends the Mesh only when the scenario's steps
+        // run, after this returns: what waits for its Mesh is created in
+        // the background, and every later change waits for it. What the
+        // zone refuses outright (405) is said here, before any step.
+        let mut resources = zone.resources.clone();
+        while let Some(resource) = resources.first() {
+            let at = running.type_path(&resource.kuma_type)?.clone();
+            match running.api.put(resource, &at).await {
+                Ok(()) => {
+                    resources.remove(0);
+                }
+                Err(rest::RestError::Status { status: 404, .. }) => break,
+                Err(e) => {
+                    running.check_alive()?;
+                    return Err(refused(resource, e));
+                }
+            }
+        }
+        if !resources.is_empty() {
+            let (api, types, exited) = (
+                running.api.clone(),
+                running.types.clone(),
+                running.exited.clone(),
+            );
+            running.pending = Some(tokio::spawn(async move {
+                put_all(&api, &types, &exited, &resources).await
+            }));
+        }
+        self.running = Some(running);
+        Ok(())
     }
 
     fn running(&self) -> Result<&Running, ClientError> {
@@ -311,160 +446,18 @@ impl ClientUnderTest for KumaZoneClient {
     }
 
     async fn start(&mut self, env: ClientEnvironment) -> Result<(), ClientError> {
-        if !matches!(env.transport, Transport::Tcp) {
-            return Err(ClientError::Unsupported(
-                "kuma-cp runs in real time over TCP".into(),
-            ));
-        }
-        let Some(zone) = &env.zone else {
-            return Err(ClientError::Unsupported(
-                "a run without a zone (kuma-cp here is a Kuma zone)".into(),
-            ));
-        };
-        let global = env
-            .bootstrap
-            .config()
-            .and_then(|c| c.servers.first())
-            .map(|s| s.uri.clone())
-            .ok_or_else(|| {
-                ClientError::Failed("a Kuma zone needs a global: the bootstrap names none".into())
-            })?;
-        let io = |what: &str, e: std::io::Error| ClientError::Failed(format!("{what}: {e}"));
-        let work_dir = WorkDir::create().map_err(|e| io("cannot create a work directory", e))?;
-        let ports = free_ports(PORT_VARIABLES.len()).map_err(|e| io("no free port", e))?;
-        let log = TempFile::create("kuma-cp-log", ".txt", b"")
-            .map_err(|e| io("cannot create the log file", e))?;
-        let log_out = std::fs::OpenOptions::new()
-            .append(true)
-            .open(log.path())
-            .map_err(|e| io("log file", e))?;
-        let log_err = log_out.try_clone().map_err(|e| io("log file", e))?;
-        let turn = crate::starting::turn().await;
-        let mut command = Command::new(program(&self.repo_root, &self.manifest.command[0]));
-        command
-            .args(&self.manifest.command[1..])
-            .arg("run")
-            .env("KUMA_MODE", "zone")
-            .env("KUMA_ENVIRONMENT", "universal")
-            .env("KUMA_STORE_TYPE", "memory")
-            .env("KUMA_MULTIZONE_ZONE_NAME", &zone.name)
-            .env(
-                "KUMA_MULTIZONE_ZONE_GLOBAL_ADDRESS",
-                format!("grpc://{global}"),
-            )
-            .env("KUMA_API_SERVER_HTTP_INTERFACE", "127.0.0.1")
-            .env("KUMA_API_SERVER_HTTPS_INTERFACE", "127.0.0.1")
-            .env("KUMA_INTER_CP_CATALOG_INSTANCE_ADDRESS", "127.0.0.1")
-            .env("KUMA_GENERAL_WORK_DIR", &work_dir.0)
-            .env("HOME", &work_dir.0)
-            .envs(
-                PORT_VARIABLES
-                    .iter()
-                    .zip(&ports)
-                    .map(|(v, p)| (*v, p.to_string())),
-            )
-            .envs(&self.manifest.env)
-            .current_dir(&self.repo_root)
-            .stdin(Stdio::null())
-            .stdout(log_out)
-            .stderr(log_err)
-            .process_group(0)
-            .kill_on_drop(true);
-        let contained = crate::containment::Containment::new();
-        crate::guardian::guard(&mut command, &contained);
-        let mut child = command.spawn().map_err(|e| {
-            ClientError::Failed(format!(
-                "cannot start kuma-cp ({}): {e}",
-                self.manifest.command[0]
-            ))
-        })?;
-        let pid = child
-            .id()
-            .ok_or_else(|| ClientError::Failed("kuma-cp exited at once".into()))?;
-        let (exit_tx, exited) = watch::channel(None);
-        tokio::spawn(async move {
-            let status = match child.wait().await {
-                Ok(status) => status.to_string(),
-                Err(e) => format!("could not be waited for: {e}"),
-            };
-            let _ = exit_tx.send(Some(status));
-        });
-        let api = RestApi {
-            address: SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0])),
-            timeout: REST_TIMEOUT,
-        };
-        let mut running = Running {
-            pid,
-            exited,
-            log,
-            api: api.clone(),
-            types: Vec::new(),
-            poller: None,
-            pending: None,
-            _contained: contained,
-            _work_dir: work_dir,
-        };
-        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
-        while !api.is_up().await {
-            running.check_alive()?;
-            if tokio::time::Instant::now() >= deadline {
-                return Err(running.crashed(format!(
-                    "kuma-cp's REST API did not answer within {START_TIMEOUT:?}"
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        drop(turn);
-        let kinds: Vec<&str> = GLOBAL_TO_ZONE
-            .iter()
-            .chain(&ZONE_TO_GLOBAL)
-            .copied()
-            .collect();
-        running.types = api
-            .paths(&kinds)
-            .await
-            .map_err(|e| running.crashed(format!("kuma-cp's REST API: {e}")))?;
-        // Every registered type, not only those the zone subscribes to: a
-        // zone stores a response of a registered type it never asked for
-        // (KDS-FACTS 4.7), and what it stores is what is checked.
-        running.poller = Some(tokio::spawn(poll_store(
-            api,
-            running.types.clone(),
-            env.events.clone(),
-            running.exited.clone(),
-        )));
-        // The zone's starting resources. A mesh-scoped one cannot exist
-        // on a real zone before its global has sent the Mesh (404), and a
-        // scripted global sends the Mesh only when the scenario's steps
-        // run, after this returns: what waits for its Mesh is created in
-        // the background, and every later change waits for it. What the
-        // zone refuses outright (405) is said here, before any step.
-        let mut resources = zone.resources.clone();
-        while let Some(resource) = resources.first() {
-            let at = running.type_path(&resource.kuma_type)?.clone();
-            match running.api.put(resource, &at).await {
-                Ok(()) => {
-                    resources.remove(0);
+        let mut attempt = 1;
+        loop {
+            match self.start_once(&env).await {
+                Err(ClientError::Crashed { stderr_tail, .. })
+                    if attempt < PORT_ATTEMPTS
+                        && stderr_tail.contains("address already in use") =>
+                {
+                    attempt += 1;
                 }
-                Err(rest::RestError::Status { status: 404, .. }) => break,
-                Err(e) => {
-                    running.check_alive()?;
-                    return Err(refused(resource, e));
-                }
+                result => return result,
             }
         }
-        if !resources.is_empty() {
-            let (api, types, exited) = (
-                running.api.clone(),
-                running.types.clone(),
-                running.exited.clone(),
-            );
-            running.pending = Some(tokio::spawn(async move {
-                put_all(&api, &types, &exited, &resources).await
-            }));
-        }
-        self.running = Some(running);
-        Ok(())
     }
 
     async fn zone_set(&mut self, resources: Vec<KdsResource>) -> Result<(), ClientError> {
