@@ -690,7 +690,7 @@ fn defect(name: &str) -> Defects {
 #[case::a46_one_nack_names_every_bad_resource(
     "nack_names_first_only",
     "a46/nack-lists-every-bad-resource",
-    ":23:5:"
+    ":25:5:"
 )]
 #[case::a53_only_lds_and_cds_delete(
     "sotw_absence_deletes_every_type",
