@@ -390,12 +390,12 @@ fn defect(name: &str) -> Defects {
 )]
 #[case::node_changes_on_later_requests(
     "node_changes_on_later_requests",
-    "a27/node-only-in-first-request",
+    "a27/node-on-the-first-request-of-every-stream",
     ":46:5:"
 )]
 #[case::node_on_first_stream_only(
     "node_on_first_stream_only",
-    "a27/node-only-in-first-request",
+    "a27/node-on-the-first-request-of-every-stream",
     ":46:5:"
 )]
 #[case::empty_first_request(
@@ -491,7 +491,7 @@ fn defect(name: &str) -> Defects {
 )]
 #[case::csds_nack_details(
     "csds_nack_without_error_state",
-    "a46/csds-nack-details-say-invalid-resource",
+    "a46/csds-nack-shows-the-error-and-both-versions",
     ":31:5:"
 )]
 #[case::channel_csds_timer_details(
@@ -501,7 +501,7 @@ fn defect(name: &str) -> Defects {
 )]
 #[case::channel_csds_nack_details(
     "csds_nack_without_error_state",
-    "a46/channel-csds-nack-details-say-invalid-resource",
+    "a46/channel-csds-nack-shows-an-error",
     ":20:5:"
 )]
 #[case::node_client_features(

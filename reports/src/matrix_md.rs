@@ -233,7 +233,7 @@ mod tests {
         let md = matrix_markdown(&m);
         assert_eq!(md.matches("n/a¹").count(), 2, "{md}");
         assert!(md.contains(
-            "(grpc-js on a27/node-only-in-first-request; grpc-js on a71/fallback-to-secondary)"
+            "(grpc-js on a27/node-on-the-first-request-of-every-stream; grpc-js on a71/fallback-to-secondary)"
         ));
     }
 

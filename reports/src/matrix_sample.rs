@@ -338,13 +338,13 @@ pub(crate) fn sample_matrix() -> Matrix {
         ],
         rows: vec![
             MatrixRow {
-                scenario: "a27/node-only-in-first-request".into(),
+                scenario: "a27/node-on-the-first-request-of-every-stream".into(),
                 spec: vec!["A27".into()],
-                description: "Only the first request of a stream carries the node.".into(),
+                description: "The first request of every stream carries the node.".into(),
                 source: None,
                 cells: vec![
-                    cell(CellStatus::Pass, "", "reference/a27__node-only-in-first-request", t()),
-                    cell(CellStatus::Pass, "", "grpc-js/a27__node-only-in-first-request", None),
+                    cell(CellStatus::Pass, "", "reference/a27__node-on-the-first-request-of-every-stream", t()),
+                    cell(CellStatus::Pass, "", "grpc-js/a27__node-on-the-first-request-of-every-stream", None),
                 ],
             },
             MatrixRow {

@@ -196,7 +196,7 @@ fn matrix(scenarios_dir: &Path) -> Matrix {
     let na = |why: &str| format!("N:{why}");
     let rows: Vec<(&str, &[&str], [String; 5])> = vec![
         ("a27/dial-full-chain", &["A27"], ["P".into(), na(NO_DIAL), "P".into(), "P".into(), "P".into()]),
-        ("a27/node-only-in-first-request", &["A27"], ["P".into(), "P".into(), "P".into(), "P".into(), "P".into()]),
+        ("a27/node-on-the-first-request-of-every-stream", &["A27"], ["P".into(), "P".into(), "P".into(), "P".into(), "P".into()]),
         (
             "a27/resource-timer-does-not-start-until-the-request-is-sent-on-a-new-stream-after-reconnect",
             &["A27", "A57"],
