@@ -34,8 +34,8 @@ pub use grpc_rust::GrpcRustClient;
 pub use kuma::KumaZoneClient;
 pub use process::{
     AdapterCapabilities, AdapterHello, AdapterLine, AdapterManifest, Driver, EventProblem,
-    LineError, PROTOCOL_VERSION, ProcessClient, ProcessError, ProcessTimeouts, event_line,
-    parse_line,
+    LineError, LogLevelName, PROTOCOL_VERSION, ProcessClient, ProcessError, ProcessTimeouts,
+    event_line, parse_line,
 };
 pub use reference::ReferenceClient;
 
@@ -96,8 +96,16 @@ pub struct Capabilities {
     /// writes (`csds_request` steps: `node_matchers`); Envoy's admin API
     /// only stands in for one.
     pub csds_service: bool,
-    /// Reports [`ClientEvent`]s (call lifecycle, backoff, timers, logs).
+    /// Reports [`ClientEvent`]s (call lifecycle, backoff, timers); its log
+    /// lines are [`logs`](Self::logs).
     pub client_events: bool,
+    /// The levels (`info`, `warning`, `error`) of its own log it reports
+    /// as `ClientEvent::Log` lines, each line with the level the client
+    /// gave it, none of them debug output or traces. A log check at a
+    /// level not listed (a check at no level: any level not listed) is
+    /// not applicable to it: a trace line could meet it whether the client
+    /// logged or not. In that order, without repeats.
+    pub logs: Vec<String>,
     /// xDS-enabled servers (gRFC A36): `serve` and serving-status events.
     pub serve: bool,
     /// Incremental (delta) xDS.

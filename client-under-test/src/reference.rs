@@ -174,6 +174,7 @@ impl ClientUnderTest for ReferenceClient {
             read_flow_control: true,
             background_rpc: true,
             client_events: true,
+            logs: ["info", "warning", "error"].map(String::from).to_vec(),
             serve: true,
             delta: true,
             virtual_time: true,

@@ -601,12 +601,12 @@ fn defect(name: &str) -> Defects {
 #[case::a57_stream_failure_logged(
     "connectivity_errors_unlogged",
     "a57/stream-failure-is-logged",
-    ":19:5:"
+    ":22:5:"
 )]
 #[case::a57_connection_failure_logged(
     "connectivity_errors_unlogged",
     "a57/connection-failure-is-logged",
-    ":19:5:"
+    ":22:5:"
 )]
 #[case::a57_connectivity_failure_is_transient_failure(
     "silent_stream_failures",
@@ -621,22 +621,22 @@ fn defect(name: &str) -> Defects {
 #[case::a53_first_ignored_deletion_warned(
     "ignored_deletion_unlogged",
     "a53/warning-only-on-the-first-ignored-deletion",
-    ":21:5:"
+    ":22:5:"
 )]
 #[case::a53_info_when_it_comes_back(
     "ignored_deletion_end_unlogged",
     "a53/info-when-the-resource-comes-back",
-    ":28:5:"
+    ":31:5:"
 )]
 #[case::a53_info_when_unsubscribed(
     "ignored_deletion_end_unlogged",
     "a53/info-when-unsubscribed",
-    ":25:5:"
+    ":29:5:"
 )]
 #[case::a53_warned_again_after_it_came_back(
     "ignored_deletion_never_clears",
     "a53/info-when-the-resource-comes-back",
-    ":38:5:"
+    ":41:5:"
 )]
 #[case::a53_feature_per_server(
     "deletions_always_drop",

@@ -13,10 +13,14 @@
 //! carries `wording_fixed_by:` quoting the spec sentence that fixes those
 //! words.
 //!
+//! A line of a client's log (`client: { event: log, contains }`) is held
+//! the same way: real clients' logs are checked too (the `logs`
+//! capability), and no spec fixes their words either (gRFC A53 fixes the
+//! levels, WARNING and INFO, not the words).
+//!
 //! Not held here: the summary of a `changed` value (the harness's own
-//! rendering of a resource), and `client:` events, which only the
-//! reference client reports (its words are its own, and its snapshot shows
-//! them).
+//! rendering of a resource), and the other `client:` events, which only
+//! the reference client reports (the harness writes their lines).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -76,6 +80,12 @@ fn error_checks(key: &str, matcher: &serde_json::Map<String, Value>) -> Vec<(&'s
             _ => field("contains"),
         },
         "serving" | "csds_reply" => field("contains"),
+        "client" if matcher.get("event").and_then(Value::as_str) == Some("log") => {
+            return [field("contains"), field("names")]
+                .into_iter()
+                .flatten()
+                .collect();
+        }
         "watcher" => {
             let event = matcher.get("event").and_then(Value::as_str);
             let error = matches!(event, Some("resource_error" | "ambient_error"))
@@ -97,8 +107,12 @@ fn names(value: &Value, under_prose: bool, out: &mut BTreeSet<String>) {
         }
         Value::Array(items) => items.iter().for_each(|v| names(v, under_prose, out)),
         Value::Object(map) => {
+            // A log check's `names` is what it looks for, not a name the
+            // scenario uses.
+            let log = map.get("event").and_then(Value::as_str) == Some("log");
             for (k, v) in map {
-                names(v, under_prose || PROSE.contains(&k.as_str()), out);
+                let prose = PROSE.contains(&k.as_str()) || (log && k == "names");
+                names(v, under_prose || prose, out);
             }
         }
         _ => {}
@@ -293,7 +307,10 @@ fn the_rule_catches_words_and_lets_names_indexes_and_type_urls_through() {
          - expect: {watcher: {type: CDS, name: c2, event: changed, contains: \"service=e1\"}}\n  \
          - expect: {csds: {type: CDS, name: c2, status: NACKED, error_contains: \"invalid resource: \"}}\n  \
          - expect:\n      any_of:\n        - watcher: {type: CDS, name: c2, event: resource_error, contains: \"lb_policy\"}\n        \
-         - rpc: {code: UNAVAILABLE, contains: \"does not exist\"}\n          wording_fixed_by: \"a quoted sentence\"\n",
+         - rpc: {code: UNAVAILABLE, contains: \"does not exist\"}\n          wording_fixed_by: \"a quoted sentence\"\n  \
+         - expect: {client: {event: log, level: warning, contains: \"c2\"}}\n  \
+         - expect: {client: {event: log, contains: \"ignoring deletion\", names: l9}}\n  \
+         - expect: {client: {event: retry_scheduled, contains: \"1.000s\"}}\n",
     )
     .unwrap();
     let found: Vec<(usize, String, String)> = pinned_in(&file)
@@ -309,6 +326,12 @@ fn the_rule_catches_words_and_lets_names_indexes_and_type_urls_through() {
                 "invalid resource: ".to_string()
             ),
             (12, "watcher.contains".to_string(), "lb_policy".to_string()),
+            (
+                16,
+                "client.contains".to_string(),
+                "ignoring deletion".to_string()
+            ),
+            (16, "client.names".to_string(), "l9".to_string()),
         ]
     );
 }

@@ -721,6 +721,7 @@ impl ClientUnderTest for GrpcRustClient {
             read_flow_control: false,
             background_rpc: false,
             client_events: false,
+            logs: Vec::new(),
             serve: false,
             delta: false,
             virtual_time: true,

@@ -18,6 +18,12 @@ pub struct AdapterCapabilities {
     pub csds: bool,
     pub delta: bool,
     pub client_events: bool,
+    /// The levels of the client's own log the adapter forwards as `log`
+    /// events (ADAPTER_PROTOCOL.md): every line the client logs at each
+    /// of them, with its level, and no debug output or trace among them.
+    /// A level whose lines cannot be told from the client's traces is left
+    /// out (grpcio: C-core's GRPC_TRACE lines are INFO lines).
+    pub logs: Vec<LogLevelName>,
     /// gRFC A36 xDS-enabled servers: the `serve` op and `serving_status`
     /// events.
     pub serve: bool,
@@ -47,10 +53,30 @@ impl Default for AdapterCapabilities {
             csds: false,
             delta: false,
             client_events: false,
+            logs: Vec::new(),
             serve: false,
             proxy: false,
             named_lds_cds: true,
             profiles: Vec::new(),
+        }
+    }
+}
+
+/// A log level as `capabilities.logs` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevelName {
+    Info,
+    Warning,
+    Error,
+}
+
+impl LogLevelName {
+    pub fn name(self) -> &'static str {
+        match self {
+            LogLevelName::Info => "info",
+            LogLevelName::Warning => "warning",
+            LogLevelName::Error => "error",
         }
     }
 }
@@ -62,6 +88,9 @@ impl AdapterCapabilities {
         // not reported as a difference.
         profiles.sort();
         profiles.dedup();
+        let mut logs = self.logs.clone();
+        logs.sort();
+        logs.dedup();
         Capabilities {
             watch: self.watch,
             projected_watch: self.projected_watch,
@@ -79,6 +108,7 @@ impl AdapterCapabilities {
             // adapters run each RPC on its own (thread, promise).
             background_rpc: self.rpc,
             client_events: self.client_events,
+            logs: logs.iter().map(|l| l.name().to_string()).collect(),
             serve: self.serve,
             delta: self.delta,
             // A separate process cannot run on the harness's virtual clock.
@@ -268,6 +298,12 @@ pub(super) fn capability_differences(declared: &Capabilities, said: &Capabilitie
         .filter(|(_, a, b)| a != b)
         .map(|(name, a, b)| format!("{name}: adapter.json {a}, hello {b}"))
         .collect();
+    if declared.logs != said.logs {
+        differences.push(format!(
+            "logs: adapter.json {:?}, hello {:?}",
+            declared.logs, said.logs
+        ));
+    }
     if declared.profiles != said.profiles {
         differences.push(format!(
             "profiles: adapter.json {:?}, hello {:?}",
@@ -297,6 +333,22 @@ mod tests {
         assert_eq!(
             capability_differences(&caps("{}"), &said),
             "named_lds_cds: adapter.json true, hello false"
+        );
+    }
+
+    /// Log levels are read in any order and kept as info, warning, error;
+    /// an unknown level is an error, not a capability read as absent.
+    #[test]
+    fn log_levels_are_ordered_and_checked() {
+        let caps = |json: &str| serde_json::from_str::<AdapterCapabilities>(json);
+        let both = caps(r#"{"logs": ["error", "warning", "error"]}"#)
+            .expect("capabilities")
+            .to_capabilities();
+        assert_eq!(both.logs, ["warning", "error"]);
+        assert!(caps(r#"{"logs": ["debug"]}"#).is_err());
+        assert_eq!(
+            capability_differences(&caps("{}").unwrap().to_capabilities(), &both),
+            r#"logs: adapter.json [], hello ["warning", "error"]"#
         );
     }
 }

@@ -1,6 +1,6 @@
 //! The `client` matcher: an event the reference client reports about itself
-//! (see `xds_vocabulary::ClientEvent`); such scenarios need a client that
-//! reports them.
+//! (see `xds_vocabulary::ClientEvent`), or a line of a client's own log;
+//! such scenarios need a client that reports them.
 
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use xds_client_under_test::{Capabilities, ObservedEvent};
 use xds_vocabulary::{ClientEvent, LogLevel};
 
-use super::{Check, Compare, Compile, Description, Translate, as_written, keyword_name};
+use super::{Check, Compare, Compile, Description, Translate, keyword_name};
 use crate::check::Spanned;
 use crate::check::{Checker, Problem, duration, keyword, opt};
 use crate::timeline::{EventKind, TimelineEvent, describe};
@@ -34,6 +34,11 @@ pub struct ClientMatcherSpec {
     pub level: Option<Spanned<String>>,
     /// Substring of the event as the timeline writes it.
     pub contains: Option<String>,
+    /// A name the event's line holds whole (a resource, `c2`): not inside
+    /// a longer name or a number, as `c2` is inside `c2-new` or a pointer
+    /// `0xc000c2a0`. For a log line, which names what it is about in the
+    /// client's own words around it.
+    pub names: Option<String>,
     /// server_status: the server's failure count so far (C-core's
     /// `grpc.xds_client.server_failure` counter, gRFC A78: a server going
     /// from healthy to failing, as A57 defines failing).
@@ -85,6 +90,8 @@ pub struct ClientEventMatcher {
     pub level: Option<LogLevel>,
     /// Substring of the rendered event.
     pub contains: Option<String>,
+    /// A name the rendered event holds whole.
+    pub names: Option<String>,
     /// For server_status: the failure count and the connected figure.
     pub failures: Option<u64>,
     pub connected: Option<bool>,
@@ -113,17 +120,20 @@ impl Compile for ClientMatcherSpec {
                 keyword(l, "log level", &LogLevel::ALL.map(|l| (l.name(), l)))
             })?,
             contains: self.contains.clone(),
+            names: self.names.clone(),
         })
     }
 }
 
 impl Check for ClientEventMatcher {
-    // Matched as written: only in-process clients report these events (see
-    // `Capabilities::client_events`), and in-process runs rewrite nothing.
+    // `contains` reads the line as the scenario writes it: a real client's
+    // log names the servers' and backends' real addresses (over real TCP),
+    // which `text` turns back into the scenario's. The other fields are
+    // the harness's own (only in-process clients report lifecycle events).
     fn compare(
         &self,
         event: &TimelineEvent,
-        _text: Translate<'_>,
+        text: Translate<'_>,
         fields: &mut Compare,
     ) -> Option<()> {
         let EventKind::Client(ObservedEvent::Client(e)) = &event.kind else {
@@ -213,8 +223,19 @@ impl Check for ClientEventMatcher {
                 "contains",
                 &self.contains,
                 &describe(&event.kind).unwrap_or_default(),
-                &as_written,
+                text,
             );
+        if let Some(name) = &self.names {
+            let line = describe(&event.kind).unwrap_or_default();
+            let line = text(&line);
+            fields.check(
+                "names",
+                true,
+                || names_whole(&line, name),
+                || format!("{name:?}"),
+                || format!("{line:?}"),
+            );
+        }
         Some(())
     }
 
@@ -230,12 +251,43 @@ impl Check for ClientEventMatcher {
             .given("failures", self.failures)
             .given("connected", self.connected)
             .given_debug("contains", self.contains.as_ref())
+            .given("names", self.names.as_ref())
             .into()
     }
 
     fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
-        (!caps.client_events).then_some("client events")
+        if self.event != ClientEventKind::Log {
+            return (!caps.client_events).then_some("client events");
+        }
+        // A check at no level is met by a line of any level: each must be
+        // the client's own log, or a trace line could meet it.
+        let wanted = match &self.level {
+            Some(level) => std::slice::from_ref(level),
+            None => &LogLevel::ALL[..],
+        };
+        wanted
+            .iter()
+            .find(|level| !caps.logs.iter().any(|have| have == level.name()))
+            .map(|level| match level {
+                LogLevel::Info => "INFO log lines",
+                LogLevel::Warning => "WARNING log lines",
+                LogLevel::Error => "ERROR log lines",
+            })
     }
+}
+
+/// Whether `name` is in `text` whole: the characters around it (if any)
+/// are not of a name (letters, digits, `-`, `_`).
+fn names_whole(text: &str, name: &str) -> bool {
+    let of_a_name = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
+    !name.is_empty()
+        && text.match_indices(name).any(|(at, _)| {
+            !text[..at].chars().next_back().is_some_and(of_a_name)
+                && !text[at + name.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(of_a_name)
+        })
 }
 
 fn client_events(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -249,6 +301,7 @@ fn log_levels(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::matcher::as_written;
     use crate::timeline::Source;
     use xds_vocabulary::CallService;
 
@@ -272,6 +325,7 @@ mod tests {
             delay: Some(Duration::from_millis(1100)),
             level: None,
             contains: None,
+            names: None,
             failures: None,
             connected: None,
         };
@@ -282,6 +336,105 @@ mod tests {
             m.describe(),
             "client event event=retry_scheduled server=primary delay=1.100s"
         );
+    }
+
+    fn log_check(level: Option<LogLevel>) -> ClientEventMatcher {
+        ClientEventMatcher {
+            event: ClientEventKind::Log,
+            server: None,
+            delay: None,
+            level,
+            contains: Some("primary:443".into()),
+            names: None,
+            failures: None,
+            connected: None,
+        }
+    }
+
+    /// A log check needs the levels it can be met at reported apart from
+    /// traces; client events are not needed for it, and other client
+    /// events need them whatever the logs.
+    #[test]
+    fn log_checks_need_the_levels_they_read() {
+        let caps = |levels: &[&str], client_events: bool| Capabilities {
+            logs: levels.iter().map(|l| l.to_string()).collect(),
+            client_events,
+            ..Capabilities::default()
+        };
+        let all = caps(&["info", "warning", "error"], false);
+        assert_eq!(log_check(None).missing_capability(&all), None);
+        let no_info = caps(&["warning", "error"], false);
+        assert_eq!(
+            log_check(None).missing_capability(&no_info),
+            Some("INFO log lines")
+        );
+        assert_eq!(
+            log_check(Some(LogLevel::Warning)).missing_capability(&no_info),
+            None
+        );
+        assert_eq!(
+            log_check(Some(LogLevel::Error)).missing_capability(&caps(&[], true)),
+            Some("ERROR log lines")
+        );
+        let retry = ClientEventMatcher {
+            event: ClientEventKind::RetryScheduled,
+            ..log_check(None)
+        };
+        assert_eq!(retry.missing_capability(&all), Some("client events"));
+    }
+
+    /// A real client's log names the real address of a server; the check
+    /// reads it as the scenario names it.
+    #[test]
+    fn log_lines_are_read_with_addresses_translated() {
+        let line = TimelineEvent {
+            at: Duration::ZERO,
+            source: Source::Client,
+            kind: EventKind::Client(ObservedEvent::Client(ClientEvent::Log {
+                level: LogLevel::Warning,
+                message: "ADS stream closed: dial tcp 127.0.0.1:5000: connection refused".into(),
+            })),
+        };
+        fn translate(text: &str) -> std::borrow::Cow<'_, str> {
+            text.replace("127.0.0.1:5000", "primary:443").into()
+        }
+        assert!(log_check(Some(LogLevel::Warning)).matches(&line, &translate));
+        assert!(!log_check(Some(LogLevel::Warning)).matches(&line, &as_written));
+        assert!(!log_check(Some(LogLevel::Error)).matches(&line, &translate));
+    }
+
+    /// A name is found whole only: not in a longer name, a number or a
+    /// pointer.
+    #[test]
+    fn names_are_found_whole() {
+        assert!(names_whole(
+            r#"Ignoring resource deletion for resource "c2""#,
+            "c2"
+        ));
+        assert!(names_whole("ignoring deletion: type T name c2", "c2"));
+        assert!(names_whole("c2", "c2"));
+        assert!(!names_whole(
+            "[xds-client 0xc0001c2b40] ADS stream closed",
+            "c2"
+        ));
+        assert!(!names_whole("cluster c2-new", "c2"));
+        assert!(!names_whole("cluster c22", "c2"));
+        assert!(!names_whole("anything", ""));
+        let line = TimelineEvent {
+            at: Duration::ZERO,
+            source: Source::Client,
+            kind: EventKind::Client(ObservedEvent::Client(ClientEvent::Log {
+                level: LogLevel::Info,
+                message: "[xds-client 0xc0001c2b40] resource \"c2\" back".into(),
+            })),
+        };
+        let m = ClientEventMatcher {
+            names: Some("c2".into()),
+            contains: None,
+            ..log_check(Some(LogLevel::Info))
+        };
+        assert!(m.matches(&line, &as_written));
+        assert_eq!(m.describe(), "client event event=log level=info names=c2");
     }
 
     fn status(failures: u64, failing: bool) -> TimelineEvent {
@@ -305,6 +458,7 @@ mod tests {
             delay: None,
             level: None,
             contains: None,
+            names: None,
             failures: Some(2),
             connected: Some(false),
         };

@@ -69,7 +69,9 @@ macro_rules! matcher_kinds {
         csds: Csds(csds::CsdsMatcherSpec => CsdsMatcher),
         /// A connection or stream event on a server.
         server_event: ServerEvent(server_event::ServerEventMatcherSpec => ServerEventMatcher),
-        /// An event the reference client reports about itself.
+        /// An event the reference client reports about itself, or a line
+        /// of a client's own log (`event: log`: every client that forwards
+        /// its log, the `logs` capability).
         client: Client(client::ClientMatcherSpec => ClientEventMatcher),
         /// The result of an `rpc` step.
         rpc: Rpc(rpc::RpcMatcherSpec => RpcMatcher),
