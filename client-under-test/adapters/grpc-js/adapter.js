@@ -3,7 +3,8 @@
 //
 // Speaks the adapter protocol (client-under-test/ADAPTER_PROTOCOL.md, version
 // 1): JSON lines on stdin (commands) and stdout (hello, replies, events).
-// stderr is the client's log (GRPC_TRACE / GRPC_VERBOSITY).
+// stderr is the client's log (GRPC_TRACE / GRPC_VERBOSITY); its error and
+// info lines are `log` events too (setLogger below).
 //
 // Modules come from the project-local install in .peers/grpc-js/ (see
 // install.sh); NODE_PATH is honoured as a fallback.
@@ -81,6 +82,26 @@ try {
   process.exit(1);
 }
 
+// grpc-js's log as `log` events (ADAPTER_PROTOCOL.md, "The client's log"):
+// grpc-js hands its logger error, info and debug lines, and every GRPC_TRACE
+// line is a debug one (logging.trace), so its error and info lines are its log
+// alone. It has no WARNING level. Every line goes to stderr first, as grpc-js's
+// default logger writes it; none is forwarded before hello or during shutdown
+// (its reply is the last line).
+let helloSent = false;
+function clientLog(prefix, level) {
+  return (...args) => {
+    const message = util.format(...args);
+    process.stderr.write(prefix + message + '\n');
+    if (level && helloSent && !shuttingDown) log(level, message);
+  };
+}
+grpc.setLogger({
+  error: clientLog('E ', 'error'),
+  info: clientLog('I ', 'info'),
+  debug: clientLog('D ', null),
+});
+
 // Version: grpc-js (the channel) with the grpc-js-xds version (the xDS client)
 // as semver build metadata.
 const VERSION = `${grpcPkg.version}+grpc-js-xds.${xdsPkg.version}`;
@@ -93,6 +114,8 @@ const CAPABILITIES = {
   csds: true,
   delta: false,
   serve: true, // gRFC A36: grpc-js-xds's XdsServer
+  // Its log at every level it has (see setLogger above).
+  logs: ['info', 'warning', 'error'],
   profiles: [],
 };
 
@@ -525,6 +548,7 @@ function start() {
       hello.csds_address = `127.0.0.1:${port}`;
     }
     send(hello);
+    helloSent = true;
     const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
     rl.on('line', onLine);
     rl.on('close', () => shutdown(undefined));
