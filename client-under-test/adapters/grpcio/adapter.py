@@ -3,7 +3,8 @@
 Speaks the adapter protocol (client-under-test/ADAPTER_PROTOCOL.md, version
 1): JSON lines in on stdin (commands), JSON lines out on stdout (a `hello`,
 one reply per command, `channel_state`, `serving_status` and `log` events).
-stderr is the client's log (C-core traces with GRPC_TRACE / GRPC_VERBOSITY).
+stderr is the client's log (C-core traces with GRPC_TRACE / GRPC_VERBOSITY);
+its WARNING and ERROR lines are `log` events too (ClientLog).
 
 From start-up the adapter reads its own stderr through a pipe (LogTap:
 every line is passed on to the real stderr first) because two things
@@ -229,6 +230,8 @@ CAPABILITIES = {
     "csds": True,
     "delta": False,
     "serve": True,  # gRFC A36, through grpc.server(xds=True)
+    # C-core's log at the levels forwarded apart from its traces (ClientLog).
+    "logs": ["warning", "error"],
     "profiles": PROFILES,
 }
 
@@ -290,6 +293,31 @@ class Output:
 
     def timeline_log(self, level, message):
         self.event("log", level=level, message=message)
+
+
+class ClientLog:
+    """C-core's own WARNING and ERROR lines, as `log` events
+    (ADAPTER_PROTOCOL.md, "The client's log"); one of the LogTap's record
+    consumers.
+
+    Its INFO lines are not forwarded: the GRPC_TRACE lines the Projector
+    reads (xds_client, xds_resolver) are INFO lines as well, and nothing in
+    a line tells a trace from C-core's INFO log, so `capabilities.logs`
+    leaves `info` out and a log check at INFO is not applicable here.
+    Python's own lines (the adapter's, grpcio's) carry no C-core prefix and
+    make no record.
+    """
+
+    _LEVELS = {"W": "warning", "E": "error", "F": "error"}
+
+    def __init__(self, out):
+        self._out = out
+        self.ready = False  # set once hello is out: no line may precede it
+
+    def feed(self, record):
+        level = self._LEVELS.get(record.severity)
+        if level is not None and self.ready:
+            self._out.event("log", level=level, message=projection.strip_source_trace(record.message))
 
 
 class ServerLog:
@@ -820,6 +848,8 @@ class Adapter:
         self.servers = Servers(out)
         self.server_log = ServerLog(out)
         TAP.line_consumers.append(self.server_log.parse)
+        self.client_log = ClientLog(out)
+        TAP.record_consumers.append(self.client_log.feed)
         self.projector = Projector(out, TAP)
         TAP.on_dropped = lambda count: out.timeline_log(
             "warning",
@@ -852,6 +882,7 @@ class Adapter:
             capabilities=CAPABILITIES,
             csds_address=self.csds_address,
         )
+        self.client_log.ready = True
         _log(
             f"hello: grpcio {grpc.__version__}, CSDS on {self.csds_address}, "
             f"profile {_PROFILE or 'default'}, bootstrap {os.environ.get('GRPC_XDS_BOOTSTRAP')}"
