@@ -790,7 +790,7 @@ fn a_broken_rule_fails_its_scenario(
 #[case::plugin_type(
     ValidationRule::PluginType,
     "validation/route-unsupported-plugin-is-rejected",
-    ":33:5:"
+    ":34:5:"
 )]
 #[case::retry_num_retries(
     ValidationRule::RetryNumRetries,
@@ -800,7 +800,7 @@ fn a_broken_rule_fails_its_scenario(
 #[case::retry_base_interval(
     ValidationRule::RetryBaseInterval,
     "validation/route-retry-backoff-without-base-interval-is-rejected",
-    ":32:5:"
+    ":33:5:"
 )]
 #[case::weighted_cluster_weight(
     ValidationRule::WeightedClusterWeight,
@@ -810,12 +810,12 @@ fn a_broken_rule_fails_its_scenario(
 #[case::weighted_clusters_non_empty(
     ValidationRule::WeightedClustersNonEmpty,
     "validation/route-weighted-clusters-all-zero-is-rejected",
-    ":22:5:"
+    ":23:5:"
 )]
 #[case::weighted_clusters_total(
     ValidationRule::WeightedClustersTotal,
     "validation/route-weighted-cluster-weights-overflow-is-rejected",
-    ":23:5:"
+    ":24:5:"
 )]
 #[case::zero_weight_clusters_dropped(
     ValidationRule::ZeroWeightClustersDropped,
@@ -915,7 +915,7 @@ fn a_broken_rule_fails_its_scenario(
 #[case::address_is_ip(
     ValidationRule::AddressIsIp,
     "validation/eds-non-ip-address-is-rejected",
-    ":28:5:"
+    ":29:5:"
 )]
 #[case::endpoint_weight(
     ValidationRule::EndpointWeight,
