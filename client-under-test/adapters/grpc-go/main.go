@@ -5,7 +5,8 @@
 // version 1): JSON lines in on stdin (commands), JSON lines out on stdout (a
 // hello, one reply per command, channel_state / watcher / serving_status /
 // log events). stderr is the client's log (grpclog; GRPC_GO_LOG_* in
-// adapter.json).
+// adapter.json); the lines of its xDS packages are `log` events too
+// (log.go).
 //
 // The module is named google.golang.org/grpc/xdsconformance so that it may
 // import grpc-go's internal packages (Go's internal rule is by import path,
@@ -71,6 +72,9 @@ var capabilities = map[string]any{
 	"delta":    false, // grpc-go speaks SotW only (README.md)
 	"serve":    true,  // gRFC A36: xds.NewGRPCServer
 	"profiles": []string{},
+	// The levels of grpc-go's xDS log forwarded as `log` events; main sets
+	// them (log.go, logLevels).
+	"logs": []string{},
 }
 
 // --- output -------------------------------------------------------------------
@@ -696,6 +700,8 @@ func main() {
 		os.Exit(1)
 	}
 	out := &output{f: os.NewFile(uintptr(fd), "protocol-stdout")}
+	logger := installLogger(out)
+	capabilities["logs"] = logger.logLevels()
 
 	if p := os.Getenv("XDS_CONFORMANCE_PROFILE"); p != "" {
 		logf("profile %q ignored (none declared)", p)
@@ -730,6 +736,7 @@ func main() {
 		"capabilities": capabilities,
 		"csds_address": lis.Addr().String(),
 	})
+	logger.ready.Store(true)
 	logf("hello: grpc-go %s, CSDS on %s, bootstrap %s", grpc.Version, lis.Addr(), os.Getenv("GRPC_XDS_BOOTSTRAP"))
 
 	reader := bufio.NewReaderSize(os.Stdin, 1<<20)
