@@ -340,8 +340,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    if matches!(cli.command, Command::Run { .. } | Command::Matrix { .. })
-        && let Err(e) = xds_conformance::interrupt::install()
+    if matches!(
+        cli.command,
+        Command::Run { .. } | Command::Matrix { .. } | Command::Chaos { .. }
+    ) && let Err(e) = xds_conformance::interrupt::install()
     {
         eprintln!(
             "warning: cannot handle SIGINT/SIGTERM ({e}); an interrupt will lose the reports"
@@ -676,6 +678,9 @@ fn chaos(
             fit: None,
         }
         .fitted(caps.clone());
+        if xds_conformance::interrupt::signal().is_some() {
+            break;
+        }
         let deadline = budget.map(|b| Instant::now() + b);
         let mut done = campaign(
             (&factory, &rules),
@@ -706,18 +711,57 @@ fn chaos(
             done.findings.len(),
             if done.findings.len() == 1 { "" } else { "s" }
         );
-        if shrink > 0 {
+        if shrink > 0 && !done.findings.is_empty() && !done.interrupted {
+            // Written as found first: a shrink takes minutes on a real
+            // client, and whatever stops it, the findings are on disk.
+            match write_findings(report_dir, &done) {
+                Ok(_) => eprintln!(
+                    "{protocol}: {} finding{} written as drawn to {}; shrinking each (at most \
+                     {shrink} drafts; an interrupt keeps what is written)",
+                    done.findings.len(),
+                    if done.findings.len() == 1 { "" } else { "s" },
+                    report_dir.display()
+                ),
+                Err(e) => {
+                    eprintln!("cannot write findings to {}: {e}", report_dir.display());
+                    return ExitCode::from(2);
+                }
+            }
             for finding in &mut done.findings {
                 let drafted = finding.schedule.scenario.steps.len();
-                *finding = shrink_finding((&factory, &rules), seed, &shape, finding, shrink);
+                let index = finding.index;
+                *finding = shrink_finding(
+                    (&factory, &rules),
+                    seed,
+                    &shape,
+                    (finding, shrink),
+                    &mut |at| {
+                        // Each smaller schedule found, and every 25th
+                        // draft: often enough to see it move on a real
+                        // client (a draft is a run), rarely enough on the
+                        // reference (thousands a second).
+                        if at.smaller || at.tried.is_multiple_of(25) {
+                            eprintln!(
+                                "  shrinking schedule {index} ({protocol}): {} of at most {} \
+                                 drafts tried, smallest {} of {} steps",
+                                at.tried, at.budget, at.steps, at.drawn
+                            );
+                        }
+                    },
+                );
+                if xds_conformance::interrupt::signal().is_some() {
+                    eprintln!("  schedule {index} ({protocol}): shrink interrupted, kept as drawn");
+                    break;
+                }
                 eprintln!(
-                    "  schedule {} ({protocol}): shrunk from {drafted} steps to {}",
-                    finding.index,
+                    "  schedule {index} ({protocol}): shrunk from {drafted} steps to {}",
                     finding.schedule.scenario.steps.len()
                 );
             }
         }
-        replay_findings(client, &factory, &done);
+        if xds_conformance::interrupt::signal().is_none() {
+            replay_findings(client, &factory, &done);
+        }
         match write_findings(report_dir, &done) {
             Ok(written) => {
                 for path in &written {
@@ -731,7 +775,8 @@ fn chaos(
                     })
                     .map(|p| p.display().to_string())
                     .collect();
-                let complete = done.schedules == shard_size(first, count, partition);
+                let complete =
+                    !done.interrupted && done.schedules == shard_size(first, count, partition);
                 record.protocols.push(ProtocolRecord::new(
                     &protocol.to_string(),
                     &done,
@@ -771,6 +816,9 @@ fn chaos(
     {
         eprintln!("cannot write {}: {e}", path.display());
         return ExitCode::from(2);
+    }
+    if let Some(signal) = xds_conformance::interrupt::signal() {
+        return ExitCode::from(xds_conformance::interrupt::exit_code(signal));
     }
     if findings == 0 {
         ExitCode::SUCCESS

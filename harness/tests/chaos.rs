@@ -292,7 +292,13 @@ fn a_finding_shrinks_to_a_smaller_file_that_still_breaks_the_rule() {
             &mut |_, _| {},
         );
         let finding = done.findings.first().expect("caught within 40 schedules");
-        let shrunk = shrink_finding((&factory, &rules()), 11, &shape, finding, 2000);
+        let shrunk = shrink_finding(
+            (&factory, &rules()),
+            11,
+            &shape,
+            (finding, 2000),
+            &mut |_| {},
+        );
         assert_eq!(shrunk.broke, name);
         assert_eq!(
             shrunk.drawn.as_deref(),

@@ -3,7 +3,8 @@
 //! interrupted, no process or temp file left, exit 128 + n), SIGKILL of
 //! the harness (the client and its children die with it), a client that
 //! hangs (the wall-clock limit) and one that floods the harness with log
-//! lines (bounded memory, timeline and reports).
+//! lines (bounded memory, timeline and reports); a chaos campaign
+//! stopped while it shrinks keeps its findings.
 //!
 //! These run the real `xds-conformance` binary against the hostile
 //! fixture adapters in `tests/hostile/adapters/`. Nothing here sleeps: the
@@ -247,6 +248,62 @@ fn a_second_signal_exits_at_once_and_leaves_nothing() {
             );
         }
     }
+}
+
+/// A chaos campaign stopped while it shrinks a finding (minutes on a real
+/// client: each draft is a run) keeps the finding as it was found, with
+/// its schedule, and its record; it says how far the shrink got. The
+/// client breaks a rule on its first start and hangs on every later one
+/// (the shrink's first draft), which it tells through the FIFO: the
+/// signal comes in the middle of the shrink, never after a guessed time.
+#[test]
+fn an_interrupted_chaos_shrink_keeps_its_findings() {
+    let scratch = Scratch::new("chaos-shrink");
+    let fifo = scratch.fifo();
+    let child = Command::new(env!("CARGO_BIN_EXE_xds-conformance"))
+        .args(["chaos", "--client", &adapter("crash-then-hang")])
+        .args(["--seed", "1", "--schedules", "1", "--protocol", "sotw"])
+        .args(["--shrink", "2000", "--report-dir"])
+        .arg(scratch.0.join("reports"))
+        .current_dir(crate_dir().parent().unwrap())
+        .env("TMPDIR", scratch.0.join("tmp"))
+        .env("HOSTILE_PIDS", &fifo)
+        .env("HOSTILE_STARTS", scratch.0.join("starts"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the harness");
+    let (draft_pid, _) = read_pids(&fifo);
+    signal(&child, libc::SIGINT);
+    let (status, out, err) = wait_for(child);
+    assert_eq!(status.code(), Some(130), "{status:?}\n{out}\n{err}");
+    // Written before the shrink began, and said so.
+    assert!(
+        err.contains("1 finding written as drawn") && err.contains("an interrupt keeps"),
+        "{err}"
+    );
+    assert!(
+        err.contains("schedule 0 (sotw): shrink interrupted, kept as drawn"),
+        "{err}"
+    );
+    assert!(!err.contains("shrunk from"), "{err}");
+    let reports = scratch.0.join("reports");
+    let schedule =
+        std::fs::read_to_string(reports.join("seed-1-0-sotw.yaml")).expect("the finding");
+    assert!(schedule.contains("plays-through"), "{schedule}");
+    assert!(reports.join("seed-1-0-sotw.txt").is_file());
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(reports.join("campaign.json")).expect("campaign.json"),
+    )
+    .expect("a whole record");
+    let findings = &record["protocols"][0]["findings"];
+    assert_eq!(findings[0]["broke"], "plays-through", "{record}");
+    assert_eq!(findings[0]["index"], 0, "{record}");
+    assert!(
+        ends_within(draft_pid, Duration::from_secs(10)),
+        "the draft's client still runs"
+    );
+    assert_eq!(scratch.temp_files(), Vec::<String>::new());
 }
 
 #[test]

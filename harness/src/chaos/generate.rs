@@ -10,6 +10,8 @@
 //! where it stands (a `cancel_watch` of a resource not watched) is not
 //! taken there, and another is drawn.
 
+use std::ops::ControlFlow;
+
 use proptest::strategy::{BoxedStrategy, Just, Strategy, Union, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use xds_client_under_test::Capabilities;
@@ -286,9 +288,9 @@ pub fn shrink(
     seed: u64,
     index: u64,
     shape: &Shape,
-    broke: &str,
-    budget: usize,
+    (broke, budget): (&str, usize),
     still_fails: &mut dyn FnMut(&Schedule) -> Option<Stop>,
+    watch: &mut dyn FnMut(Shrinking) -> ControlFlow<()>,
 ) -> Schedule {
     let mut tree = drafts(shape)
         .new_tree(&mut runner(seed, index))
@@ -303,16 +305,24 @@ pub fn shrink(
     let mut smallest = tree.current();
     let mut stop = still_fails(&build(seed, index, shape, &smallest, Some(shrunk))).flatten();
     if tree.simplify() {
-        for _ in 0..budget {
+        for tried in 1..=budget {
             let candidate = build(seed, index, shape, &tree.current(), Some(shrunk));
-            let more = if let Some(stopped) = still_fails(&candidate) {
+            let smaller = still_fails(&candidate);
+            let more = if let Some(stopped) = smaller {
                 smallest = tree.current();
                 stop = stopped;
                 tree.simplify()
             } else {
                 tree.complicate()
             };
-            if !more {
+            let told = watch(Shrinking {
+                tried,
+                budget,
+                smaller: smaller.is_some(),
+                steps: smallest.steps.len(),
+                drawn: original,
+            });
+            if !more || told.is_break() {
                 break;
             }
         }
@@ -324,6 +334,24 @@ pub fn shrink(
         ..shrunk
     };
     build(seed, index, shape, &smallest, Some(stated))
+}
+
+/// Where a shrink is, told after each draft it tried: a shrink of a real
+/// client's finding plays one schedule per draft, for minutes, and the
+/// one who started it sees it move (and may stop it: the smallest found
+/// so far is kept).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shrinking {
+    /// Drafts tried so far, of at most `budget`.
+    pub tried: usize,
+    pub budget: usize,
+    /// Whether the draft just tried still broke the rule (and is the
+    /// smallest now).
+    pub smaller: bool,
+    /// Steps of the smallest schedule that still breaks the rule.
+    pub steps: usize,
+    /// Steps of the schedule as drawn.
+    pub drawn: usize,
 }
 
 /// Schedule `index` of `seed` as a finding's file, not shrunk: it ends

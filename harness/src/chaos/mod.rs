@@ -23,7 +23,7 @@ use xds_conformance_reports::Verdict;
 use crate::runner::{RunMode, RunOutcome, run_scenario};
 use crate::scenario::Scenario;
 use crate::suite::BoxedFactory;
-pub use generate::{Schedule, Shape, schedule, shrink};
+pub use generate::{Schedule, Shape, Shrinking, schedule, shrink};
 
 /// What a campaign holds its client to: the invariants its capabilities
 /// and time allow ([`invariant::held_to`]), less those its expectations
@@ -125,6 +125,9 @@ pub struct Campaign {
     /// Virtual (or real) time the runs covered.
     pub covered: Duration,
     pub findings: Vec<Finding>,
+    /// A signal stopped it before its last schedule (the schedule it was
+    /// playing is not counted).
+    pub interrupted: bool,
 }
 
 /// The rule every run keeps before any invariant: it plays through.
@@ -235,6 +238,13 @@ pub fn campaign(
         }
         let schedule = schedule(seed, index, shape);
         let outcome = run_scenario(&schedule.scenario, factory.as_ref());
+        // Stopped by a signal: the schedule did not play through, so it
+        // is neither counted nor held to the invariants (a cut timeline
+        // would break some); the campaign ends with what it found.
+        if matches!(outcome.verdict, Verdict::Interrupted { .. }) {
+            campaign.interrupted = true;
+            break;
+        }
         campaign.schedules += 1;
         if let Verdict::NotApplicable { reason } = &outcome.verdict {
             campaign.not_applicable += 1;
@@ -278,12 +288,15 @@ pub fn campaign(
 /// client made by `factory` still breaks the same rule, with that run's
 /// verdict and timeline. Deterministic on virtual time; on real time a
 /// draft that only sometimes breaks the rule may be kept or not.
+///
+/// `watch` is told after each draft; a signal ([`crate::interrupt`]) stops
+/// the shrink, and the finding comes back as it was given.
 pub fn shrink_finding(
     (factory, rules): (&BoxedFactory, &Rules),
     seed: u64,
     shape: &Shape,
-    finding: &Finding,
-    budget: usize,
+    (finding, budget): (&Finding, usize),
+    watch: &mut dyn FnMut(Shrinking),
 ) -> Finding {
     let breaks = |schedule: &Schedule| {
         let outcome = run_scenario(&schedule.scenario, factory.as_ref());
@@ -294,14 +307,26 @@ pub fn shrink_finding(
                 (broke, verdict, outcome.timeline, other, stop)
             })
     };
+    let interrupted = || crate::interrupt::token().is_cancelled();
     let shrunk = shrink(
         seed,
         finding.index,
         shape,
-        finding.broke,
-        budget,
+        (finding.broke, budget),
         &mut |s| breaks(s).map(|(_, _, _, _, stop)| stop),
+        &mut |step| {
+            watch(step);
+            if interrupted() {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        },
     );
+    // Its last draft may have been cut short: the finding as found stands.
+    if interrupted() {
+        return finding.clone();
+    }
     // A finding's own file ends where its run stopped: a shrunk draft
     // that plays through may be longer.
     let smaller = shrunk.scenario.steps.len() <= finding.schedule.scenario.steps.len();
