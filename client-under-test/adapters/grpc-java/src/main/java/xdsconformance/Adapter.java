@@ -65,7 +65,8 @@ import java.util.logging.SimpleFormatter;
  *
  * <p>Speaks the adapter protocol (client-under-test/ADAPTER_PROTOCOL.md,
  * version 1): JSON lines on stdin (commands) and stdout (hello, replies,
- * events). stderr is the client's log (java.util.logging). See README.md.
+ * events). stderr is the client's log (java.util.logging); its io.grpc.xds records at INFO and
+ * above are `log` events too (LogForwarder). See README.md.
  */
 public final class Adapter {
   static final int PROTOCOL = 1;
@@ -733,6 +734,11 @@ public final class Adapter {
     c.addProperty("csds", true);
     c.addProperty("delta", false);
     c.addProperty("serve", true);
+    com.google.gson.JsonArray logs = new com.google.gson.JsonArray();
+    logs.add("info");
+    logs.add("warning");
+    logs.add("error");
+    c.add("logs", logs);
     com.google.gson.JsonArray profiles = new com.google.gson.JsonArray();
     profiles.add("a88");
     c.add("profiles", profiles);
@@ -762,6 +768,7 @@ public final class Adapter {
     root.addHandler(h);
     root.setLevel(Level.INFO);
     Logger.getLogger("io.grpc.xds").setLevel(l);
+    LogForwarder.attach();
     // More loggers for debugging: XDS_CONFORMANCE_JAVA_LOGGERS="name=LEVEL,..."
     // (e.g. io.grpc.netty.shaded.io.netty.handler.ssl=FINE).
     String more = System.getenv("XDS_CONFORMANCE_JAVA_LOGGERS");
@@ -820,6 +827,7 @@ public final class Adapter {
     hello.add("capabilities", capabilities());
     hello.addProperty("csds_address", "127.0.0.1:" + csdsServer.getPort());
     send(hello);
+    LogForwarder.ready = true;
     readCommands();
   }
 
