@@ -144,6 +144,13 @@ pub struct Capabilities {
     /// Reports what its admin API shows (Envoy's `/config_dump`, `/stats`)
     /// as [`ObservedEvent::Admin`].
     pub admin: bool,
+    /// Takes environment variables a scenario sets for it (`client: {env:
+    /// ...}`, e.g. gRFC A71's `GRPC_EXPERIMENTAL_XDS_FALLBACK`) at its
+    /// start. A client in its own process has them in its environment; an
+    /// in-process client has them only if it reads
+    /// [`ClientEnvironment::env`] instead of the harness's own
+    /// environment, which every run in the process shares.
+    pub env: bool,
     /// Plays a Kuma zone control plane against its global over KDS
     /// (`kuma.mesh.v1alpha1.KDSSyncService`): a scenario with a `zone`
     /// section. It reports what it stores as [`ObservedEvent::Zone`] and
@@ -206,6 +213,10 @@ pub struct ClientEnvironment {
     /// A KDS run: the client plays this zone, its global being the
     /// bootstrap's first server (see [`Capabilities::kds_zone`]).
     pub zone: Option<ZoneSettings>,
+    /// Environment variables the scenario sets for the client (`client:
+    /// {env: ...}`; see [`Capabilities::env`]): a process adapter gets
+    /// them in its environment, an in-process client reads them here.
+    pub env: BTreeMap<String, String>,
 }
 
 /// A Kuma zone's start (KDS runs).

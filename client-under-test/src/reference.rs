@@ -12,6 +12,7 @@ use std::sync::Arc;
 use envoy_types::pb::envoy::service::status::v3::{ClientStatusRequest, ClientStatusResponse};
 use tokio::sync::watch;
 use xds_reference_client::dataplane::DataPlane;
+use xds_reference_client::environment::xds_fallback;
 use xds_reference_client::kds::{KdsZone, KdsZoneConfig, ZoneObserver};
 use xds_reference_client::read_delay::ReadDelayHandle;
 use xds_reference_client::resolver::{self, ClusterConfig, Dial, DialUpdate};
@@ -187,6 +188,8 @@ impl ClientUnderTest for ReferenceClient {
             connects_at_start: false,
             admin: false,
             kds_zone: true,
+            // Read from `ClientEnvironment::env` (xds_reference_client::environment).
+            env: true,
             profiles: PROFILES.iter().map(|p| p.to_string()).collect(),
         }
     }
@@ -198,6 +201,13 @@ impl ClientUnderTest for ReferenceClient {
                 self.bootstrap_error = Some(e.to_string());
                 return Ok(());
             }
+        };
+        // gRFC A71's temporary protection: with fallback off, one server
+        // (Defects::fallback_env_ignored reads them all anyway).
+        let bootstrap = if xds_fallback(&env.env) || self.defects.fallback_env_ignored {
+            bootstrap
+        } else {
+            bootstrap.first_server_only()
         };
         let mut profile = profile(env.profile.as_deref())?;
         profile.defects = self.defects;
@@ -816,6 +826,7 @@ mod tests {
                 name: "zone-1".into(),
                 resources: vec![resource(types::DATAPLANE, KdsName::new("dp-1", "default"))],
             }),
+            env: BTreeMap::new(),
         };
         let mut defects = Defects::default();
         defects.zone.no_client_id_header = true;

@@ -107,6 +107,7 @@ async fn setup_with(mode: ServingMode, tls: Option<&TlsSettings>, bootstrap_json
             clock_epoch: SystemTime::UNIX_EPOCH,
             events: Arc::new(move |event| sink.lock().expect("lock").push((Instant::now(), event))),
             zone: None,
+            env: Default::default(),
         })
         .await
         .expect("start");
@@ -370,6 +371,7 @@ async fn bad_bootstrap_and_profiles_are_errors() {
         clock_epoch: SystemTime::UNIX_EPOCH,
         events: Arc::new(|_| {}),
         zone: None,
+        env: Default::default(),
     };
     let mut client = GrpcRustClient::new();
     assert!(matches!(
@@ -1013,6 +1015,7 @@ async fn works_over_tcp() {
                 let _ = tx.send(event);
             }),
             zone: None,
+            env: Default::default(),
         })
         .await
         .expect("start");

@@ -201,6 +201,7 @@ async fn the_reference_zone_syncs_with_a_real_kuma_global() {
             name: "zone-1".into(),
             resources: Vec::new(),
         }),
+        env: Default::default(),
     })
     .await
     .expect("the reference zone starts");

@@ -235,6 +235,7 @@ fn env(events: &Events) -> ClientEnvironment {
         clock_epoch: SystemTime::UNIX_EPOCH,
         events: Arc::new(move |event| sink.lock().unwrap().push(event)),
         zone: None,
+        env: Default::default(),
     }
 }
 

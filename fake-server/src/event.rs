@@ -76,6 +76,12 @@ pub enum ServerEvent {
         stream: u64,
         connection: Option<u64>,
         protocol: AdsProtocol,
+        /// How long after the server's last stream ended this one opened,
+        /// when no other stream was open: a client's retry delay as the
+        /// server sees it (gRFC A57's backoff between stream attempts).
+        /// `None` for the server's first stream, and for one opened beside
+        /// another. Not part of the timeline's text: runs differ in it.
+        after_close: Option<std::time::Duration>,
     },
     /// A stream of Kuma's `KDSSyncService` was opened: which RPC, and what
     /// the zone said of itself in its gRPC headers. Its requests and

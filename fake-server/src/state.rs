@@ -40,6 +40,8 @@ pub(crate) struct State {
     last_connection: u64,
     last_stream: u64,
     last_nonce: u64,
+    /// When a stream last ended (see `ServerEvent::StreamOpened::after_close`).
+    last_stream_closed: Option<tokio::time::Instant>,
     pub(crate) recording: Recording,
 }
 
@@ -73,12 +75,17 @@ impl State {
             last_connection: 0,
             last_stream: 0,
             last_nonce: 0,
+            last_stream_closed: None,
             recording: Recording::default(),
         }
     }
 
     /// Appends to the recording (and to the observer's queue).
     pub fn record(&mut self, event: ServerEvent) {
+        // Every way a stream ends is recorded as this event.
+        if let ServerEvent::StreamClosed { .. } = event {
+            self.last_stream_closed = Some(tokio::time::Instant::now());
+        }
         let recorded = Recorded {
             at: tokio::time::Instant::now(),
             server: self.server.clone(),
@@ -114,8 +121,17 @@ impl State {
         }
         self.last_stream += 1;
         let id = self.last_stream;
+        // A client's retry delay as the server sees it: from the end of
+        // the last stream to this one, when this is the only stream.
+        let retried = match self.last_stream_closed {
+            Some(closed) if self.streams.is_empty() => Some(tokio::time::Instant::now() - closed),
+            _ => None,
+        };
         self.streams.insert(id, stream);
-        let opened = self.streams[&id].protocol.opened(id, connection);
+        let mut opened = self.streams[&id].protocol.opened(id, connection);
+        if let ServerEvent::StreamOpened { after_close, .. } = &mut opened {
+            *after_close = retried;
+        }
         self.record(opened);
         Some(id)
     }

@@ -59,6 +59,7 @@ fn defect(name: &str) -> Defects {
         "server_client_per_server" => d.server_client_per_server = true,
         "backoff_constant" => d.backoff_constant = true,
         "no_fallback" => d.no_fallback = true,
+        "fallback_env_ignored" => d.fallback_env_ignored = true,
         "nack_drops_valid_resources" => d.nack_drops_valid_resources = true,
         "nack_names_first_only" => d.nack_names_first_only = true,
         "new_stream_keeps_cached" => d.new_stream_keeps_cached = true,
@@ -713,6 +714,21 @@ fn defect(name: &str) -> Defects {
     ":25:5:"
 )]
 #[case::a57_backoff_capped("backoff_uncapped", "a57/backoff-levels-off-at-120s", ":24:5:")]
+#[case::a57_channel_backoff_capped(
+    "backoff_uncapped",
+    "a57/channel-backoff-levels-off-at-120s",
+    ":31:5:"
+)]
+#[case::a57_channel_backoff_reaches_the_cap(
+    "backoff_constant",
+    "a57/channel-backoff-levels-off-at-120s",
+    ":28:5:"
+)]
+#[case::a71_fallback_turned_off(
+    "fallback_env_ignored",
+    "a71/fallback-turned-off-reads-one-server",
+    ":25:5:"
+)]
 #[case::kds_subscribes_to_the_wildcard(
     "zone_subscribes_without_wildcard",
     "kds/subscribes-to-every-consumed-type",

@@ -149,6 +149,18 @@ impl Bootstrap {
         }
     }
 
+    /// The bootstrap with only the first server of each list (the
+    /// top-level `xds_servers` and each authority's): what a client reads
+    /// with gRFC A71's fallback turned off ("only one xDS server will be
+    /// read from the bootstrap file", see [`crate::environment`]).
+    pub fn first_server_only(mut self) -> Bootstrap {
+        self.xds_servers.truncate(1);
+        for authority in self.authorities.values_mut() {
+            authority.xds_servers.truncate(1);
+        }
+        self
+    }
+
     /// The servers of `authority` (empty = old-style names), in priority order.
     pub fn servers_for_authority(&self, authority: Option<&str>) -> &[XdsServerConfig] {
         match authority.and_then(|a| self.authorities.get(a)) {
@@ -552,6 +564,26 @@ mod tests {
                 "xds.config.resource-in-sotw"
             ]
         );
+    }
+
+    #[test]
+    fn first_server_only_keeps_one_server_per_list() {
+        let two = r#"[{"server_uri":"a:1","channel_creds":[{"type":"insecure"}]},{"server_uri":"b:1","channel_creds":[{"type":"insecure"}]}]"#;
+        let json = format!(
+            r#"{{"xds_servers":{two},"authorities":{{"x":{{"xds_servers":{two}}},"y":{{}}}},"node":{{"id":"n1"}}}}"#
+        );
+        let b = Bootstrap::from_json(&json).unwrap();
+        assert_eq!(b.servers_for_authority(Some("x")).len(), 2);
+        let one = b.first_server_only();
+        let uris = |servers: &[XdsServerConfig]| {
+            servers
+                .iter()
+                .map(|s| s.server_uri.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(uris(&one.xds_servers), ["a:1"]);
+        assert_eq!(uris(one.servers_for_authority(Some("x"))), ["a:1"]);
+        assert_eq!(uris(one.servers_for_authority(Some("y"))), ["a:1"]);
     }
 
     #[test]

@@ -83,6 +83,10 @@ pub struct Defects {
     /// resource watched, a connectivity failure connects to the next
     /// server of the bootstrap).
     pub no_fallback: bool,
+    /// Read every server of the bootstrap even with
+    /// `GRPC_EXPERIMENTAL_XDS_FALLBACK=false` in the client's environment
+    /// (A71: "only one xDS server will be read from the bootstrap file").
+    pub fallback_env_ignored: bool,
     /// A response with an invalid resource is rejected whole: its valid
     /// resources are not used either (A46: "gRPC will still use all valid
     /// resources from the response").

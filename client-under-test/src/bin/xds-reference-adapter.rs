@@ -114,6 +114,11 @@ async fn run() -> Result<(), AdapterError> {
         clock_epoch: SystemTime::now(),
         events: Arc::new(move |event| forward(&events, event)),
         zone: None,
+        // gRPC's variables, which the harness set from the scenario on
+        // this process (the in-process client reads them from here).
+        env: std::env::vars()
+            .filter(|(name, _)| name.starts_with("GRPC_"))
+            .collect(),
     };
     let mut client = ReferenceClient::new();
     let capabilities = client.capabilities();

@@ -239,6 +239,9 @@ impl ClientUnderTest for EnvoyClient {
             connects_at_start: true,
             admin: self.poll_admin,
             background_rpc: false,
+            // The driver starts Envoy with no scenario variables: Envoy
+            // reads none of gRPC's.
+            env: false,
             ..self.manifest.capabilities.to_capabilities()
         }
     }

@@ -734,6 +734,9 @@ impl ClientUnderTest for GrpcRustClient {
             connects_at_start: false,
             admin: false,
             kds_zone: false,
+            // An in-process crate reads the process's environment, which
+            // every run in the harness shares: a run cannot set its own.
+            env: false,
             profiles: Vec::new(),
         }
     }

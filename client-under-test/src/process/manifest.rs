@@ -126,6 +126,11 @@ impl AdapterCapabilities {
             // The adapter protocol has no KDS commands (yet: a Kuma zone
             // is driven through its REST API by a driver of its own).
             kds_zone: false,
+            // The harness sets a scenario's variables on the adapter's
+            // process when it starts it, so every adapter takes them
+            // without saying so (and without code of its own, as long as
+            // the client runs in the adapter's process).
+            env: true,
             profiles,
         }
     }

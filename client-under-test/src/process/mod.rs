@@ -245,6 +245,9 @@ impl ProcessClient {
             .args(&self.manifest.command[1..])
             .current_dir(&self.repo_root)
             .envs(&self.manifest.env)
+            // The scenario's own (`client: {env: ...}`), over the
+            // manifest's: they are what the run is about.
+            .envs(&env.env)
             .env("GRPC_XDS_BOOTSTRAP", bootstrap.path())
             .env("XDS_CONFORMANCE_SEED", env.rng_seed.to_string())
             .stdin(Stdio::piped())

@@ -47,6 +47,8 @@ impl DeltaWire for DeltaStream {
             stream,
             connection,
             protocol: AdsProtocol::Delta,
+            // Set by the state, which knows the server's other streams.
+            after_close: None,
         }
     }
 

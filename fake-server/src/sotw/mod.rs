@@ -50,6 +50,8 @@ impl Protocol for SotwStream {
             stream,
             connection,
             protocol: AdsProtocol::Sotw,
+            // Set by the state, which knows the server's other streams.
+            after_close: None,
         }
     }
 

@@ -62,6 +62,8 @@ async fn close_streams_ends_every_stream_with_the_given_status() {
             stream: 3,
             connection: Some(1),
             protocol: xds_vocabulary::AdsProtocol::Sotw,
+            // Right after the server closed the other two.
+            after_close: Some(std::time::Duration::ZERO),
         })
     );
 }

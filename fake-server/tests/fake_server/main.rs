@@ -8,6 +8,7 @@ mod faults;
 mod kds;
 mod recording;
 mod scripted_mode;
+mod stream_retries;
 mod support;
 mod tcp;
 mod tls;

@@ -148,6 +148,7 @@ async fn a_session_records_connections_and_streams_in_order() {
                 stream: 1,
                 connection: Some(1),
                 protocol: xds_vocabulary::AdsProtocol::Sotw,
+                after_close: None,
             },
             ServerEvent::RequestReceived { stream: 1, request },
             ServerEvent::ResponseSent {

@@ -63,11 +63,13 @@ async fn auto_mode_over_tcp_with_refuse_and_accept() {
         stream: 1,
         connection: Some(1),
         protocol: xds_vocabulary::AdsProtocol::Sotw,
+        after_close: None,
     }));
     assert!(events.contains(&ServerEvent::StreamOpened {
         stream: 2,
         connection: Some(2),
         protocol: xds_vocabulary::AdsProtocol::Sotw,
+        after_close: None,
     }));
     server.shutdown();
     let status = client.responses.message().await.expect_err("closed");

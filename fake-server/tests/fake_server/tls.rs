@@ -136,6 +136,7 @@ async fn ads_over_tls_with_server_authentication() {
                 stream: 1,
                 connection: Some(1),
                 protocol: xds_vocabulary::AdsProtocol::Sotw,
+                after_close: None,
             },
         ],
         "{events:?}"

@@ -270,6 +270,7 @@ mod tests {
             stream: 1,
             connection: Some(1),
             protocol: xds_vocabulary::AdsProtocol::Sotw,
+            after_close: None,
         })
     }
 

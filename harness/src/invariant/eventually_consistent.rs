@@ -485,6 +485,7 @@ mod tests {
                 stream,
                 connection: None,
                 protocol: AdsProtocol::Sotw,
+                after_close: None,
             },
         )
     }

@@ -238,6 +238,7 @@ mod tests {
                 stream: 1,
                 connection: None,
                 protocol: AdsProtocol::Sotw,
+                after_close: None,
             }),
         )
     }

@@ -283,6 +283,7 @@ pub(super) mod tests {
                 stream,
                 connection: None,
                 protocol: AdsProtocol::Sotw,
+                after_close: None,
             }),
         )
     }

@@ -798,6 +798,7 @@ mod tests {
                     stream: 1,
                     connection: Some(1),
                     protocol: xds_vocabulary::AdsProtocol::Delta,
+                    after_close: None,
                 }),
             ),
         );

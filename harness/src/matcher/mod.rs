@@ -25,6 +25,7 @@ pub mod kds_stream;
 pub mod node;
 pub mod request;
 pub mod response;
+pub mod retry_delay;
 pub mod rpc;
 pub mod server_event;
 pub mod serving;
@@ -69,6 +70,10 @@ macro_rules! matcher_kinds {
         csds: Csds(csds::CsdsMatcherSpec => CsdsMatcher),
         /// A connection or stream event on a server.
         server_event: ServerEvent(server_event::ServerEventMatcherSpec => ServerEventMatcher),
+        /// A new ADS stream on a server, by how long after the server's
+        /// last stream ended it opened (a client's delay between two
+        /// stream attempts), in a range.
+        retry_delay: RetryDelay(retry_delay::RetryDelayMatcherSpec => RetryDelayMatcher),
         /// An event the reference client reports about itself, or a line
         /// of a client's own log (`event: log`: every client that forwards
         /// its log, the `logs` capability).

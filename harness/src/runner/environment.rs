@@ -328,6 +328,7 @@ pub(super) async fn set_up(
                 name: zone.name.clone(),
                 resources: zone.resources.clone(),
             }),
+        env: scenario.client.env.clone(),
     };
     Ok(Environment {
         servers,

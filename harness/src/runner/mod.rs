@@ -407,6 +407,10 @@ pub fn missing_capabilities(scenario: &Scenario, caps: &Capabilities) -> Vec<Str
             &format!("profile {profile}"),
         );
     }
+    need(
+        scenario.client.env.is_empty() || caps.env,
+        "client environment variables",
+    );
     missing
 }
 
@@ -764,5 +768,28 @@ mod tests {
             ..anywhere
         };
         assert_eq!(mode_for(&process, &watches), RunMode::RealTime);
+    }
+
+    #[test]
+    fn a_scenario_with_client_env_needs_a_client_that_takes_it() {
+        let text = "description: env\nclient: {env: {GRPC_EXPERIMENTAL_XDS_FALLBACK: \"false\"}}\n\
+                    servers:\n  primary: {}\nsteps:\n  - watch: { type: CDS, name: c1 }\n";
+        let with_env = load_str("env.yaml", text).expect("a scenario");
+        let caps = Capabilities {
+            watch: true,
+            grpc_bootstrap: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            not_applicable(&with_env, &caps).as_deref(),
+            Some("the client lacks client environment variables")
+        );
+        let takes = Capabilities {
+            env: true,
+            ..caps.clone()
+        };
+        assert_eq!(not_applicable(&with_env, &takes), None);
+        let without = scenario("  - watch: { type: CDS, name: c1 }\n");
+        assert_eq!(not_applicable(&without, &caps), None);
     }
 }

@@ -257,4 +257,10 @@ pub struct ClientSpec {
     pub seed: Option<u64>,
     /// A named client profile, e.g. `reference`.
     pub profile: Option<Spanned<String>>,
+    /// Environment variables the client starts with, by name, e.g.
+    /// `GRPC_EXPERIMENTAL_XDS_FALLBACK: "false"` (gRFC A71). A client that
+    /// cannot be given them (an in-process client that reads only the
+    /// shared process environment) is not applicable.
+    #[serde(default, skip_serializing_if = "crate::check::is_empty")]
+    pub env: Spanned<IndexMap<String, String>>,
 }

@@ -359,6 +359,10 @@ fn check(
             .as_ref()
             .and_then(|c| c.profile.as_ref())
             .map(|p| p.value.clone()),
+        env: match &file.client {
+            Some(client) => client_env(&client.env)?,
+            None => BTreeMap::new(),
+        },
     };
     let zone = file
         .zone
@@ -560,6 +564,57 @@ fn run_limits(spec: Option<&LimitsSpec>) -> Result<Limits, Problem> {
         &mut limits.wall_time,
     )?;
     Ok(limits)
+}
+
+/// Variables the harness itself gives a client, each from a part of the
+/// scenario that says it better: the bootstrap (`bootstrap:`, or the one
+/// generated from `servers`), the seed and the profile (`client:`).
+const HARNESS_ENV: &[(&str, &str)] = &[
+    ("GRPC_XDS_BOOTSTRAP", "`bootstrap:`"),
+    ("GRPC_XDS_BOOTSTRAP_CONFIG", "`bootstrap:`"),
+    ("XDS_CONFORMANCE_SEED", "`client: {seed: N}`"),
+    ("XDS_CONFORMANCE_PROFILE", "`client: {profile: NAME}`"),
+];
+
+/// `client: {env: ...}`: names a process environment can hold
+/// (`[A-Za-z_][A-Za-z0-9_]*`) and values without a NUL, none of them a
+/// variable the harness sets itself.
+fn client_env(
+    env: &Spanned<IndexMap<String, String>>,
+) -> Result<BTreeMap<String, String>, Problem> {
+    for (name, value) in &env.value {
+        let mut chars = name.chars();
+        let well_formed = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !well_formed {
+            return Err(Problem::at(
+                env,
+                format!(
+                    "client.env: `{name}` is not a variable name (letters, digits and `_`, \
+                     not starting with a digit)"
+                ),
+            ));
+        }
+        if let Some((_, instead)) = HARNESS_ENV.iter().find(|(n, _)| n == name) {
+            return Err(Problem::at(
+                env,
+                format!("client.env: the harness sets `{name}` itself; say it with {instead}"),
+            ));
+        }
+        if value.contains('\0') {
+            return Err(Problem::at(
+                env,
+                format!("client.env: the value of `{name}` holds a NUL byte"),
+            ));
+        }
+    }
+    Ok(env
+        .value
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect())
 }
 
 /// Every key of a per-client map names a known client (see
@@ -1270,6 +1325,48 @@ steps:
             (c.level, *duration),
             (Some(LogLevel::Warning), Duration::from_millis(1500))
         );
+    }
+
+    #[test]
+    fn client_env_is_read_and_checked_where_it_is_written() {
+        let with = |env: &str| {
+            format!("description: d\nclient: {{env: {env}}}\nservers: {{a: {{}}}}\nsteps: []\n")
+        };
+        let s = load(&with(
+            r#"{GRPC_EXPERIMENTAL_XDS_FALLBACK: "false", _X1: ""}"#,
+        ));
+        assert_eq!(
+            s.client.env,
+            BTreeMap::from([
+                (
+                    "GRPC_EXPERIMENTAL_XDS_FALLBACK".to_string(),
+                    "false".to_string()
+                ),
+                ("_X1".to_string(), String::new()),
+            ])
+        );
+        assert!(
+            load("description: d\nservers: {a: {}}\nsteps: []\n")
+                .client
+                .env
+                .is_empty()
+        );
+        for (env, says) in [
+            ("{1X: a}", "`1X` is not a variable name"),
+            ("{A-B: a}", "`A-B` is not a variable name"),
+            (
+                "{GRPC_XDS_BOOTSTRAP: f}",
+                "the harness sets `GRPC_XDS_BOOTSTRAP` itself",
+            ),
+            (
+                "{XDS_CONFORMANCE_SEED: \"2\"}",
+                "say it with `client: {seed: N}`",
+            ),
+        ] {
+            let e = load_error(&with(env));
+            assert_eq!((e.line, e.column), (2, 15), "{env}: {e}");
+            assert!(e.message.contains(says), "{env}: {e}");
+        }
     }
 
     #[test]

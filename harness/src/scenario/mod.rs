@@ -178,4 +178,6 @@ pub struct ClientPlan {
     pub seed: u64,
     /// Named client profile (`reference`, `grpc-go-retry`, ...); None = default.
     pub profile: Option<String>,
+    /// Environment variables the client starts with (`client: {env: ...}`).
+    pub env: BTreeMap<String, String>,
 }

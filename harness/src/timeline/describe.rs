@@ -202,6 +202,7 @@ fn describe_server(event: &ServerEvent) -> String {
             stream,
             connection,
             protocol,
+            ..
         } => {
             let kind = match protocol {
                 AdsProtocol::Sotw => "ADS stream",

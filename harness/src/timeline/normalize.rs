@@ -553,6 +553,7 @@ mod tests {
                 protocol: AdsProtocol::Sotw,
                 stream,
                 connection: Some(1),
+                after_close: None,
             })),
         };
         // Two clients' streams open in either order after one step; the

@@ -1,0 +1,168 @@
+//! The `retry_delay` matcher: a new ADS stream on a server, by how long
+//! after the server's last stream ended it opened (a client's delay
+//! between two stream attempts, gRFC A57's backoff), in a range.
+//!
+//! A range, because every gRPC client jitters its backoff (+-20 %,
+//! gRPC's `connection-backoff.md`), so only the reference client's seeded
+//! delays are exact; and measured between two server events, so a run on
+//! real time decides on when things happened, not on when the harness got
+//! round to a step's window.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use xds_fake_server::event::ServerEvent;
+
+use super::{Check, Compare, Compile, Description, Translate};
+use crate::check::duration::format_duration;
+use crate::check::{Checker, Problem, Spanned, duration, opt};
+use crate::timeline::{EventKind, TimelineEvent};
+
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryDelayMatcherSpec {
+    /// The server it happened on (default: any).
+    pub server: Option<Spanned<String>>,
+    /// The shortest delay that matches, e.g. `96s` (`0s` for none).
+    pub min: Spanned<String>,
+    /// The longest delay that matches, e.g. `144s` (default: none).
+    pub max: Option<Spanned<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RetryDelayMatcher {
+    pub server: Option<String>,
+    pub min: Duration,
+    pub max: Option<Duration>,
+}
+
+impl Compile for RetryDelayMatcherSpec {
+    type Matcher = RetryDelayMatcher;
+
+    fn compile(&self, scenario: &Checker) -> Result<RetryDelayMatcher, Problem> {
+        let min = duration(&self.min, "retry_delay.min")?;
+        let max = opt(self.max.as_ref(), |d| duration(d, "retry_delay.max"))?;
+        if let (Some(written), Some(max)) = (&self.max, max)
+            && max < min
+        {
+            return Err(Problem::at(
+                written,
+                format!(
+                    "retry_delay: `max` ({}) is shorter than `min` ({})",
+                    format_duration(max),
+                    format_duration(min)
+                ),
+            ));
+        }
+        Ok(RetryDelayMatcher {
+            server: scenario.filter_server(self.server.as_ref())?,
+            min,
+            max,
+        })
+    }
+}
+
+impl Check for RetryDelayMatcher {
+    fn compare(
+        &self,
+        event: &TimelineEvent,
+        _text: Translate<'_>,
+        fields: &mut Compare,
+    ) -> Option<()> {
+        // Scaffolding (`Source::Scaffold`) is never the scenario's.
+        let (Some(source), EventKind::Server(e)) = (event.source.server(), &event.kind) else {
+            return None;
+        };
+        // A stream with no stream before it, or opened beside another,
+        // is no retry.
+        let ServerEvent::StreamOpened {
+            after_close: Some(delay),
+            ..
+        } = &**e
+        else {
+            return None;
+        };
+        let delay = *delay;
+        let range = || {
+            format!(
+                "{} to {}",
+                format_duration(self.min),
+                self.max
+                    .map(format_duration)
+                    .unwrap_or_else(|| "any".into())
+            )
+        };
+        fields
+            .eq("server", self.server.as_deref(), source, str::to_string)
+            .check(
+                "delay",
+                true,
+                || delay >= self.min && self.max.is_none_or(|max| delay <= max),
+                range,
+                || format!("{:.3}s", delay.as_secs_f64()),
+            );
+        Some(())
+    }
+
+    fn describe(&self) -> String {
+        Description::new("retry delay")
+            .given("server", self.server.as_ref())
+            .field("min", format_duration(self.min))
+            .given("max", self.max.map(format_duration))
+            .into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matcher::as_written;
+    use crate::timeline::Source;
+    use xds_vocabulary::AdsProtocol;
+
+    fn opened(after_close: Option<Duration>) -> TimelineEvent {
+        TimelineEvent {
+            at: Duration::ZERO,
+            source: Source::Server("primary".into()),
+            kind: EventKind::Server(Box::new(ServerEvent::StreamOpened {
+                stream: 2,
+                connection: Some(1),
+                protocol: AdsProtocol::Sotw,
+                after_close,
+            })),
+        }
+    }
+
+    #[test]
+    fn matches_a_retry_in_its_range_and_nothing_else() {
+        let m = RetryDelayMatcher {
+            server: Some("primary".into()),
+            min: Duration::from_secs(96),
+            max: Some(Duration::from_secs(144)),
+        };
+        let after = |ms| opened(Some(Duration::from_millis(ms)));
+        assert!(m.matches(&after(96_000), &as_written));
+        assert!(m.matches(&after(144_000), &as_written));
+        assert!(!m.matches(&after(95_999), &as_written));
+        assert!(!m.matches(&after(144_001), &as_written));
+        // The first stream, or one beside another: no retry at all.
+        assert!(!m.matches(&opened(None), &as_written));
+        assert!(m.explain_fields(&opened(None), &as_written).is_none());
+        let fields = m.explain_fields(&after(176_000), &as_written).unwrap();
+        let delay = fields.iter().find(|f| f.name == "delay").unwrap();
+        assert_eq!(
+            (delay.want.as_str(), delay.got.as_str(), delay.ok),
+            ("96s to 144s", "176.000s", false)
+        );
+        assert_eq!(m.describe(), "retry delay server=primary min=96s max=144s");
+        let at_least = RetryDelayMatcher {
+            server: None,
+            min: Duration::from_secs(1),
+            max: None,
+        };
+        assert!(at_least.matches(&after(500_000), &as_written));
+        assert!(!at_least.matches(&after(999), &as_written));
+    }
+}
