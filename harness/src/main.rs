@@ -283,10 +283,11 @@ enum Command {
     /// and each client's peak RSS. See the book, docs/src/benchmarks/index.md.
     BenchPeers(xds_conformance::peer_bench::BenchOptions),
     /// Measure Kuma's KDS redesign claim: a zone with N Dataplanes (10,000)
-    /// of which one changes sends its global only that one. Reports the
-    /// bytes of the zone's response to the change against the floor (the
-    /// one resource) and the full sync, and the time from the change to
-    /// the global's ACK. See the README's KDS section.
+    /// of which one changes sends its global only that one. Reports, for
+    /// the reference zone and a real kuma-cp zone, the bytes of the zone's
+    /// response to the change against the floor (the one resource) and the
+    /// full sync, and the time from the change to the global's ACK. See the
+    /// book, docs/src/benchmarks/index.md.
     BenchKds(xds_conformance::kds_bench::KdsBenchOptions),
     /// Write the book's reference pages (every step kind, fault, matcher,
     /// resource kind, capability, invariant, subcommand and client) from

@@ -74,6 +74,9 @@ pub struct KumaZoneClient {
     repo_root: PathBuf,
     manifest: AdapterManifest,
     running: Option<Running>,
+    /// Whether what the zone stores is read off its API (see
+    /// [`KumaZoneClient::without_store_polling`]).
+    store_polling: bool,
 }
 
 /// A work directory of one run's zone, removed with it.
@@ -164,7 +167,18 @@ impl KumaZoneClient {
             repo_root: repo_root.to_path_buf(),
             manifest,
             running: None,
+            store_polling: true,
         }
+    }
+
+    /// Does not read what the zone stores (no `ObservedEvent::Zone`), for
+    /// `bench-kds`: with 10,000 Dataplanes in the zone a read lists them
+    /// all, ten times a second, and kuma-cp would spend the measured time
+    /// answering the harness. A scenario that checks the zone's store fails
+    /// without it; the benchmark's checks none.
+    pub fn without_store_polling(mut self) -> KumaZoneClient {
+        self.store_polling = false;
+        self
     }
 
     /// Waits for the starting resources still being created, and says
@@ -273,12 +287,14 @@ impl KumaZoneClient {
         // Every registered type, not only those the zone subscribes to: a
         // zone stores a response of a registered type it never asked for
         // (KDS-FACTS 4.7), and what it stores is what is checked.
-        running.poller = Some(tokio::spawn(poll_store(
-            api,
-            running.types.clone(),
-            env.events.clone(),
-            running.exited.clone(),
-        )));
+        if self.store_polling {
+            running.poller = Some(tokio::spawn(poll_store(
+                api,
+                running.types.clone(),
+                env.events.clone(),
+                running.exited.clone(),
+            )));
+        }
         // The zone's starting resources. A mesh-scoped one cannot exist
         // on a real zone before its global has sent the Mesh (404), and a
         // scripted global sends the Mesh only when the scenario's steps
