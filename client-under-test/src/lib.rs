@@ -470,6 +470,14 @@ impl<T> WatchStacks<T> {
             .ok_or_else(|| ClientError::Failed(format!("no watch on {resource_type} {name}")))
     }
 
+    /// The resources watched now (a stack its cancels emptied is not).
+    pub(crate) fn watched(&self) -> impl Iterator<Item = (ResourceType, &str)> {
+        self.0
+            .iter()
+            .filter(|(_, stack)| !stack.is_empty())
+            .map(|((resource_type, name), _)| (*resource_type, name.as_str()))
+    }
+
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = T> {
         std::mem::take(&mut self.0).into_values().flatten()
     }

@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use xds_reference_client::dataplane::DataPlane;
 use xds_reference_client::environment::xds_fallback;
 use xds_reference_client::kds::{KdsZone, KdsZoneConfig, ZoneObserver};
+use xds_reference_client::name::ResourceName;
 use xds_reference_client::read_delay::ReadDelayHandle;
 use xds_reference_client::resolver::{self, ClusterConfig, Dial, DialUpdate};
 use xds_reference_client::server::{self, SERVER_CLIENT_SCOPE, Serve, ServingStatus};
@@ -104,6 +105,18 @@ impl ReferenceClient {
             .zone
             .as_ref()
             .ok_or_else(|| ClientError::Failed("no KDS zone: the run has no zone section".into()))
+    }
+
+    /// Whether a watch names an `xdstp://` authority the bootstrap lacks
+    /// (what `Defects::csds_fails_with_an_unknown_authority` trips on).
+    fn watches_an_unknown_authority(&self) -> Result<bool, ClientError> {
+        let authorities = &self.started()?.bootstrap.authorities;
+        Ok(self.watches.watched().any(|(resource_type, name)| {
+            ResourceName::parse(name, resource_type)
+                .ok()
+                .and_then(|name| name.authority)
+                .is_some_and(|authority| !authorities.contains_key(&authority))
+        }))
     }
 
     fn started_mut(&mut self) -> Result<&mut Started, ClientError> {
@@ -530,6 +543,15 @@ impl ClientUnderTest for ReferenceClient {
         if self.defects.csds_fails_without_channels && self.dials.is_empty() {
             return Err(ClientError::Failed(
                 "CSDS: no xDS client yet (a broken client's answer)".into(),
+            ));
+        }
+        if self.defects.csds_fails_with_an_unknown_authority
+            && self.watches_an_unknown_authority()?
+        {
+            return Err(ClientError::Failed(
+                "CSDS: a watch of an authority the bootstrap lacks fails the whole dump \
+                 (a broken client's answer)"
+                    .into(),
             ));
         }
         let started = self.started()?;

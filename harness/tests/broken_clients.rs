@@ -65,6 +65,7 @@ fn defect(name: &str) -> Defects {
         "new_stream_keeps_cached" => d.new_stream_keeps_cached = true,
         "sotw_absence_deletes_every_type" => d.sotw_absence_deletes_every_type = true,
         "does_not_exist_timer_30s" => d.does_not_exist_timer_30s = true,
+        "does_not_exist_timer_14s" => d.does_not_exist_timer_14s = true,
         "new_streams_resubscribe_late" => d.new_streams_resubscribe_late = true,
         "backoff_uncapped" => d.backoff_uncapped = true,
         "zone_subscribes_without_wildcard" => d.zone.subscribes_without_wildcard = true,
@@ -80,6 +81,7 @@ fn defect(name: &str) -> Defects {
         "context_params_as_written" => d.context_params_as_written = true,
         "csds_fails_without_channels" => d.csds_fails_without_channels = true,
         "csds_without_node" => d.csds_without_node = true,
+        "csds_fails_with_an_unknown_authority" => d.csds_fails_with_an_unknown_authority = true,
         "callback_watches_lost" => d.callback_watches_lost = true,
         "failures_counted_per_error" => d.failures_counted_per_error = true,
         "read_delays_ignored" => d.read_delays_ignored = true,
@@ -539,7 +541,7 @@ fn defect(name: &str) -> Defects {
 #[case::wait_for_ready_released(
     "wait_for_ready_stuck_after_error",
     "a57/channel-wait-for-ready-rpc-goes-through-once-the-server-answers",
-    ":32:5:"
+    ":40:5:"
 )]
 #[case::server_failure_figure(
     "failures_counted_per_error",
@@ -702,6 +704,16 @@ fn defect(name: &str) -> Defects {
     "does_not_exist_timer_30s",
     "a57/resource-at-15.1s-after-does-not-exist",
     ":18:5:"
+)]
+#[case::a57_timer_not_short_of_fifteen_seconds(
+    "does_not_exist_timer_14s",
+    "a57/resource-at-14.9s-beats-the-timer",
+    ":22:5:"
+)]
+#[case::a47_csds_answers_beside_an_unknown_authority(
+    "csds_fails_with_an_unknown_authority",
+    "a47/csds-answers-while-an-unknown-authority-is-watched",
+    ":30:5:"
 )]
 #[case::a57_stream_error_names_the_reason(
     "connectivity_error_without_reason",

@@ -107,6 +107,10 @@ pub struct Defects {
     pub new_streams_resubscribe_late: bool,
     /// The does-not-exist timer is 30 s (A57: "a 15-second timeout").
     pub does_not_exist_timer_30s: bool,
+    /// The does-not-exist timer is 14 s, short of A57's "15-second
+    /// timeout": a resource sent 14.9 s after its request is declared
+    /// missing first.
+    pub does_not_exist_timer_14s: bool,
     /// A connectivity error tells watchers that the channel failed, not
     /// why (A57: the message "should include the reason for the
     /// connectivity failure").
@@ -271,6 +275,11 @@ pub struct Defects {
     pub csds_fails_without_channels: bool,
     /// CSDS ClientConfigs without the client's node (gRPC fills it).
     pub csds_without_node: bool,
+    /// CSDS fails as a whole while a watch names an authority the
+    /// bootstrap lacks (grpc-java 1.85.1: that watch's subscriber has no
+    /// metadata, and the dump throws), where gRFC A47 makes the unknown
+    /// authority an error of that watch alone.
+    pub csds_fails_with_an_unknown_authority: bool,
     /// Count every failed attempt as a server failure (C-core's
     /// server_failure counts a healthy server going failing).
     pub failures_counted_per_error: bool,

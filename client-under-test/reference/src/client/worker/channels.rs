@@ -415,6 +415,8 @@ impl Worker {
             || self.shared.profile.defects.does_not_exist_timer_30s
         {
             Duration::from_secs(30)
+        } else if self.shared.profile.defects.does_not_exist_timer_14s {
+            Duration::from_secs(14)
         } else {
             self.shared.profile.resource_request_timeout
         }
