@@ -32,10 +32,6 @@ use serde_json::Value;
 /// file listed here that no longer pins words fails the test too, so that
 /// it leaves the list.
 const BEING_REWRITTEN: &[&str] = &[
-    "a57/stream-closed-before-response-uncached.yaml",
-    "a88/malformed-server-errors-are-nacked.yaml",
-    "a88/server-error-without-a-value-is-a-resource-error.yaml",
-    "delta/nack-keeps-valid-resources-and-versions.yaml",
     "validation/eds-priority-beyond-the-locality-count-is-rejected.yaml",
     "validation/route-header-range-end-before-start-is-rejected.yaml",
     "validation/route-weighted-cluster-without-weight-is-rejected.yaml",
