@@ -226,6 +226,10 @@ pub struct ZoneSettings {
     pub name: String,
     /// Zone-origin resources it holds from the start (Dataplanes, ...).
     pub resources: Vec<KdsResource>,
+    /// How often it publishes its own resources to the global (Kuma's
+    /// KDS refresh interval); `None`: the zone's default (the reference
+    /// zone: each change at once; kuma-cp: 1 s).
+    pub refresh_interval: Option<Duration>,
 }
 
 /// Where a client without a watch API observes a scenario's watches: a

@@ -33,7 +33,12 @@ use crate::{
 };
 
 /// Profiles the reference client accepts.
-pub const PROFILES: &[&str] = &["reference", "immediate-retry-after-good-stream", "a88"];
+pub const PROFILES: &[&str] = &[
+    "reference",
+    "immediate-retry-after-good-stream",
+    "a88",
+    "wait-for-ready",
+];
 
 /// The scope of the client that serves resource-level watches.
 const WATCH_SCOPE: &str = "";
@@ -135,6 +140,8 @@ fn profile(name: Option<&str>) -> Result<ClientProfile, ClientError> {
         }
         // Current C-core with GRPC_EXPERIMENTAL_XDS_DATA_ERROR_HANDLING.
         "a88" => profile.data_errors = DataErrorHandling::A88,
+        // C-core's ADS call (gRFC A57's wait_for_ready).
+        "wait-for-ready" => profile.ads_wait_for_ready = true,
         other => {
             return Err(ClientError::Unsupported(format!(
                 "profile \"{other}\" (known: {})",
@@ -241,6 +248,7 @@ impl ClientUnderTest for ReferenceClient {
                 let config = KdsZoneConfig {
                     resources: settings.resources.clone(),
                     rng_seed: env.rng_seed,
+                    refresh_interval: settings.refresh_interval,
                     defects: self.defects.zone,
                     ..KdsZoneConfig::new(settings.name.clone(), global)
                 };
@@ -847,6 +855,7 @@ mod tests {
             zone: Some(ZoneSettings {
                 name: "zone-1".into(),
                 resources: vec![resource(types::DATAPLANE, KdsName::new("dp-1", "default"))],
+                refresh_interval: None,
             }),
             env: BTreeMap::new(),
         };

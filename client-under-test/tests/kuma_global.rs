@@ -200,6 +200,7 @@ async fn the_reference_zone_syncs_with_a_real_kuma_global() {
         zone: Some(ZoneSettings {
             name: "zone-1".into(),
             resources: Vec::new(),
+            refresh_interval: None,
         }),
         env: Default::default(),
     })

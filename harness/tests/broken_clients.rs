@@ -113,6 +113,10 @@ fn defect(name: &str) -> Defects {
         "zone_keeps_deletion_grace_label" => d.zone.keeps_deletion_grace_label = true,
         "zone_ignores_kds_sync_label" => d.zone.ignores_kds_sync_label = true,
         "zone_sends_insight_generation" => d.zone.sends_insight_generation = true,
+        "zone_reads_state_of_the_world" => d.zone.reads_state_of_the_world = true,
+        "zone_ignores_refresh_interval" => d.zone.ignores_refresh_interval = true,
+        "nacked_counts_as_cached" => d.nacked_counts_as_cached = true,
+        "wait_for_ready_ignored" => d.wait_for_ready_ignored = true,
         other => panic!("unknown defect {other}"),
     }
     d
@@ -760,6 +764,31 @@ fn defect(name: &str) -> Defects {
     "zone_no_zone_to_global_sync",
     "kds/handshake-headers-and-node-metadata",
     ":21:5:"
+)]
+#[case::kds_delta_from_the_start(
+    "zone_reads_state_of_the_world",
+    "kds/a-later-partial-response-deletes-nothing",
+    ":37:5:"
+)]
+#[case::kds_refresh_interval(
+    "zone_ignores_refresh_interval",
+    "kds/changes-within-one-refresh-interval-go-together",
+    ":34:5:"
+)]
+#[case::a71_nacked_before_any_value_is_uncached(
+    "nacked_counts_as_cached",
+    "a71/a-resource-nacked-before-any-value-is-uncached",
+    ":36:5:"
+)]
+#[case::a71_channel_nacked_cluster_is_uncached(
+    "nacked_counts_as_cached",
+    "a71/channel-a-cluster-nacked-before-any-value-is-uncached",
+    ":34:5:"
+)]
+#[case::a57_wait_for_ready_keeps_one_call(
+    "wait_for_ready_ignored",
+    "a57/wait-for-ready-keeps-one-ads-call-through-refused-connections",
+    ":30:5:"
 )]
 fn a_broken_rule_fails_its_scenario(
     #[case] defect_name: &str,

@@ -83,6 +83,11 @@ pub struct Defects {
     /// resource watched, a connectivity failure connects to the next
     /// server of the bootstrap).
     pub no_fallback: bool,
+    /// A resource NACKed before any value was accepted counts as cached:
+    /// its watcher alone does not start fallback (A71 counts as cached
+    /// only resources "successfully received and can be used" and those
+    /// known not to exist; C-core and grpc-go do this).
+    pub nacked_counts_as_cached: bool,
     /// Read every server of the bootstrap even with
     /// `GRPC_EXPERIMENTAL_XDS_FALLBACK=false` in the client's environment
     /// (A71: "only one xDS server will be read from the bootstrap file").
@@ -101,6 +106,11 @@ pub struct Defects {
     /// The ADS stream's backoff has no cap (A57, gRPC's connection
     /// backoff: it stops growing at 120 s).
     pub backoff_uncapped: bool,
+    /// With `ads_wait_for_ready`, the ADS call still fails with each
+    /// connection that fails, and the next waits the stream's backoff,
+    /// which grows (A57: wait_for_ready "prevents unnecessarily increasing
+    /// the backoff delay after each stream failure").
+    pub wait_for_ready_ignored: bool,
     /// A stream after the channel's first subscribes to nothing until a
     /// watch changes (A57: after a disconnect the XdsClient "will start a
     /// new ADS stream and immediately send the subscription requests").
@@ -414,6 +424,18 @@ pub struct ZoneDefects {
     /// The zone opens GlobalToZoneSync only, never ZoneToGlobalSync (the
     /// MADR: "2 separate RPCs for synchronization of resources").
     pub no_zone_to_global_sync: bool,
+    /// GlobalToZoneSync: every response is read as the whole type, as a
+    /// state-of-the-world client reads one, so a later response naming
+    /// some resources deletes the others (the MADR: "we are going to use
+    /// delta xDS since the beginning": after the first, a response
+    /// carries changes).
+    pub reads_state_of_the_world: bool,
+    /// ZoneToGlobalSync: with a refresh interval, each change still goes
+    /// to the global at once (Kuma: on the interval's next tick, with
+    /// every other change made since the last; the MADR keeps that
+    /// "configuration option that allows to specify how often it should
+    /// refresh").
+    pub ignores_refresh_interval: bool,
 }
 
 /// The rules of gRFC A88 for errors a server reports per resource in a
@@ -448,6 +470,16 @@ pub struct ClientProfile {
     pub retry_after_good_stream: RetryAfterGoodStream,
     /// The does-not-exist timer (gRFC A57: 15 s).
     pub resource_request_timeout: Duration,
+    /// The ADS call is made with wait_for_ready, as C-core's is
+    /// (`xds_client.cc:733-734` at 1.85.0; gRFC A57: a client that learns
+    /// of connectivity failures from its channel's state "should use
+    /// wait_for_ready on the ADS stream"): a connection that fails or
+    /// times out does not end the call; the channel reports the failure
+    /// and connects again on gRPC's connection backoff, and the call goes
+    /// out on the next connection, its own backoff untouched. Off (the
+    /// default): the call fails with its connection and is retried on the
+    /// stream's backoff, as grpc-go's and grpc-java's are.
+    pub ads_wait_for_ready: bool,
     pub data_errors: DataErrorHandling,
     /// All off, except in tests of the scenarios themselves.
     pub defects: Defects,
@@ -461,6 +493,7 @@ impl Default for ClientProfile {
             backoff: BackoffConfig::default(),
             retry_after_good_stream: RetryAfterGoodStream::InitialBackoff,
             resource_request_timeout: Duration::from_secs(15),
+            ads_wait_for_ready: false,
             data_errors: DataErrorHandling::A53,
             defects: Defects::default(),
         }

@@ -244,6 +244,13 @@ impl KumaZoneClient {
             )
             .envs(&self.manifest.env)
             .current_dir(&self.repo_root);
+        if let Some(interval) = zone.refresh_interval {
+            // kuma-cp reads a Go duration (`config_types.Duration`).
+            command.env(
+                "KUMA_MULTIZONE_ZONE_KDS_REFRESH_INTERVAL",
+                format!("{}ms", interval.as_millis()),
+            );
+        }
         let started = crate::logged::spawn(
             command,
             &format!("kuma-cp ({})", self.manifest.command[0]),

@@ -327,6 +327,7 @@ pub(super) async fn set_up(
             .map(|zone| xds_client_under_test::ZoneSettings {
                 name: zone.name.clone(),
                 resources: zone.resources.clone(),
+                refresh_interval: zone.refresh_interval,
             }),
         env: scenario.client.env.clone(),
     };

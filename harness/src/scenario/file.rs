@@ -247,6 +247,21 @@ pub struct ZoneSpec {
     /// which it syncs to the global when asked.
     #[serde(default, skip_serializing_if = "crate::check::is_empty")]
     pub resources: Vec<Spanned<crate::resource::file::KumaSpec>>,
+    /// How the zone is set up, as an operator configures kuma-cp.
+    pub config: Option<ZoneConfigSpec>,
+}
+
+/// A zone's settings (kuma-cp's `multizone.zone.kds`).
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZoneConfigSpec {
+    /// How often the zone recomputes what it sends its global, e.g. `5s`
+    /// (kuma-cp's `KUMA_MULTIZONE_ZONE_KDS_REFRESH_INTERVAL`, 1 s by
+    /// default): its own resources' changes go out on that tick, those
+    /// made between two ticks in one response. Without it the reference
+    /// zone sends each change at once, and kuma-cp ticks every second.
+    pub refresh_interval: Option<Spanned<String>>,
 }
 
 #[serde_with::skip_serializing_none]

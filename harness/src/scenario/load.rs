@@ -518,7 +518,29 @@ fn zone_plan(zone: &Spanned<ZoneSpec>, file: &ScenarioFile) -> Result<ZonePlan, 
         }
         resources.push(resource);
     }
-    Ok(ZonePlan { name, resources })
+    let refresh_interval = match zone
+        .value
+        .config
+        .as_ref()
+        .and_then(|c| c.refresh_interval.as_ref())
+    {
+        None => None,
+        Some(text) => {
+            let interval = crate::check::duration(text, "refresh_interval")?;
+            if interval.is_zero() {
+                return Err(Problem::at(
+                    text,
+                    "refresh_interval: more than 0s (a zone publishes on its tick)",
+                ));
+            }
+            Some(interval)
+        }
+    };
+    Ok(ZonePlan {
+        name,
+        resources,
+        refresh_interval,
+    })
 }
 
 /// The zone's name when the file gives none.

@@ -170,6 +170,8 @@ pub enum BootstrapPlan {
 pub struct ZonePlan {
     pub name: String,
     pub resources: Vec<xds_vocabulary::kds::KdsResource>,
+    /// Its KDS refresh interval, if the file sets one.
+    pub refresh_interval: Option<std::time::Duration>,
 }
 
 #[derive(Clone, Debug, Default)]

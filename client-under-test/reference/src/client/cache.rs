@@ -93,6 +93,12 @@ impl ResourceState {
         self.status == CacheStatus::Requested
     }
 
+    /// NACKed, with no value accepted before: nothing a watcher can use
+    /// (gRFC A71 counts it as not cached).
+    pub fn is_rejected_without_value(&self) -> bool {
+        self.status == CacheStatus::Nacked && self.value.is_none()
+    }
+
     /// A53: the resource's deletion is being ignored.
     pub fn deletion_ignored(&self) -> bool {
         self.ignored_deletion

@@ -218,7 +218,10 @@ impl GlobalToZone {
             .iter()
             .filter_map(|text| removed_name(text))
             .collect();
-        let full_sync = self.synced.insert(kuma_type.clone());
+        // Defects::zone.reads_state_of_the_world: every response is a full
+        // sync.
+        let full_sync =
+            self.synced.insert(kuma_type.clone()) || self.defects.reads_state_of_the_world;
         // A type zones cannot create (Mesh) is the global's: its copy
         // replaces the zone's, and a full sync deletes zone-made ones too
         // ("we prefer global over zone", KDS-FACTS 4.2).

@@ -32,6 +32,7 @@ mod zone_to_global;
 mod tests;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -72,6 +73,13 @@ pub struct KdsZoneConfig {
     pub resources: Vec<KdsResource>,
     /// Seeds the backoff jitter.
     pub rng_seed: u64,
+    /// How often the zone publishes its own resources to the global, as
+    /// Kuma's zone does on the tick of its KDS refresh interval
+    /// (`KUMA_MULTIZONE_ZONE_KDS_REFRESH_INTERVAL`, 1 s by default): a
+    /// tick at the global's first `ZoneToGlobalSync` request, then one
+    /// each interval, each sending what changed since the last. `None`:
+    /// each change goes at once.
+    pub refresh_interval: Option<Duration>,
     pub defects: ZoneDefects,
     pub limits: StoreLimits,
 }
@@ -92,6 +100,7 @@ impl KdsZoneConfig {
                 .collect(),
             resources: Vec::new(),
             rng_seed: 0,
+            refresh_interval: None,
             defects: ZoneDefects::default(),
             limits: StoreLimits::default(),
         }

@@ -416,6 +416,29 @@ impl ZoneStore {
             .filter(|(_, e)| e.origin == Origin::Zone)
     }
 
+    /// A store of the zone's own resources alone, as they are now: what a
+    /// refresh tick publishes to the global (Kuma's snapshot of the
+    /// types a zone provides).
+    pub fn zone_origin_copy(&self) -> ZoneStore {
+        let types = self
+            .types
+            .iter()
+            .filter_map(|(kuma_type, store)| {
+                let mut copy = TypeStore::default();
+                for (name, entry) in store.entries.iter() {
+                    if entry.origin == Origin::Zone {
+                        copy.insert(name.clone(), entry.clone());
+                    }
+                }
+                (!copy.entries.is_empty()).then(|| (kuma_type.clone(), copy))
+            })
+            .collect();
+        ZoneStore {
+            types,
+            limits: self.limits,
+        }
+    }
+
     /// Everything held, by type then name.
     pub fn snapshot(&self) -> Vec<KdsResource> {
         self.types

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use tokio::time::Instant;
+use tokio::time::{Instant, Interval, MissedTickBehavior};
 use xds_vocabulary::XdsError;
 use xds_vocabulary::kds::KdsRpc;
 
@@ -89,6 +89,16 @@ impl Ended {
     }
 }
 
+/// The next refresh tick; never, without an interval.
+async fn next_tick(ticks: &mut Option<Interval>) {
+    match ticks {
+        Some(ticks) => {
+            ticks.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
 pub(crate) struct Worker {
     config: KdsZoneConfig,
     transport: Arc<dyn XdsTransportFactory>,
@@ -107,6 +117,17 @@ struct Live {
     zone_to_global: ZoneToGlobal,
     /// A response or a request of the global arrived.
     heard: bool,
+    /// With a refresh interval: its ticks, from the global's first
+    /// request on `ZoneToGlobalSync` (Kuma's watchdog starts there:
+    /// `pkg/util/xds/v3/watchdog_callbacks.go:157-186`, a tick at once and
+    /// then each interval, `pkg/util/watchdog/watchdog.go:46-84`,
+    /// reconciling every type the zone provides,
+    /// `pkg/kds/v2/server/components.go:127-134`).
+    ticks: Option<Interval>,
+    /// What the last tick published: `ZoneToGlobalSync` answers from it
+    /// (go-control-plane answers a watch from the snapshot the last tick
+    /// set). `None`: from the store itself.
+    published: Option<ZoneStore>,
 }
 
 impl Worker {
@@ -249,6 +270,8 @@ impl Worker {
                 self.config.defects,
             ),
             heard: false,
+            ticks: None,
+            published: None,
         };
         let node = first_node(
             &self.config.zone,
@@ -288,6 +311,11 @@ impl Worker {
                             }
                         }
                     },
+                    () = next_tick(&mut live.ticks) => {
+                        if let Err(ended) = self.refreshed(&mut live) {
+                            break 'live ended;
+                        }
+                    }
                     message = arrived.recv() => match message {
                         // The pumps hold senders until they report their end.
                         None => break 'live Ended::Stopped,
@@ -338,7 +366,11 @@ impl Worker {
                     .requests
                     .send(KdsRpc::GlobalToZoneSync, handled.reply)?;
                 // A broken zone's full sync may have deleted its own
-                // resources: the global hears of it as of any change.
+                // resources: the global hears of it as of any change (on
+                // the next tick, with a refresh interval).
+                if self.refresh_interval().is_some() {
+                    return Ok(());
+                }
                 let reaction = live
                     .zone_to_global
                     .on_change(&BTreeSet::from([kuma_type]), &self.store);
@@ -346,10 +378,45 @@ impl Worker {
             }
             Arrived::Request(request) => {
                 live.heard = true;
-                let reaction = live.zone_to_global.on_request(&request, &self.store);
+                self.start_ticking(live);
+                let answers_from = live.published.as_ref().unwrap_or(&self.store);
+                let reaction = live.zone_to_global.on_request(&request, answers_from);
                 self.react(reaction, live)
             }
         }
+    }
+
+    /// The refresh interval the zone keeps (a broken zone ignores it).
+    fn refresh_interval(&self) -> Option<Duration> {
+        self.config
+            .refresh_interval
+            .filter(|_| !self.config.defects.ignores_refresh_interval)
+    }
+
+    /// The global's first request starts the ticks; the first publishes at
+    /// once.
+    fn start_ticking(&self, live: &mut Live) {
+        let Some(period) = self.refresh_interval() else {
+            return;
+        };
+        if live.ticks.is_some() {
+            return;
+        }
+        live.published = Some(self.store.zone_origin_copy());
+        let mut ticks = tokio::time::interval_at(Instant::now() + period, period);
+        // A Go ticker drops the ticks a busy receiver misses.
+        ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        live.ticks = Some(ticks);
+    }
+
+    /// A tick: the zone publishes its own resources as they are now, and
+    /// the global hears what changed since it last heard (one response
+    /// per type, whatever number of changes it carries).
+    fn refreshed(&self, live: &mut Live) -> Result<(), Ended> {
+        let provided: BTreeSet<String> = self.config.provided_types.iter().cloned().collect();
+        let published = live.published.insert(self.store.zone_origin_copy());
+        let reaction = live.zone_to_global.on_change(&provided, published);
+        self.react(reaction, live)
     }
 
     fn react(&self, reaction: Reaction, live: &mut Live) -> Result<(), Ended> {
@@ -393,7 +460,8 @@ impl Worker {
             }
         };
         match live {
-            Some(live) if !changed.is_empty() => {
+            // With a refresh interval the change goes on the next tick.
+            Some(live) if !changed.is_empty() && self.refresh_interval().is_none() => {
                 let reaction = live.zone_to_global.on_change(&changed, &self.store);
                 self.react(reaction, live)
             }

@@ -97,6 +97,8 @@ impl Worker {
                 }
                 channel.retryable = Some(RetryableCall {
                     backoff: Backoff::new(backoff),
+                    connect_backoff: Backoff::new(self.shared.profile.backoff),
+                    waiting_for_ready: false,
                     call: None,
                     retry_timer: None,
                     calls_started: 0,
@@ -215,6 +217,7 @@ impl Worker {
         };
         retryable.call = Some(call);
         retryable.calls_started += 1;
+        let announced = !retryable.waiting_for_ready;
         // On a live connection the call says it is connected at once,
         // which cancels this.
         let deadline = self.now() + CONNECT_TIMEOUT;
@@ -228,10 +231,12 @@ impl Worker {
         if let Some(call) = self.call_mut(server) {
             call.connect_deadline = Some(timer);
         }
-        self.emit(ClientEvent::AdsCallStarted {
-            server: server.server_uri.clone(),
-            service: CallService::Ads,
-        });
+        if announced {
+            self.emit(ClientEvent::AdsCallStarted {
+                server: server.server_uri.clone(),
+                service: CallService::Ads,
+            });
+        }
         for resource_type in types {
             self.send_request(server, resource_type);
         }
@@ -343,6 +348,13 @@ impl Worker {
         let deadline = call.connect_deadline.take();
         if let Some(timer) = deadline {
             self.timers.remove(&timer);
+        }
+        if let Some(retryable) = self
+            .channels
+            .get_mut(server)
+            .and_then(|c| c.retryable.as_mut())
+        {
+            retryable.connect_backoff.reset();
         }
         self.emit(ClientEvent::Connected {
             server: server.server_uri.clone(),
@@ -461,6 +473,38 @@ impl Worker {
         let seen_response = call.seen_response;
         let was_connected = call.connected;
         let status = XdsError::new(status.code(), status.message().to_string());
+        // A wait_for_ready call outlives a connection that never became
+        // ready: only the channel failed.
+        let profile = &self.shared.profile;
+        let waits = profile.ads_wait_for_ready
+            && !profile.defects.wait_for_ready_ignored
+            && !was_connected
+            && !seen_response;
+        retryable.waiting_for_ready = waits;
+        if waits {
+            let delay = retryable.connect_backoff.next_delay(&mut self.rng);
+            let at = (call.started + delay).max(self.now());
+            self.cancel_call_timers(&call);
+            drop(call);
+            let timer = self.add_timer(
+                at,
+                TimerKind::Retry {
+                    server: server.clone(),
+                },
+            );
+            if let Some(retryable) = self
+                .channels
+                .get_mut(server)
+                .and_then(|c| c.retryable.as_mut())
+            {
+                retryable.retry_timer = Some(timer);
+            }
+            // What the channel's TRANSIENT_FAILURE says (C-core's
+            // OnConnectivityFailure), not a failed call.
+            let message = format!("{}: {}", code_name(status.code), status.message);
+            self.set_channel_status(server, XdsError::new(Code::Unavailable, message));
+            return;
+        }
         if seen_response && !self.shared.profile.defects.backoff_never_resets {
             retryable.backoff.reset();
         }

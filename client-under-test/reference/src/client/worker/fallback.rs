@@ -134,7 +134,8 @@ impl Worker {
     /// gRFC A71: with an uncached resource wanted, try the next servers of
     /// the authority. True if a healthy one was added.
     pub(super) fn maybe_fallback(&mut self, authority_name: &Option<String>) -> bool {
-        if !self.authorities[authority_name].has_uncached()
+        let nacked_counts_as_cached = self.shared.profile.defects.nacked_counts_as_cached;
+        if !self.authorities[authority_name].has_uncached(nacked_counts_as_cached)
             && !self.shared.profile.defects.fallback_while_cached
         {
             return false;

@@ -170,13 +170,23 @@ impl AuthorityState {
         subscriptions
     }
 
-    fn has_uncached(&self) -> bool {
+    /// gRFC A71: a watched resource is cached if it has "been successfully
+    /// received and can be used" or is "considered non-existent"; one
+    /// NACKed before any value was accepted is neither, so it wants
+    /// fallback too (C-core 1.85 and grpc-go 1.85 count only those never
+    /// answered: `XdsClient::HasUncachedResources`, xds_client.cc:1657-1668;
+    /// `watcherExistsForUncachedResource`, authority.go:846-855).
+    fn has_uncached(&self, nacked_counts_as_cached: bool) -> bool {
         self.resources
             .values()
             .flat_map(|m| m.values())
             // An entry kept only until its unsubscription goes out is no
             // reason to fall back (C-core's HasUncachedResources).
-            .any(|state| !state.watchers.is_empty() && state.is_awaited())
+            .filter(|state| !state.watchers.is_empty())
+            .any(|state| {
+                state.is_awaited()
+                    || (state.is_rejected_without_value() && !nacked_counts_as_cached)
+            })
     }
 }
 
@@ -193,6 +203,14 @@ struct XdsChannel {
 
 struct RetryableCall {
     backoff: Backoff,
+    /// gRPC's connection backoff, for a wait_for_ready call whose
+    /// connection fails (`ClientProfile::ads_wait_for_ready`); reset once
+    /// a connection is ready.
+    connect_backoff: Backoff,
+    /// The current call goes on from a failed connection, unannounced: a
+    /// wait_for_ready call is one call however many connections it waits
+    /// through.
+    waiting_for_ready: bool,
     call: Option<AdsStream>,
     retry_timer: Option<TimerId>,
     /// Calls started so far (`Defects::new_streams_resubscribe_late`).

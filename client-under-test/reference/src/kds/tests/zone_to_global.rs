@@ -281,3 +281,48 @@ async fn after_a_nack_from_the_global_nothing_goes_until_the_next_change() {
         }
     }
 }
+
+/// Kuma's KDS refresh interval: the zone publishes its own resources on a
+/// tick, from the global's first request; what changes between two ticks
+/// goes in one response, nothing before the tick. The broken zone that
+/// ignores the interval sends each change at once.
+#[tokio::test(start_paused = true)]
+async fn with_a_refresh_interval_changes_wait_for_the_tick_and_go_together() {
+    for ignores in [false, true] {
+        let (server, network) = global(ServingMode::Auto);
+        let mut config = config(ZoneDefects {
+            ignores_refresh_interval: ignores,
+            ..Default::default()
+        });
+        config.resources = vec![dataplane("dp-1", 80)];
+        config.refresh_interval = Some(Duration::from_secs(5));
+        let (zone, _heard) = start(&network, config);
+        settle().await;
+        // The first tick answers the subscription at once.
+        let first = zone_responses(&server, DP);
+        assert_eq!(first.len(), 1, "ignores {ignores}");
+        zone.put(vec![dataplane("dp-2", 80)]).await.expect("put");
+        settle().await;
+        zone.put(vec![dataplane("dp-3", 80)]).await.expect("put");
+        settle().await;
+        let before_the_tick = zone_responses(&server, DP).len();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let sent: Vec<Vec<String>> = zone_responses(&server, DP)
+            .into_iter()
+            .map(|r| r.resource_names)
+            .collect();
+        let display = |names: &[String]| -> Vec<String> {
+            names
+                .iter()
+                .map(|n| n.split('-').take(2).collect::<Vec<_>>().join("-"))
+                .collect()
+        };
+        if ignores {
+            assert_eq!(before_the_tick, 3, "each change at once");
+        } else {
+            assert_eq!(before_the_tick, 1, "nothing before the tick");
+            assert_eq!(sent.len(), 2, "{sent:?}");
+            assert_eq!(display(&sent[1]), ["dp-2", "dp-3"], "{sent:?}");
+        }
+    }
+}
