@@ -20,79 +20,6 @@ use std::path::PathBuf;
 
 use xds_conformance::expectations::{Expectations, Expected};
 
-/// Entries (`CLIENT RUN-ID`) whose source line is still being looked up
-/// (issue 44 part 5; 64 when this test came: envoy 12, grpc-java 11,
-/// grpc-js 41): this list only shrinks. An entry listed here that names a
-/// line fails the test too, so that it leaves the list (as in wording.rs,
-/// an entry that is gone, its run now passing or not applicable, is no
-/// longer checked).
-const NOT_YET_TRACED: &[&str] = &[
-    "envoy validation/cds-outlier-detection-negative-interval-is-rejected",
-    "envoy validation/cds-outlier-detection-negative-interval-is-rejected@delta",
-    "envoy validation/eds-non-ip-address-is-rejected",
-    "envoy validation/eds-non-ip-address-is-rejected@delta",
-    "envoy validation/route-retry-backoff-without-base-interval-is-rejected",
-    "envoy validation/route-retry-backoff-without-base-interval-is-rejected@delta",
-    "envoy validation/route-unsupported-plugin-is-rejected",
-    "envoy validation/route-unsupported-plugin-is-rejected@delta",
-    "envoy validation/route-weighted-cluster-weights-overflow-is-rejected",
-    "envoy validation/route-weighted-cluster-weights-overflow-is-rejected@delta",
-    "envoy validation/route-weighted-clusters-all-zero-is-rejected",
-    "envoy validation/route-weighted-clusters-all-zero-is-rejected@delta",
-    "grpc-java a57/blackhole-times-out-the-connection-attempt",
-    "grpc-java a57/channel-blackhole-times-out-the-connection-attempt",
-    "grpc-java a65/stalled-handshake-times-out-the-connection-attempt",
-    "grpc-java a71/fallback-after-the-connect-timeout",
-    "grpc-java a88/channel-server-error-with-a-cached-cluster-keeps-serving",
-    "grpc-java a88/channel-server-error-without-a-cluster-fails-rpcs",
-    "grpc-java a88/fail-on-data-errors-drops-the-value-for-not-found-only",
-    "grpc-java a88/malformed-server-errors-are-nacked",
-    "grpc-java a88/server-error-is-not-a-deletion",
-    "grpc-java a88/server-error-with-a-cached-value-is-ambient",
-    "grpc-java a88/server-error-without-a-value-is-a-resource-error",
-    "grpc-js a27/channel-server-listener-is-not-an-api-listener",
-    "grpc-js a27/dial-listener-does-not-exist",
-    "grpc-js a27/dial-no-matching-virtual-host",
-    "grpc-js a36/server-listener-deleted-stops-serving",
-    "grpc-js a36/server-listener-does-not-exist",
-    "grpc-js a46/channel-invalid-listener",
-    "grpc-js a46/listener-validation",
-    "grpc-js a46/nack-of-first-response-has-empty-version",
-    "grpc-js a57/blackhole-times-out-the-connection-attempt",
-    "grpc-js a57/channel-backoff-growth-and-reset",
-    "grpc-js a57/channel-blackhole-times-out-the-connection-attempt",
-    "grpc-js a57/channel-csds-says-does-not-exist-after-the-timer",
-    "grpc-js a57/channel-stream-failure-before-any-response",
-    "grpc-js a57/csds-says-does-not-exist-after-the-timer",
-    "grpc-js a71/servers-share-one-server-xds-client",
-    "grpc-js delta/wildcard-hears-a-resource-first-watched-by-name",
-    "grpc-js delta/wildcard-watch-on-both-protocols",
-    "grpc-js validation/eds-duplicate-locality-is-rejected",
-    "grpc-js validation/eds-endpoint-weight-zero-is-rejected",
-    "grpc-js validation/eds-locality-without-name-is-rejected",
-    "grpc-js validation/eds-non-ip-address-is-rejected",
-    "grpc-js validation/eds-port-out-of-range-is-rejected",
-    "grpc-js validation/eds-priority-beyond-the-locality-count-is-rejected",
-    "grpc-js validation/hcm-original-ip-detection-extensions-are-rejected",
-    "grpc-js validation/hcm-xff-num-trusted-hops-is-rejected",
-    "grpc-js validation/route-header-matcher-without-a-match-is-rejected",
-    "grpc-js validation/route-header-range-end-before-start-is-rejected",
-    "grpc-js validation/route-invalid-header-regex-is-rejected",
-    "grpc-js validation/route-invalid-path-regex-is-rejected",
-    "grpc-js validation/route-optional-unsupported-plugin-is-ignored",
-    "grpc-js validation/route-retry-backoff-without-base-interval-is-rejected",
-    "grpc-js validation/route-unsupported-plugin-is-rejected",
-    "grpc-js validation/route-weighted-cluster-weights-overflow-is-rejected",
-    "grpc-js validation/route-weighted-cluster-without-weight-is-rejected",
-    "grpc-js validation/route-weighted-cluster-zero-weight-is-dropped",
-    "grpc-js validation/route-weighted-clusters-all-zero-is-rejected",
-    "grpc-js validation/watch-endpoints-errors-reach-only-their-watchers",
-    "grpc-js validation/watch-listener-errors-reach-only-their-watchers",
-    "grpc-js validation/watch-route-errors-reach-only-their-watchers",
-    "grpc-js chaos:wildcard-hears-every-resource",
-    "grpc-js delta/a-second-wildcard-watcher-hears-the-cache",
-];
-
 /// Extensions of the source files the clients are written in.
 const SOURCE_EXTENSIONS: &[&str] = &[
     "rs", "go", "java", "kt", "ts", "js", "mjs", "cc", "cpp", "c", "h", "hpp", "py", "pyx", "pxi",
@@ -184,7 +111,6 @@ fn every_known_failure_names_the_clients_source_line() {
         );
     }
     let mut untraced = Vec::new();
-    let mut traced_but_listed = Vec::new();
     for (client, file) in &files {
         let source =
             std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
@@ -193,17 +119,13 @@ fn every_known_failure_names_the_clients_source_line() {
             if entry.expect != Expected::Fail {
                 continue;
             }
-            let listed_as = format!("{client} {id}");
-            let listed = NOT_YET_TRACED.contains(&listed_as.as_str());
-            match (names_a_source_line(&entry.reason), listed) {
-                (false, false) => untraced.push(format!(
-                    "{}:{}: {id}: \"{}\"",
+            if !names_a_source_line(&entry.reason) {
+                untraced.push(format!(
+                    "{client}: {}:{}: {id}: \"{}\"",
                     file.strip_prefix(root()).unwrap_or(file).display(),
                     line_of(&source, id),
                     entry.reason
-                )),
-                (true, true) => traced_but_listed.push(format!("\"{listed_as}\"")),
-                _ => {}
+                ));
             }
         }
     }
@@ -212,12 +134,6 @@ fn every_known_failure_names_the_clients_source_line() {
         "{} known failures name no source line of their client:\n{}\n\n{HOW}",
         untraced.len(),
         untraced.join("\n")
-    );
-    assert!(
-        traced_but_listed.is_empty(),
-        "these entries name a source line now: take them out of NOT_YET_TRACED \
-         (harness/tests/expectations_evidence.rs):\n{}",
-        traced_but_listed.join("\n")
     );
 }
 
