@@ -110,6 +110,7 @@ fn defect(name: &str) -> Defects {
         "zone_policy_specs_unchecked" => d.zone.policy_specs_unchecked = true,
         "zone_no_kuma_features" => d.zone.no_kuma_features = true,
         "zone_no_hash_suffix" => d.zone.no_hash_suffix = true,
+        "zone_stores_by_display_name" => d.zone.stores_by_display_name = true,
         "zone_keeps_deletion_grace_label" => d.zone.keeps_deletion_grace_label = true,
         "zone_ignores_kds_sync_label" => d.zone.ignores_kds_sync_label = true,
         "zone_sends_insight_generation" => d.zone.sends_insight_generation = true,
@@ -161,7 +162,7 @@ fn defect(name: &str) -> Defects {
     "kds/reconnect-after-cancelled",
     ":22:5:"
 )]
-#[case::kds_removal("zone_removals_ignored", "kds/removal-by-name-and-mesh", ":24:5:")]
+#[case::kds_removal("zone_removals_ignored", "kds/removal-by-name-and-mesh", ":27:5:")]
 #[case::kds_removal_dotted(
     "zone_removals_ignored",
     "kds/a-resource-with-dots-in-its-name",
@@ -224,6 +225,11 @@ fn defect(name: &str) -> Defects {
     "zone_no_hash_suffix",
     "kds/zone-sends-only-changed-dataplanes",
     ":30:5:"
+)]
+#[case::kds_global_names_stored_as_sent(
+    "zone_stores_by_display_name",
+    "kds/the-globals-names-are-stored-as-sent",
+    ":21:5:"
 )]
 #[case::kds_deletion_grace_label(
     "zone_keeps_deletion_grace_label",

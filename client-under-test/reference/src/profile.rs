@@ -399,6 +399,12 @@ pub struct ZoneDefects {
     /// ZoneToGlobalSync: names go as the user wrote them (Kuma: hash-suffixed,
     /// with `kuma.io/display-name`, KDS-FACTS 4.5).
     pub no_hash_suffix: bool,
+    /// GlobalToZoneSync: a resource is stored under its
+    /// `kuma.io/display-name` (the name before the global hash-suffixed
+    /// it), not the name it came with, so a removal of that name misses it
+    /// (Kuma stores the name as sent: "KDS Client doesn't need to know
+    /// anything about hashes", MADR 029).
+    pub stores_by_display_name: bool,
     /// ZoneToGlobalSync: `kuma.io/deletion-grace-period-started-at` goes to
     /// the global (Kuma drops it, KDS-FACTS 4.6).
     pub keeps_deletion_grace_label: bool,

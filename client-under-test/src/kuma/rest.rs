@@ -293,11 +293,12 @@ pub fn changes(before: &Stored, after: &Stored) -> Vec<ZoneStoreChange> {
             });
         }
     }
-    for key in before.keys() {
+    for (key, (gone_labels, _)) in before {
         if !after.contains_key(key) {
             out.push(ZoneStoreChange::Removed {
                 kuma_type: key.0.clone(),
                 name: key.1.clone(),
+                display_name: gone_labels.get(labels::DISPLAY_NAME).cloned(),
             });
         }
     }

@@ -78,11 +78,29 @@ pub(crate) trait IncrementalStream: Protocol {
 
     fn types_mut(&mut self) -> &mut BTreeMap<String, DeltaType>;
 
-    /// A stored entry as auto mode sends it on this stream: as stored,
-    /// unless the protocol's server rewrites what it sends (a Kuma global
-    /// stamps its origin).
-    fn auto_entry(&self, entry: &Any) -> Any {
-        entry.clone()
+    /// A request arrived on the stream, before the rules read it: a
+    /// server that reads something of the client's from it (a Kuma global,
+    /// the features in the node of a stream's first request) does so here.
+    fn request_arrived(&mut self, _request: &DeltaDiscoveryRequest) {}
+
+    /// A stored entry as auto mode sends it on this stream, and the name it
+    /// goes under: as stored, unless the protocol's server rewrites what it
+    /// sends (a Kuma global stamps its origin and hash-suffixes names).
+    /// The third part: a name this one was sent under before and no longer
+    /// is, which the client is told is removed.
+    fn auto_resource(
+        &mut self,
+        _type_url: &str,
+        name: &str,
+        entry: &Any,
+    ) -> (String, Any, Option<String>) {
+        (name.to_string(), entry.clone(), None)
+    }
+
+    /// The name auto mode's removal of the stored `name` goes under: the
+    /// one its resource was last sent under.
+    fn auto_removed(&mut self, _type_url: &str, name: &str) -> String {
+        name.to_string()
     }
 }
 
@@ -106,6 +124,7 @@ impl State {
             .entry(request.type_url.clone())
             .or_default()
             .on_request(&request.response_nonce, request.error_detail.is_some());
+        protocol.request_arrived(&request);
         let delta = protocol
             .types_mut()
             .entry(request.type_url.clone())
@@ -167,22 +186,32 @@ impl State {
             return;
         };
         delta.sent(&decision);
-        let protocol: &P = protocol;
-        let names = decision.send.iter().map(|(r, _)| r.name.clone()).collect();
+        let mut removed: Vec<String> = decision
+            .removed
+            .iter()
+            .map(|name| protocol.auto_removed(type_url, name))
+            .collect();
+        let resources: Vec<Resource> = decision
+            .send
+            .iter()
+            .map(|(resource, version)| {
+                let (name, entry, renamed) =
+                    protocol.auto_resource(type_url, &resource.name, &resource.entry);
+                removed.extend(renamed);
+                Resource {
+                    name,
+                    version: version.clone(),
+                    resource: Some(entry),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let names = resources.iter().map(|r| r.name.clone()).collect();
         let response = DeltaDiscoveryResponse {
             system_version_info: store.version(type_url),
-            resources: decision
-                .send
-                .iter()
-                .map(|(resource, version)| Resource {
-                    name: resource.name.clone(),
-                    version: version.clone(),
-                    resource: Some(protocol.auto_entry(&resource.entry)),
-                    ..Default::default()
-                })
-                .collect(),
+            resources,
             type_url: type_url.to_string(),
-            removed_resources: decision.removed,
+            removed_resources: removed,
             ..Default::default()
         };
         self.send(stream_id, Outgoing::Delta(response), None, names);

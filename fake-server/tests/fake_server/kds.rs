@@ -386,6 +386,112 @@ async fn zone_to_global_in_scripted_mode_sends_only_what_it_is_told_and_nacks_wi
     );
 }
 
+/// `request` with a node listing `features` in its metadata, as Kuma's
+/// zone's first request of a type has.
+fn with_node_features(
+    mut request: DeltaDiscoveryRequest,
+    features: &[&str],
+) -> DeltaDiscoveryRequest {
+    use envoy_types::pb::google::protobuf::{ListValue, Struct, Value, value::Kind};
+    let list = Value {
+        kind: Some(Kind::ListValue(ListValue {
+            values: features
+                .iter()
+                .map(|f| Value {
+                    kind: Some(Kind::StringValue(f.to_string())),
+                })
+                .collect(),
+        })),
+    };
+    if let Some(node) = request.node.as_mut() {
+        node.metadata = Some(Struct {
+            fields: [("features".to_string(), list)].into(),
+        });
+    }
+    request
+}
+
+#[tokio::test(start_paused = true)]
+async fn global_to_zone_hash_suffixes_names_for_a_zone_that_lists_hash_suffix() {
+    let (server, network) = serving(ServingMode::Auto);
+    server.set_resources(
+        vec![
+            kuma(types::MESH, KdsName::global("mesh-1"), "m1"),
+            kuma(
+                types::MESH_TRAFFIC_PERMISSION,
+                KdsName::new("mtp", "mesh-1"),
+                "p1",
+            ),
+        ],
+        None,
+    );
+    // Kuma's zone lists `hash-suffix` in the node of every first request;
+    // the global reads the stream's first.
+    let mut zone = global_to_zone(&network).await;
+    zone.send(with_node_features(
+        subscribe_all(types::MESH),
+        &["zone-token", "hash-suffix"],
+    ));
+    let meshes = zone.next().await;
+    assert_eq!(
+        names(&meshes),
+        ["mesh-1."],
+        "a Mesh keeps its name (SkipKDSHash)"
+    );
+    zone.send(ack(&meshes));
+    zone.send(subscribe_all(types::MESH_TRAFFIC_PERMISSION));
+    let policies = zone.next().await;
+    // hash_suffixed("mesh-1", "mtp", []), as Kuma's HashSuffixMapper.
+    assert_eq!(names(&policies), ["mtp-cwvbbbcbw82ccvxz.mesh-1"]);
+    let body = policies.resources[0].resource.as_ref().expect("a body");
+    let meta = kds::unpack(body)
+        .expect("a KumaResource")
+        .meta
+        .expect("meta");
+    assert_eq!(meta.name, "mtp-cwvbbbcbw82ccvxz");
+    assert_eq!(meta.labels["kuma.io/display-name"], "mtp");
+    assert_eq!(meta.labels["kuma.io/origin"], "global");
+    zone.send(ack(&policies));
+    // An update goes under the same name; a removal names it too.
+    server.set_resources(
+        vec![kuma(
+            types::MESH_TRAFFIC_PERMISSION,
+            KdsName::new("mtp", "mesh-1"),
+            "p2",
+        )],
+        None,
+    );
+    let update = zone.next().await;
+    assert_eq!(names(&update), ["mtp-cwvbbbcbw82ccvxz.mesh-1"]);
+    assert!(update.removed_resources.is_empty());
+    zone.send(ack(&update));
+    server.remove_resources(
+        types::MESH_TRAFFIC_PERMISSION,
+        &strings(&["mtp.mesh-1"]),
+        None,
+    );
+    let removal = zone.next().await;
+    assert_eq!(removal.removed_resources, ["mtp-cwvbbbcbw82ccvxz.mesh-1"]);
+
+    // A zone whose first request lists no `hash-suffix` gets the names as
+    // they are.
+    server.set_resources(
+        vec![kuma(
+            types::MESH_TRAFFIC_PERMISSION,
+            KdsName::new("mtp", "mesh-1"),
+            "p3",
+        )],
+        None,
+    );
+    let mut plain = global_to_zone(&network).await;
+    plain.send(with_node_features(
+        subscribe_all(types::MESH_TRAFFIC_PERMISSION),
+        &["zone-token"],
+    ));
+    let policies = plain.next().await;
+    assert_eq!(names(&policies), ["mtp.mesh-1"]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn kumas_other_kds_service_and_unknown_methods_are_unimplemented() {
     let (_server, network) = serving(ServingMode::Auto);

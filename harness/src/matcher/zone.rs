@@ -20,7 +20,9 @@ pub struct ZoneMatcherSpec {
     #[serde(rename = "type")]
     #[serde(default)]
     pub kuma_type: Option<Spanned<String>>,
-    /// The resource, `<name>.<mesh>`.
+    /// The resource, `<name>.<mesh>`: the name it is stored under, or the
+    /// one its user gave it (its `kuma.io/display-name`, which a name a
+    /// Kuma 2.14 global hash-suffixed carries).
     pub name: Option<Spanned<String>>,
     /// `stored` (new, or replaced by a different one) or `removed`.
     #[schemars(schema_with = "zone_events")]
@@ -128,11 +130,25 @@ impl Check for ZoneMatcher {
                 change.kuma_type(),
                 str::to_string,
             )
-            .eq(
+            .check(
                 "name",
-                self.name.as_deref(),
-                change.name().to_string().as_str(),
-                quoted,
+                self.name.is_some(),
+                || {
+                    let want = self.name.as_deref();
+                    want == Some(change.name().to_string().as_str())
+                        || change
+                            .display_name()
+                            .is_some_and(|d| want == Some(d.to_string().as_str()))
+                },
+                || self.name.as_deref().map(quoted).unwrap_or_default(),
+                || match change.display_name() {
+                    Some(display) => format!(
+                        "{} (display name {})",
+                        quoted(&change.name().to_string()),
+                        quoted(&display.to_string())
+                    ),
+                    None => quoted(&change.name().to_string()),
+                },
             )
             .eq("event", self.event.as_ref(), &kind, |k| {
                 keyword_name(ZONE_EVENTS, k)
@@ -221,6 +237,40 @@ mod tests {
             },
         ] {
             assert!(!bad.matches(&stored, &as_written), "{}", bad.describe());
+        }
+    }
+
+    #[test]
+    fn a_hash_suffixed_resource_is_found_by_its_display_name_or_its_own() {
+        let event = |change: ZoneStoreChange| TimelineEvent {
+            at: Duration::ZERO,
+            source: Source::Client,
+            kind: EventKind::Client(ObservedEvent::Zone(change)),
+        };
+        let stored = event(ZoneStoreChange::Stored {
+            kuma_type: "MeshTimeout".into(),
+            name: KdsName::new("mt-1-xz8287465c2624wz", "default"),
+            labels: BTreeMap::from([("kuma.io/display-name".into(), "mt-1".into())]),
+            spec: "{}".into(),
+        });
+        let removed = event(ZoneStoreChange::Removed {
+            kuma_type: "MeshTimeout".into(),
+            name: KdsName::new("mt-1-xz8287465c2624wz", "default"),
+            display_name: Some("mt-1".into()),
+        });
+        let named = |name: &str| ZoneMatcher {
+            kuma_type: Some("MeshTimeout".into()),
+            name: Some(name.into()),
+            event: None,
+            contains: None,
+            labels: Vec::new(),
+        };
+        for change in [&stored, &removed] {
+            assert!(named("mt-1.default").matches(change, &as_written));
+            assert!(named("mt-1-xz8287465c2624wz.default").matches(change, &as_written));
+            // The display name is the mesh's: another mesh's is another.
+            assert!(!named("mt-1.other").matches(change, &as_written));
+            assert!(!named("mt-2.default").matches(change, &as_written));
         }
     }
 }

@@ -455,7 +455,14 @@ pub fn describe_zone(change: &ZoneStoreChange) -> String {
             }
             text
         }
-        ZoneStoreChange::Removed { kuma_type, name } => format!("zone {kuma_type} {name}: removed"),
+        ZoneStoreChange::Removed {
+            kuma_type,
+            name,
+            display_name,
+        } => match display_name {
+            Some(display) => format!("zone {kuma_type} {name}: removed ({display})"),
+            None => format!("zone {kuma_type} {name}: removed"),
+        },
     }
 }
 

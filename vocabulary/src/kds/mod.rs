@@ -43,6 +43,17 @@ pub const FEATURES_HEADER: &str = "features";
 /// The zone's Kuma version.
 pub const VERSION_HEADER: &str = "version";
 
+/// Features a Kuma 2.14 zone advertises (`pkg/kds/features.go` at
+/// v2.14.3), in its `features` headers and its node metadata.
+pub mod features {
+    /// In the node metadata: the global hash-suffixes the names it sends
+    /// (`HashSuffixMapper(true, ...)`, `pkg/kds/context/context.go:95-98`).
+    /// In the headers: the global takes the zone's names as they come.
+    pub const HASH_SUFFIX: &str = "hash-suffix";
+    /// In the headers: the zone pings `GlobalKDSService/HealthCheck`.
+    pub const ZONE_PING_HEALTH: &str = "zone-ping-health";
+}
+
 /// The node metadata keys of a zone's first request of each type.
 pub mod metadata {
     /// The zone's Kuma version, a struct (`kumaCp: {version, gitTag, ...}`).

@@ -164,6 +164,15 @@ pub fn provided_by_zone(kuma_type: &str) -> bool {
         || [CONFIG, SECRET, "Zone", "ZoneInsight"].contains(&kuma_type)
 }
 
+/// Whether a 2.14 global keeps the names of `kuma_type` as they are when
+/// it hash-suffixes what it sends a zone (the descriptors with
+/// `SkipKDSHash: true` at v2.14.3: Mesh,
+/// `pkg/core/resources/apis/mesh/zz_generated.resources.go:981`; Config
+/// and Secret, `apis/system/zz_generated.resources.go:118,237`).
+pub fn skips_kds_hash(kuma_type: &str) -> bool {
+    [MESH, CONFIG, SECRET].contains(&kuma_type)
+}
+
 /// Whether `kuma_type` is in Kuma's resource registry (as far as KDS
 /// goes): a zone decodes a response of such a type even if it never
 /// subscribed to it (KDS-FACTS 4.7), and ends the connection on any other.
@@ -224,6 +233,7 @@ mod tests {
         assert!(provided_by_zone(MESH_TIMEOUT) && provided_by_zone(CONFIG));
         assert!(!provided_by_zone(MESH) && !provided_by_zone("TrafficRoute"));
         assert!(registered(DATAPLANE) && registered(MESH) && !registered("NoSuchType"));
+        assert!(skips_kds_hash(MESH) && skips_kds_hash(SECRET) && !skips_kds_hash(GLOBAL_SECRET));
         let names: BTreeSet<&str> = PROTO_SPECS.iter().map(|(t, _)| *t).collect();
         assert_eq!(names.len(), PROTO_SPECS.len());
     }

@@ -41,6 +41,9 @@ pub mod labels {
     pub const ZONE: &str = "kuma.io/zone";
     /// The name a user gave a resource whose KDS name is hash-suffixed.
     pub const DISPLAY_NAME: &str = "kuma.io/display-name";
+    /// A Kubernetes zone's namespace of a resource, hashed into its KDS
+    /// name when present.
+    pub const KUBE_NAMESPACE: &str = "k8s.kuma.io/namespace";
     pub const ORIGIN_GLOBAL: &str = "global";
     pub const ORIGIN_ZONE: &str = "zone";
 }
@@ -60,7 +63,13 @@ pub enum ZoneStoreChange {
     },
     /// A resource was deleted: named in `removed_resources`, or left out
     /// of a type's first response (the full sync).
-    Removed { kuma_type: String, name: KdsName },
+    Removed {
+        kuma_type: String,
+        name: KdsName,
+        /// The `kuma.io/display-name` it carried, if any: what a scenario
+        /// names a hash-suffixed resource by.
+        display_name: Option<String>,
+    },
 }
 
 impl ZoneStoreChange {
@@ -75,5 +84,16 @@ impl ZoneStoreChange {
         match self {
             ZoneStoreChange::Stored { name, .. } | ZoneStoreChange::Removed { name, .. } => name,
         }
+    }
+
+    /// The name its user gave it, `<display name>.<mesh>`, when it carries
+    /// `kuma.io/display-name` (a name a Kuma 2.14 control plane
+    /// hash-suffixed on the wire, `super::name::hash_suffixed`).
+    pub fn display_name(&self) -> Option<KdsName> {
+        let display = match self {
+            ZoneStoreChange::Stored { labels: held, .. } => held.get(labels::DISPLAY_NAME),
+            ZoneStoreChange::Removed { display_name, .. } => display_name.as_ref(),
+        }?;
+        (!display.is_empty()).then(|| KdsName::new(display.clone(), self.name().mesh.clone()))
     }
 }

@@ -16,6 +16,12 @@
 //!   subscribed to it; of a type zones may create, only resources
 //!   labelled `kuma.io/origin: global` are taken, the others skipped
 //!   without a NACK (Kuma's `PrefilterBy`).
+//! - A resource is stored under the name it came with: a 2.14 global
+//!   hash-suffixes names (`<name>-<hash>`, the given one in
+//!   `kuma.io/display-name`) for a zone whose node lists `hash-suffix`,
+//!   and removes it under that name ("Since renaming is happening on the
+//!   KDS Server, KDS Client doesn't need to know anything about hashes",
+//!   Kuma's MADR 029).
 //! - A type's first response on a stream is a full sync (see
 //!   `super::store`); Kuma counts it as first until it ACKs or NACKs it,
 //!   which the zone does before it reads on, so "first" is per stream.
@@ -154,7 +160,11 @@ impl GlobalToZone {
                     });
                 }
             };
-            let name = resource.kds_name();
+            let name = if self.defects.stores_by_display_name {
+                display_name(&resource)
+            } else {
+                resource.kds_name()
+            };
             // The spec is decoded as Kuma's `FromAny` decodes it; a spec
             // that does not decode ends the connection like an envelope
             // that does not (Kuma's `toResources` fails `Receive`).
@@ -289,6 +299,20 @@ impl GlobalToZone {
             id: self.zone.clone(),
             ..Default::default()
         }
+    }
+}
+
+/// The broken zone's key for `resource`: its `kuma.io/display-name` (the
+/// name before a global hash-suffixed it), else its name.
+fn display_name(resource: &KumaResource) -> KdsName {
+    let name = resource.kds_name();
+    match resource
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.labels.get(labels::DISPLAY_NAME))
+    {
+        Some(display) if !display.is_empty() => KdsName::new(display.clone(), name.mesh),
+        _ => name,
     }
 }
 

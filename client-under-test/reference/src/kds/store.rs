@@ -28,6 +28,7 @@ use std::fmt;
 use envoy_types::pb::google::protobuf::Any;
 use prost::Message;
 use xds_vocabulary::kds::spec::{self, Unpacked};
+use xds_vocabulary::kds::zone::labels;
 use xds_vocabulary::kds::{KdsName, KdsResource, KumaResource, ZoneStoreChange, kuma_resource};
 
 use super::ZoneError;
@@ -329,10 +330,11 @@ impl ZoneStore {
                 .collect()
         };
         for name in deleted {
-            if store.delete(&name).is_some() {
+            if let Some(gone) = store.delete(&name) {
                 applied.changes.push(ZoneStoreChange::Removed {
                     kuma_type: kuma_type.to_string(),
                     name,
+                    display_name: gone.labels.get(labels::DISPLAY_NAME).cloned(),
                 });
             }
         }

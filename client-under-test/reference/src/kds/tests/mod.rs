@@ -111,9 +111,9 @@ impl Heard {
                     spec,
                     ..
                 }) => Some(format!("+{kuma_type} {name} {spec}")),
-                Event::Store(ZoneStoreChange::Removed { kuma_type, name }) => {
-                    Some(format!("-{kuma_type} {name}"))
-                }
+                Event::Store(ZoneStoreChange::Removed {
+                    kuma_type, name, ..
+                }) => Some(format!("-{kuma_type} {name}")),
                 Event::Client(_) => None,
             })
             .collect()

@@ -47,7 +47,9 @@ async fn what_the_global_sends_is_stored_with_its_labels_and_reported() {
         heard.changes(),
         [
             r#"+Mesh m1. {"mtls":{"skipValidation":true}}"#,
-            r#"+MeshTimeout t1.m1 {"to":[{"default":{"idleTimeout":"1s"},"targetRef":{"kind":"Mesh"}}]}"#,
+            // Hash-suffixed, as a 2.14 global names what it sends a zone
+            // that lists `hash-suffix` (the fake's auto mode).
+            r#"+MeshTimeout t1-w2vfxzv7wfw77d58.m1 {"to":[{"default":{"idleTimeout":"1s"},"targetRef":{"kind":"Mesh"}}]}"#,
         ]
     );
     let stored = zone.stored().await.expect("running");
@@ -59,11 +61,13 @@ async fn what_the_global_sends_is_stored_with_its_labels_and_reported() {
         ("kuma.io/origin".to_string(), "global".to_string()),
         ("team".to_string(), "fake".to_string()),
     ]);
+    let mut renamed = global_labels.clone();
+    renamed.insert("kuma.io/display-name".to_string(), "t1".to_string());
     assert_eq!(
         labels,
         [
-            ("m1.".to_string(), global_labels.clone()),
-            ("t1.m1".to_string(), global_labels)
+            ("m1.".to_string(), global_labels),
+            ("t1-w2vfxzv7wfw77d58.m1".to_string(), renamed)
         ]
     );
     assert!(nacks(&server).is_empty());
@@ -179,21 +183,26 @@ async fn the_first_response_is_a_full_sync_that_spares_the_zones_own() {
             .into_iter()
             .filter(|c| c.starts_with('-'))
             .collect();
+        // The global's hash-suffixed (its auto mode, as a 2.14 global).
+        let (g1, g2) = ("g1-b5297vxx59vc4z72.default", "g2-b5297fxx59vc4wdw.default");
         if defects.no_full_sync_deletion {
             assert!(removals.is_empty());
-            assert_eq!(held, ["g1.default", "g2.default", "own.default"]);
+            assert_eq!(held, [g1, g2, "own.default"]);
         } else if defects.full_sync_deletes_zone_origin {
             assert_eq!(
                 removals,
-                ["-MeshTimeout own.default", "-MeshTimeout g2.default"],
+                [
+                    "-MeshTimeout own.default".to_string(),
+                    format!("-MeshTimeout {g2}")
+                ],
                 "the first connection's full sync took the zone's own already"
             );
-            assert_eq!(held, ["g1.default"]);
+            assert_eq!(held, [g1]);
             // The global no longer hears of the zone's own.
             assert!(global_view(&server, TIMEOUT).is_empty());
         } else {
-            assert_eq!(removals, ["-MeshTimeout g2.default"]);
-            assert_eq!(held, ["g1.default", "own.default"]);
+            assert_eq!(removals, [format!("-MeshTimeout {g2}")]);
+            assert_eq!(held, [g1, "own.default"]);
             // The global holds it under its hash-suffixed name.
             assert_eq!(
                 global_view(&server, TIMEOUT),
