@@ -78,6 +78,7 @@ mod sotw;
 mod state;
 mod store;
 mod stream;
+mod stream_gate;
 
 pub use config::{
     EventObserver, MaxConnectionAge, ScriptedDeltaResource, ScriptedDeltaResponse,

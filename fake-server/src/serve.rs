@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite, DuplexStream};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
-use tokio_stream::Stream;
+use tokio_stream::{Stream, StreamExt};
 use tonic::transport::Server;
 use tonic::transport::server::{Connected, TcpIncoming};
 
@@ -25,6 +25,7 @@ use crate::cancel::note_cancel;
 use crate::connection::{ConnectionInfo, ServerConnection};
 use crate::kds_service::KdsSyncService;
 use crate::shared::Inner;
+use crate::stream_gate::StreamGate;
 use crate::tls;
 use xds_vocabulary::network::MemoryAcceptor;
 
@@ -62,6 +63,10 @@ where
     let kds = KdsSyncService::new(inner.clone());
     let shutdown = inner.shutdown_signal();
     let age = inner.read(|state| state.max_connection_age);
+    // Every connection goes through a gate, which follows its frames
+    // only on a server whose streams a scenario holds.
+    let held = inner.stream_hold_signal();
+    let incoming = incoming.map(move |io| io.map(|io| StreamGate::new(io, held.clone())));
     runtime.spawn(async move {
         let mut builder = Server::builder();
         if let Some(age) = age {

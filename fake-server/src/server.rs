@@ -87,6 +87,14 @@ impl FakeAdsServer {
         self.inner.update(|state| state.max_connection_age = age);
     }
 
+    /// Lets `hold_streams` act on the connections of listeners started
+    /// after this call: their HTTP/2 frames are followed (see
+    /// `stream_gate`), which costs a look at every frame, so only a
+    /// server whose streams are held does it.
+    pub fn watch_streams(&self) {
+        self.inner.update(|state| state.streams_held_here = true);
+    }
+
     pub fn mode(&self) -> ServingMode {
         self.inner.read(|state| state.mode)
     }

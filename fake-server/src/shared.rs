@@ -26,6 +26,8 @@ pub(crate) struct Inner {
     resets: watch::Sender<u64>,
     /// True while `Fault::HoldConnections` is in force.
     holds: watch::Sender<bool>,
+    /// True while `Fault::HoldStreams` is in force (see `stream_gate`).
+    stream_holds: watch::Sender<bool>,
     /// Wakes the delayer task when a delayed response is queued.
     pub delay_wakeup: Arc<tokio::sync::Notify>,
 }
@@ -38,6 +40,7 @@ impl Inner {
             shutdown: watch::Sender::new(false),
             resets: watch::Sender::new(0),
             holds: watch::Sender::new(false),
+            stream_holds: watch::Sender::new(false),
             delay_wakeup: Arc::new(tokio::sync::Notify::new()),
         }
     }
@@ -156,6 +159,19 @@ impl Inner {
     /// Holds (or releases) the I/O of every connection, open or new.
     pub fn hold_connections(&self, hold: bool) {
         self.holds.send_replace(hold);
+    }
+
+    /// Holds (or releases) new streams on every connection whose gate
+    /// follows its frames, open or new.
+    pub fn hold_streams(&self, hold: bool) {
+        self.stream_holds.send_replace(hold);
+    }
+
+    /// What a connection's gate watches, on a server whose streams a
+    /// scenario holds; `None` elsewhere (its gates pass bytes through).
+    pub fn stream_hold_signal(&self) -> Option<watch::Receiver<bool>> {
+        self.read(|state| state.streams_held_here)
+            .then(|| self.stream_holds.subscribe())
     }
 
     /// Fails every open connection (see `ServerConnection::with_reset`).

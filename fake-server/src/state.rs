@@ -29,6 +29,9 @@ pub(crate) struct State {
     pub faults: InForce,
     /// Read when the server starts serving (tonic sets it per listener).
     pub max_connection_age: Option<MaxConnectionAge>,
+    /// Read when the server starts serving: its connections' gates follow
+    /// their frames, so `hold_streams` can act on them.
+    pub streams_held_here: bool,
     /// Read when the server starts serving: every connection of a
     /// listener started with it goes through this TLS handshake first.
     pub tls: Option<tokio_rustls::TlsAcceptor>,
@@ -66,6 +69,7 @@ impl State {
             streams: BTreeMap::new(),
             faults: InForce::default(),
             max_connection_age: None,
+            streams_held_here: false,
             tls: None,
             shut_down: false,
             memory_bindings: Vec::new(),

@@ -90,6 +90,14 @@ pub struct Rule {
     /// them (`silent_stream_failures`, `ValidationRule::PortRange`); empty
     /// when no broken client proves the covering scenarios yet.
     pub broken_by: Vec<String>,
+    /// For a rule that states a preference beside an alternative the spec
+    /// allows ("it is preferred to ...; an implementation may instead
+    /// ..."): the reference client's defects that take the alternative,
+    /// which a covering scenario reports as a divergence (an `any_of`
+    /// alternative with a `divergence` note), not as a failure. That the
+    /// scenario tells them from the preferred client shows the preference
+    /// is checked, though a client cannot fail it.
+    pub divergent_by: Vec<String>,
     /// Where its id is written, for messages.
     pub file: String,
     pub line: u64,
@@ -245,6 +253,8 @@ struct RuleFile {
     uncovered: Option<Spanned<String>>,
     #[serde(default)]
     broken_by: Vec<Spanned<String>>,
+    #[serde(default)]
+    divergent_by: Vec<Spanned<String>>,
 }
 
 /// Reads one catalogue file's text; `source_name` is its path, whose file
@@ -371,33 +381,40 @@ fn check(source_name: &str, file: SpecFile) -> Result<SpecRules, CatalogueError>
                 ));
             }
         };
-        let mut broken_by: Vec<String> = Vec::with_capacity(rule.broken_by.len());
-        for defect in &rule.broken_by {
-            let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
-            if defect.value.is_empty() || !defect.value.chars().all(word) {
+        let defects = |list: &[Spanned<String>], what: &str| {
+            let mut names: Vec<String> = Vec::with_capacity(list.len());
+            for defect in list {
+                let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+                if defect.value.is_empty() || !defect.value.chars().all(word) {
+                    return Err(CatalogueError::at(
+                        source_name,
+                        defect,
+                        format!(
+                            "{what}: a defect's name as tests/broken_clients.rs writes it, \
+                             e.g. silent_stream_failures or ValidationRule::PortRange"
+                        ),
+                    ));
+                }
+                if names.contains(&defect.value) {
+                    return Err(CatalogueError::at(
+                        source_name,
+                        defect,
+                        format!("{what}: `{}` is listed twice", defect.value),
+                    ));
+                }
+                names.push(defect.value.clone());
+            }
+            if let (Declared::Uncovered(_), Some(defect)) = (&declared, list.first()) {
                 return Err(CatalogueError::at(
                     source_name,
                     defect,
-                    "broken_by: a defect's name as tests/broken_clients.rs writes it, \
-                     e.g. silent_stream_failures or ValidationRule::PortRange",
+                    format!("{what}: a rule no scenario covers has no scenario to catch a defect"),
                 ));
             }
-            if broken_by.contains(&defect.value) {
-                return Err(CatalogueError::at(
-                    source_name,
-                    defect,
-                    format!("broken_by: `{}` is listed twice", defect.value),
-                ));
-            }
-            broken_by.push(defect.value.clone());
-        }
-        if let (Declared::Uncovered(_), Some(defect)) = (&declared, rule.broken_by.first()) {
-            return Err(CatalogueError::at(
-                source_name,
-                defect,
-                "broken_by: a rule no scenario covers has no scenario to catch a defect",
-            ));
-        }
+            Ok(names)
+        };
+        let broken_by = defects(&rule.broken_by, "broken_by")?;
+        let divergent_by = defects(&rule.divergent_by, "divergent_by")?;
         rules.push(Rule {
             id: id.value.clone(),
             section,
@@ -405,6 +422,7 @@ fn check(source_name: &str, file: SpecFile) -> Result<SpecRules, CatalogueError>
             binds: rule.binds.value.clone(),
             declared,
             broken_by,
+            divergent_by,
             file: source_name.to_string(),
             line: id.line,
             column: id.column,

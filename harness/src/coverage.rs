@@ -156,7 +156,8 @@ impl Coverage {
     }
 
     /// Per spec: its rules, those covered in full, in part, and not at
-    /// all, and those a broken client is shown to break (`broken_by`).
+    /// all, and those a broken client is shown to break (`broken_by`) or
+    /// told apart as taking an allowed alternative (`divergent_by`).
     pub fn counts(&self) -> Vec<(String, [usize; 5])> {
         self.catalogue
             .specs
@@ -170,7 +171,7 @@ impl Coverage {
                         Declared::Uncovered(_) => 3,
                     };
                     counts[at] += 1;
-                    if !rule.broken_by.is_empty() {
+                    if !rule.broken_by.is_empty() || !rule.divergent_by.is_empty() {
                         counts[4] += 1;
                     }
                 }

@@ -16,6 +16,7 @@ fn defect(name: &str) -> Defects {
     match name {
         "timer_while_connecting" => d.timer_while_connecting = true,
         "timer_from_watch" => d.timer_from_watch = true,
+        "timer_on_channel_ready" => d.timer_on_channel_ready = true,
         "silent_stream_failures" => d.silent_stream_failures = true,
         "backoff_never_resets" => d.backoff_never_resets = true,
         "error_after_good_stream" => d.error_after_good_stream = true,
@@ -1101,6 +1102,52 @@ fn fails_where_expected(defect_name: &str, defects: Defects, scenario: &str, fai
                 "{}: {mark:?}",
                 run.name
             );
+        }
+    }
+}
+
+/// A rule that states a preference beside an alternative the spec allows
+/// ("it is preferred to ...; an implementation may instead ..."): the
+/// reference client, which follows the preference, passes; with a defect
+/// that takes the alternative, the scenario tells it apart and reports a
+/// divergence with its note, never a failure (a real client taking the
+/// alternative breaks no rule). Cases are named `allowed_*`
+/// (`tests/catalogue.rs` reads them as a rule's `divergent_by`).
+#[rstest]
+#[case::allowed_timer_on_channel_ready(
+    "timer_on_channel_ready",
+    "a57/no-timer-while-the-server-admits-no-stream",
+    "consider the channel connected when it reports state READY"
+)]
+fn an_allowed_alternative_is_reported_divergent(
+    #[case] defect_name: &str,
+    #[case] scenario: &str,
+    #[case] note: &str,
+) {
+    let path =
+        manifest_dir(env!("CARGO_MANIFEST_DIR")).join(format!("../scenarios/{scenario}.yaml"));
+    let scenario = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    for (run, good) in run_variants(&scenario, &|| {
+        Box::new(ReferenceClient::new()) as Box<dyn ClientUnderTest>
+    }) {
+        assert_eq!(
+            good.verdict,
+            Verdict::Pass,
+            "{}\n{}",
+            run.name,
+            good.timeline
+        );
+    }
+    let defects = defect(defect_name);
+    for (run, broken) in run_variants(&scenario, &|| {
+        Box::new(ReferenceClient::with_defects(defects)) as Box<dyn ClientUnderTest>
+    }) {
+        match &broken.verdict {
+            Verdict::Divergent { note: said } if said.contains(note) => {}
+            other => panic!(
+                "{defect_name} on {}: expected a divergence noting {note:?}, got {other:?}\n{}",
+                run.name, broken.timeline
+            ),
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod cut;
 pub mod data_plane;
 pub mod files;
 pub mod hex;
+pub mod http2;
 pub mod kds;
 pub mod network;
 pub mod protocol;

@@ -41,6 +41,12 @@ pub struct Defects {
     /// Start does-not-exist timers when a request is handed to the
     /// transport, connected or not (A57: only on a connected stream).
     pub timer_while_connecting: bool,
+    /// Count a subscription as sent once it is queued on a READY channel,
+    /// though its stream waits unsent for the server to admit it (A57 lets
+    /// a client go by the channel's READY "if that is not feasible", as
+    /// "less appropriate" than "some indication from the stream that it
+    /// is being sent"): a divergence, not a failure.
+    pub timer_on_channel_ready: bool,
     /// Start does-not-exist timers on a new stream for cached resources
     /// too, and let them fire on the cached value (A57: "only if the
     /// resource is not already cached").

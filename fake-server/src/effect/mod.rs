@@ -18,6 +18,7 @@ mod delay;
 mod drop;
 mod hang;
 mod hold;
+mod hold_streams;
 mod restart;
 mod stream_limit;
 

@@ -30,6 +30,7 @@ mod delay;
 mod drop;
 mod hang;
 mod hold;
+mod hold_streams;
 mod restart;
 mod stream_limit;
 
@@ -41,6 +42,7 @@ pub use delay::DelayResponses;
 pub use drop::DropResponses;
 pub use hang::{Hang, Resume};
 pub use hold::{HoldConnections, ReleaseConnections};
+pub use hold_streams::{HoldStreams, ReleaseStreams};
 pub use restart::Restart;
 pub use stream_limit::{CloseStreamsAfter, KeepStreams};
 
@@ -71,6 +73,10 @@ macro_rules! fault_verbs {
             HoldConnections(hold),
             /// Let held connections go on.
             ReleaseConnections(hold),
+            /// Admit no new stream (connections stay up).
+            HoldStreams(hold_streams),
+            /// Admit streams again.
+            ReleaseStreams(hold_streams),
             /// Hold every response back for a while.
             DelayResponses(delay),
             /// Lose the next responses on their way.

@@ -5,6 +5,7 @@ mod auto_mode;
 mod client_end;
 mod delta;
 mod faults;
+mod hold_streams;
 mod kds;
 mod recording;
 mod scripted_mode;

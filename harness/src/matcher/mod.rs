@@ -755,7 +755,7 @@ mod tests {
             step_matcher(&scenario.steps[2]),
             Matcher::Channel(_)
         ));
-        assert_eq!(MATCHER_KEYS.len(), 19);
+        assert_eq!(MATCHER_KEYS.len(), 20);
     }
 
     #[test]

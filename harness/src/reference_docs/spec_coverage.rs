@@ -52,7 +52,10 @@ pub fn page(sources: &Sources, problems: &mut Vec<String>) -> String {
          whom it binds. A scenario names the rules it checks (`covers: [A57-04]`); a rule no \
          scenario checks yet says why, naming the verb or matcher that is missing. A rule's \
          broken clients are the reference client's deliberate defects that break it, each \
-         failing a covering scenario in `harness/tests/broken_clients.rs`; \"none yet\" marks \
+         failing a covering scenario in `harness/tests/broken_clients.rs`; for a rule that is \
+         a preference beside an alternative the spec allows, the defect that takes the \
+         alternative is reported there as a divergence (marked \"divergent\"), as a real \
+         client taking it would be. \"none yet\" marks \
          a rule named by scenarios that no broken client has proven to check it. \
          `harness/tests/catalogue.rs` holds all three to each other.\n\n\
          The per-client tables say what each client's expectations file expects of the \
@@ -141,15 +144,20 @@ fn scenarios(names: &[String]) -> String {
 /// The defects of the reference client a covering scenario is shown to
 /// catch (`tests/broken_clients.rs`), or why there are none.
 fn broken_by(rule: &Rule) -> String {
-    match (&rule.declared, rule.broken_by.is_empty()) {
+    let caught: Vec<String> = rule
+        .broken_by
+        .iter()
+        .map(|d| format!("`{d}`"))
+        .chain(
+            rule.divergent_by
+                .iter()
+                .map(|d| format!("`{d}` (divergent: an alternative the spec allows)")),
+        )
+        .collect();
+    match (&rule.declared, caught.is_empty()) {
         (Declared::Uncovered(_), _) => "—".to_string(),
         (_, true) => "none yet".to_string(),
-        (_, false) => rule
-            .broken_by
-            .iter()
-            .map(|d| format!("`{d}`"))
-            .collect::<Vec<_>>()
-            .join(", "),
+        (_, false) => caught.join(", "),
     }
 }
 

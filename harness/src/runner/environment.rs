@@ -158,6 +158,9 @@ pub(super) async fn set_up(
     };
     for def in &scenario.servers {
         let server = serving_scaffolding(def, timeline, &induced);
+        if holds_streams(scenario, &def.name) {
+            server.watch_streams();
+        }
         if let Some(certificates) = &certificates {
             let tls = certificates
                 .server_settings(def)
@@ -339,6 +342,15 @@ pub(super) async fn set_up(
         client,
         certificates,
     })
+}
+
+/// Whether a step holds `server`'s streams: only then do its connections'
+/// frames need following (see `FakeAdsServer::watch_streams`).
+fn holds_streams(scenario: &Scenario, server: &str) -> bool {
+    scenario
+        .steps
+        .iter()
+        .any(|s| matches!(&s.step, Step::HoldStreams(fault) if fault.server == server))
 }
 
 /// Every address a `serve` step names, once each, in order.

@@ -29,6 +29,7 @@ mod fault;
 pub mod generate;
 pub mod hang;
 pub mod hold_connections;
+pub mod hold_streams;
 pub mod reads;
 pub mod remove_kuma_resources;
 pub mod remove_resources;
@@ -148,6 +149,13 @@ macro_rules! step_kinds {
         /// Held connections go on: the handshake completes, queued requests
         /// arrive.
         release_connections: ReleaseConnections(hold_connections::ReleaseConnectionsSpec => ServerFault),
+        /// Connections stay up (READY) but the server admits no new stream
+        /// (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS 0, on open connections
+        /// and new ones): a stream the client starts waits in the client,
+        /// unsent; streams already open go on.
+        hold_streams: HoldStreams(hold_streams::HoldStreamsSpec => ServerFault),
+        /// The server admits streams again: held ones open.
+        release_streams: ReleaseStreams(hold_streams::ReleaseStreamsSpec => ServerFault),
         /// Every response waits this long before it goes out (`{by: 2s}`;
         /// `0s` ends it).
         delay_responses: DelayResponses(delay_responses::DelayResponsesSpec => ServerFault),
@@ -594,6 +602,6 @@ mod tests {
             .filter_map(|p| p.keys().next().map(String::as_str))
             .collect();
         assert_eq!(keys, STEP_KEYS);
-        assert_eq!(STEP_KEYS.len(), 34);
+        assert_eq!(STEP_KEYS.len(), 36);
     }
 }

@@ -4,6 +4,12 @@
 //! and tells the worker when a request has been taken by the transport and
 //! when the connection under it is ready — together these are C-core's
 //! "send_message completed", which starts does-not-exist timers (A57).
+//! The transport takes a request only once its stream is open: hyper
+//! pipes a body only into a stream h2 has opened, one the server's
+//! SETTINGS_MAX_CONCURRENT_STREAMS admits. So a stream the server does
+//! not admit yet (`hold_streams`) starts no timer: A57's preferred
+//! "indication from the stream that it is being sent", not the channel's
+//! READY.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};

@@ -329,6 +329,12 @@ impl AdsStream {
         true
     }
 
+    /// The type whose request is on its way (queued for the transport, not
+    /// yet taken by it on a connected stream), if any.
+    pub fn request_on_its_way(&self) -> Option<ResourceType> {
+        self.send_pending
+    }
+
     /// The transport took the request of `resource_type`. True if its
     /// timers may start now (on a connected stream, A57); otherwise they
     /// wait for the connection.

@@ -258,7 +258,15 @@ impl Worker {
         let built = self.with_stream(server, |call, memory, cached, node| {
             call.send_next(memory, cached, node)
         });
+        // Defects::timer_on_channel_ready: a request queued on a READY
+        // channel counts as sent, without waiting for its stream to take
+        // it (the transport takes a request only once its stream is open).
+        let ready = self.shared.profile.defects.timer_on_channel_ready
+            && self.call_mut(server).is_some_and(|call| call.connected);
         for resource_type in built.unwrap_or_default() {
+            if ready {
+                self.mark_send_complete(server, resource_type);
+            }
             self.forget_unwatched(server, resource_type);
         }
     }
@@ -362,6 +370,15 @@ impl Worker {
         });
         for resource_type in unconfirmed {
             self.mark_send_complete(server, resource_type);
+        }
+        // Defects::timer_on_channel_ready: the request queued while the
+        // channel connected counts as sent once it is READY.
+        if self.shared.profile.defects.timer_on_channel_ready
+            && let Some(queued) = self
+                .call_mut(server)
+                .and_then(|call| call.request_on_its_way())
+        {
+            self.mark_send_complete(server, queued);
         }
         // Requests that waited for the connection go now.
         self.send_next(server);
