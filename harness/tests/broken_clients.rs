@@ -740,17 +740,17 @@ fn defect(name: &str) -> Defects {
 #[case::a57_channel_backoff_capped(
     "backoff_uncapped",
     "a57/channel-backoff-levels-off-at-120s",
-    ":31:5:"
+    ":34:5:"
 )]
 #[case::a57_channel_backoff_reaches_the_cap(
     "backoff_constant",
     "a57/channel-backoff-levels-off-at-120s",
-    ":28:5:"
+    ":31:5:"
 )]
 #[case::a71_fallback_turned_off(
     "fallback_env_ignored",
     "a71/fallback-turned-off-reads-one-server",
-    ":25:5:"
+    ":27:5:"
 )]
 #[case::kds_subscribes_to_the_wildcard(
     "zone_subscribes_without_wildcard",
