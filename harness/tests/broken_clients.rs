@@ -839,7 +839,7 @@ fn a_broken_rule_fails_its_scenario(
 #[case::header_range(
     ValidationRule::HeaderRange,
     "validation/route-header-range-end-before-start-is-rejected",
-    ":41:5:"
+    ":44:5:"
 )]
 #[case::unsupported_cluster_specifier_ignored(
     ValidationRule::UnsupportedClusterSpecifierIgnored,
@@ -869,7 +869,7 @@ fn a_broken_rule_fails_its_scenario(
 #[case::weighted_cluster_weight(
     ValidationRule::WeightedClusterWeight,
     "validation/route-weighted-cluster-without-weight-is-rejected",
-    ":42:5:"
+    ":45:5:"
 )]
 #[case::weighted_clusters_non_empty(
     ValidationRule::WeightedClustersNonEmpty,
@@ -956,10 +956,13 @@ fn a_broken_rule_fails_its_scenario(
     "validation/eds-priority-gap-is-rejected",
     ":37:5:"
 )]
-#[case::priority_bound(
-    ValidationRule::PriorityBound,
+// Priorities past the number of localities are the same rule: such a
+// priority always leaves a gap, and C-core's bound is that check made
+// early (no client behaviour tells them apart).
+#[case::priorities_contiguous_past_the_bound(
+    ValidationRule::PrioritiesContiguous,
     "validation/eds-priority-beyond-the-locality-count-is-rejected",
-    ":28:5:"
+    ":33:5:"
 )]
 #[case::localities_unique(
     ValidationRule::LocalitiesUnique,

@@ -27,16 +27,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-/// Files that still pin a client's words, being rewritten (issue 44,
-/// `../shared/notes/known-failures-triage.md`): this list only shrinks. A
-/// file listed here that no longer pins words fails the test too, so that
-/// it leaves the list.
-const BEING_REWRITTEN: &[&str] = &[
-    "validation/eds-priority-beyond-the-locality-count-is-rejected.yaml",
-    "validation/route-header-range-end-before-start-is-rejected.yaml",
-    "validation/route-weighted-cluster-without-weight-is-rejected.yaml",
-];
-
 /// Keys whose values are prose or checks, not names the scenario uses.
 const PROSE: &[&str] = &[
     "description",
@@ -238,15 +228,8 @@ fn no_scenario_pins_one_implementations_words() {
         files.len()
     );
     let mut pinned = Vec::new();
-    let mut still_listed = Vec::new();
     for file in &files {
-        let found = pinned_in(file);
-        let listed = BEING_REWRITTEN.iter().any(|l| file.ends_with(l));
-        match (listed, found.is_empty()) {
-            (true, true) => still_listed.push(file.display().to_string()),
-            (false, false) => pinned.extend(found),
-            _ => {}
-        }
+        pinned.extend(pinned_in(file));
     }
     let report: Vec<String> = pinned
         .iter()
@@ -266,11 +249,6 @@ fn no_scenario_pins_one_implementations_words() {
         "{} checks pin an implementation's words:\n{}\n\n{HOW}",
         report.len(),
         report.join("\n")
-    );
-    assert!(
-        still_listed.is_empty(),
-        "these files pin no words any more: take them out of BEING_REWRITTEN:\n{}",
-        still_listed.join("\n")
     );
 }
 

@@ -206,9 +206,8 @@ pub enum ValidationRule {
     // ClusterLoadAssignment (gRFC A27, A61).
     /// A locality with a weight must have a `locality`.
     LocalityPresent,
-    /// A locality's priority must be below the number of localities.
-    PriorityBound,
-    /// Priorities must run from 0 without a gap.
+    /// Priorities must run from 0 without a gap (so none reaches the
+    /// number of localities, which C-core checks first).
     PrioritiesContiguous,
     /// A locality may appear once per priority.
     LocalitiesUnique,
