@@ -99,6 +99,7 @@ pub fn run_all(
 ) -> Vec<ScenarioRuns> {
     let expectations = held.expectations;
     let jobs = jobs.clamp(1, scenarios.len().max(1));
+    let order = start_order(scenarios, jobs);
     let next = AtomicUsize::new(0);
     let total: usize = scenarios.iter().map(|s| s.protocols.len()).sum();
     let done = AtomicUsize::new(0);
@@ -106,10 +107,10 @@ pub fn run_all(
         Mutex::new((0..scenarios.len()).map(|_| None).collect());
     let work = || {
         loop {
-            let index = next.fetch_add(1, Ordering::Relaxed);
-            let Some(scenario) = scenarios.get(index) else {
+            let Some(&index) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
                 return;
             };
+            let scenario = scenarios[index];
             // After an interrupt no new run starts; the rest are reported
             // as not run.
             let mut runs = if crate::interrupt::token().is_cancelled() {
@@ -158,6 +159,21 @@ pub fn run_all(
         .zip(scenarios)
         .map(|(runs, scenario)| runs.unwrap_or_else(|| not_run(scenario)))
         .collect()
+}
+
+/// The order runs start in: with several at once, the longest scripts
+/// first (by the scenario time their steps surely take: their waits), the
+/// rest in the order given. On real time a run mostly waits, so the suite
+/// takes about as long as its longest few; a ten-minute script started
+/// last would add its whole length. One at a time, the order given.
+fn start_order(scenarios: &[&Scenario], jobs: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..scenarios.len()).collect();
+    if jobs > 1 {
+        let least = |s: &Scenario| s.steps.iter().map(|step| step.scheduled).max();
+        // Stable: equal scripts keep the order given.
+        order.sort_by_key(|&i| std::cmp::Reverse(least(scenarios[i])));
+    }
+    order
 }
 
 /// A scenario's runs, held to the client's expectations: a run it says to
@@ -384,6 +400,21 @@ mod tests {
             // Virtual time: the same timeline however many run at once.
             assert_eq!(a.timeline, b.timeline);
         }
+    }
+
+    #[test]
+    fn with_several_at_once_the_longest_scripts_start_first() {
+        let text = |wait: &str| {
+            format!(
+                "description: d\nservers: {{ primary: {{ mode: scripted }} }}\nsteps:\n  \
+                 - watch: {{ type: CDS, name: c1 }}\n  - wait: {wait}\n  - watch: {{ type: CDS, name: c2 }}\n"
+            )
+        };
+        let [short, long, middle] = ["1s", "9m", "30s"]
+            .map(|w| crate::scenario::load_str("t.yaml", &text(w)).expect("loads"));
+        let given = [&short, &long, &middle, &short];
+        assert_eq!(start_order(&given, 4), vec![1, 2, 0, 3]);
+        assert_eq!(start_order(&given, 1), vec![0, 1, 2, 3]);
     }
 
     #[test]
