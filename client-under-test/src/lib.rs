@@ -38,6 +38,10 @@ pub use process::{
     event_line, parse_line,
 };
 pub use reference::ReferenceClient;
+/// The reference client's deliberate defects by name, each with the
+/// `Defects` that [`ReferenceClient::with_defects`] takes: the harness's
+/// tests of the scenarios and its `run --defect NAME` play them.
+pub use xds_reference_client::defect;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -27,6 +27,7 @@ pub mod chaos;
 pub mod check;
 pub mod clock;
 pub mod coverage;
+pub mod defects;
 pub mod differential;
 pub mod expectations;
 /// For the fuzz targets in `fuzz/` and their corpus replay test only.

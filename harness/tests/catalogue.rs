@@ -6,6 +6,7 @@
 
 use xds_conformance::catalogue::{Catalogue, Declared};
 use xds_conformance::coverage::Coverage;
+use xds_conformance::defects::Shows;
 use xds_conformance::scenario::load_str;
 
 fn root() -> std::path::PathBuf {
@@ -135,31 +136,21 @@ fn covers_is_checked_where_it_is_written() {
     assert!(e.message.contains("listed twice"), "{e}");
 }
 
-/// The (defect, scenario, divergent) cases of `tests/broken_clients.rs`:
-/// each runs the reference client with one rule broken and asserts the
-/// scenario fails where it checks that rule, or, for a case named
-/// `allowed_*`, that it reports the run divergent (the defect takes an
-/// alternative the spec allows). Read from the source, as its cases are
-/// rstest attributes, not data.
+/// The (defect, scenario, divergent) catches of the table
+/// `harness/tests/broken_clients.yaml`, which `tests/broken_clients.rs`
+/// plays: each runs the reference client with one rule broken and asserts
+/// the scenario fails where it checks that rule, or, marked divergent,
+/// that it reports every run divergent (the defect takes an alternative
+/// the spec allows).
 fn broken_client_cases() -> Vec<(String, String, bool)> {
-    let source = std::fs::read_to_string(root().join("harness/tests/broken_clients.rs"))
-        .expect("read tests/broken_clients.rs");
-    let mut cases = Vec::new();
-    for case in source.split("#[case::").skip(1) {
-        let Some((name, args)) = case.split_once('(') else {
-            continue;
-        };
-        let mut parts = args.splitn(3, ',').map(str::trim);
-        let (Some(defect), Some(scenario)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        cases.push((
-            defect.trim_matches('"').to_string(),
-            scenario.trim_matches('"').to_string(),
-            name.starts_with("allowed_"),
-        ));
-    }
-    cases
+    xds_conformance::defects::caught_in_checkout(&root())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|caught| {
+            let divergent = matches!(caught.shows, Shows::DivergesNoting(_));
+            (caught.defect, caught.scenario, divergent)
+        })
+        .collect()
 }
 
 /// Covered rules that no deliberately broken client proves yet: their
@@ -168,9 +159,10 @@ fn broken_client_cases() -> Vec<(String, String, bool)> {
 /// it, and a new covered rule without one fails here.
 const NO_BROKEN_CLIENT_YET: &[&str] = &[];
 
-/// A rule's `broken_by` is a defect that `tests/broken_clients.rs` runs
-/// against a scenario covering the rule, which must fail: the rule is
-/// shown to be checked, not only named.
+/// A rule's `broken_by` is a defect that the table of catches
+/// (`harness/tests/broken_clients.yaml`) runs against a scenario covering
+/// the rule, which must fail: the rule is shown to be checked, not only
+/// named.
 #[test]
 fn each_rule_is_caught_on_a_covering_scenario_by_the_broken_clients_it_names() {
     let coverage = coverage();
@@ -196,13 +188,14 @@ fn each_rule_is_caught_on_a_covering_scenario_by_the_broken_clients_it_names() {
                 d == defect && covering.contains(scenario) && *allowed == divergent
             }) {
                 let (list, case) = if divergent {
-                    ("divergent_by", "an allowed_* case")
+                    ("divergent_by", "a divergent line")
                 } else {
-                    ("broken_by", "a case")
+                    ("broken_by", "a line")
                 };
                 problems.push(format!(
                     "{}:{}: rule {} is {list} {defect}, but no {case} of \
-                     tests/broken_clients.rs runs {defect} on a scenario covering it ({})",
+                     harness/tests/broken_clients.yaml runs {defect} on a scenario covering it \
+                     ({})",
                     rule.file,
                     rule.line,
                     rule.id,

@@ -17,6 +17,7 @@ pub mod bootstrap;
 pub mod client;
 pub mod csds;
 pub mod dataplane;
+pub mod defect;
 pub mod environment;
 /// For the fuzz targets in `fuzz/` and their corpus replay test only.
 #[doc(hidden)]

@@ -32,10 +32,12 @@ pub enum DataErrorHandling {
     A88,
 }
 
+crate::defect::defect_switches! {
 /// Deliberate violations of the gRFCs, off in every real profile. They
 /// exist to prove that the scenarios catch a client that breaks a rule
 /// (the harness's `broken_clients` tests): a check that cannot fail is
-/// worth nothing.
+/// worth nothing. Each is named in [`crate::defect`]: a field's doc
+/// comment is its defect's text in the book.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Defects {
     /// Start does-not-exist timers when a request is handed to the
@@ -337,10 +339,13 @@ pub struct Defects {
     /// The KDS zone's rules ([`crate::kds`]), one per field.
     pub zone: ZoneDefects,
 }
+}
 
+crate::defect::defect_switches! {
 /// Deliberate violations of the rules a Kuma zone keeps on KDS
 /// ([`crate::kds`]), one per rule, off in the reference: each exists so a
-/// scenario can prove it catches a zone that breaks that rule.
+/// scenario can prove it catches a zone that breaks that rule. Each is
+/// named in [`crate::defect`] as `zone_` and its field.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ZoneDefects {
     /// A type's first response on a stream deletes nothing (Kuma: it is a
@@ -385,7 +390,7 @@ pub struct ZoneDefects {
     /// For a type a zone cannot create (Mesh), the zone's own copy is kept
     /// over the global's: the global's is NACKed and the full sync spares
     /// it (Kuma: the global's wins, KDS-FACTS 4.2).
-    pub zone_mesh_kept_over_global: bool,
+    pub mesh_kept_over_global: bool,
     /// A response of a registered type the zone never subscribed to ends
     /// the connection (Kuma: looked up in its registry, stored and ACKed,
     /// KDS-FACTS 4.7).
@@ -449,7 +454,9 @@ pub struct ZoneDefects {
     /// refresh").
     pub ignores_refresh_interval: bool,
 }
+}
 
+crate::defect::breakable_rules! {
 /// The rules of gRFC A88 for errors a server reports per resource in a
 /// response (xRFC TP3 `resource_errors`), each breakable on its own by
 /// `Defects::broken_server_errors`.
@@ -473,6 +480,7 @@ pub enum ServerErrorRule {
     MalformedNacked,
     /// CSDS says RECEIVED_ERROR with the server's message (broken: NACKED).
     CsdsReceivedError,
+}
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -235,7 +235,7 @@ impl GlobalToZone {
         // A type zones cannot create (Mesh) is the global's: its copy
         // replaces the zone's, and a full sync deletes zone-made ones too
         // ("we prefer global over zone", KDS-FACTS 4.2).
-        let global_wins = (!provided_by_zone && !self.defects.zone_mesh_kept_over_global)
+        let global_wins = (!provided_by_zone && !self.defects.mesh_kept_over_global)
             || self.defects.global_overwrites_zone_origin;
         let applied = store.apply_global(
             &kuma_type,

@@ -131,6 +131,7 @@ impl<'a> FieldScope<'a> {
     }
 }
 
+crate::defect::breakable_rules! {
 /// A validation rule of gRPC C-core's parsers that a scenario under
 /// `scenarios/validation/` checks, by name, so a deliberately broken
 /// reference client can break exactly one (`Defects::broken_validation`).
@@ -223,4 +224,5 @@ pub enum ValidationRule {
     /// A `Resource` wrapper's name names what it wraps, a body that does
     /// not decode too: its error is that name's.
     WrapperNamesItsResource,
+}
 }
