@@ -86,8 +86,8 @@ pub struct Rule {
     pub binds: Vec<Binds>,
     pub declared: Declared,
     /// The reference client's deliberate defects that break this rule and
-    /// that a covering scenario catches, as `tests/broken_clients.rs` names
-    /// them (`silent_stream_failures`, `ValidationRule::PortRange`); empty
+    /// that a covering scenario catches, by name as `run --defect` takes
+    /// it (`silent_stream_failures`, `ValidationRule::PortRange`); empty
     /// when no broken client proves the covering scenarios yet.
     pub broken_by: Vec<String>,
     /// For a rule that states a preference beside an alternative the spec
@@ -390,7 +390,7 @@ fn check(source_name: &str, file: SpecFile) -> Result<SpecRules, CatalogueError>
                         source_name,
                         defect,
                         format!(
-                            "{what}: a defect's name as tests/broken_clients.rs writes it, \
+                            "{what}: a defect's name as `run --defect` takes it, \
                              e.g. silent_stream_failures or ValidationRule::PortRange"
                         ),
                     ));

@@ -122,6 +122,18 @@ enum Command {
         /// them. See the book, docs/src/scenarios/snapshots.md.
         #[arg(long, value_enum, value_name = "check|update")]
         snapshots: Option<xds_conformance::snapshot_files::SnapshotMode>,
+        /// Break the reference client on purpose, by one of its defects
+        /// (each named, with the scenarios that catch it, in the book:
+        /// docs/src/reference/defects.md), to see a scenario file fail on
+        /// a client that breaks the rule it checks. With `--client
+        /// reference` only (which plays the KDS zone too); not with
+        /// snapshots or --update-expectations, which are the reference's.
+        #[arg(
+            long,
+            value_name = "NAME",
+            conflicts_with_all = ["snapshots", "update_expectations"]
+        )]
+        defect: Option<String>,
         #[command(flatten)]
         limits: LimitArgs,
     },
@@ -362,6 +374,7 @@ fn main() -> ExitCode {
             partition,
             jobs,
             snapshots,
+            defect,
             limits,
         } => run(
             paths,
@@ -379,6 +392,7 @@ fn main() -> ExitCode {
                 expectations: expectations.as_deref(),
                 update_expectations,
                 snapshots,
+                defect: defect.as_deref(),
             },
             jobs,
         ),
@@ -857,6 +871,8 @@ struct Gate<'a> {
     expectations: Option<&'a std::path::Path>,
     update_expectations: bool,
     snapshots: Option<xds_conformance::snapshot_files::SnapshotMode>,
+    /// `--defect`: the reference client broken by it.
+    defect: Option<&'a str>,
 }
 
 fn run(
@@ -871,7 +887,18 @@ fn run(
         expectations,
         update_expectations,
         snapshots,
+        defect,
     } = gate;
+    // A defect that cannot be played is broken input, said before
+    // anything runs.
+    let defect = match defect.map(|name| xds_conformance::defects::for_client(client, name)) {
+        None => None,
+        Some(Ok(defect)) => Some(defect),
+        Some(Err(e)) => {
+            eprintln!("{}", printable(&e.to_string()));
+            return ExitCode::from(EXIT_BROKEN_INPUT);
+        }
+    };
     // Without --expectations, the file the adapter's manifest names (it
     // may not exist yet: a new adapter's).
     let manifest_file = match expectations {
@@ -914,7 +941,11 @@ fn run(
         return ExitCode::from(2);
     }
     let (client_arg, paths_given) = (client, paths.clone());
-    let client = match TestedClient::new(client, expectations) {
+    let tested = match defect {
+        Some(defect) => xds_conformance::defects::tested_client(defect, expectations),
+        None => TestedClient::new(client, expectations),
+    };
+    let client = match tested {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{}", printable(&e.to_string()));
@@ -938,6 +969,12 @@ fn run(
             report_dir.display()
         );
         return ExitCode::from(EXIT_BROKEN_INPUT);
+    }
+    if let Some(defect) = defect {
+        eprintln!(
+            "the reference client with the defect {}: {}",
+            defect.name, defect.doc
+        );
     }
     let progress = Progress::new();
     let started = Instant::now();
@@ -1049,9 +1086,17 @@ fn run(
                 .iter()
                 .filter(|r| r.verdict.is_failure())
                 .count();
+            if let Some(defect) = defect {
+                said_what_catches(defect, &report);
+            }
             // A client's first runs: what failed is what it does today,
             // which the next step records (the implementer's guide, step 3).
-            if failed > 0 && !client.expectations.recorded && !update_expectations {
+            // A broken reference's failures are what it was broken for.
+            if failed > 0
+                && !client.expectations.recorded
+                && !update_expectations
+                && defect.is_none()
+            {
                 let file = match (&manifest_file, expectations) {
                     (Some(_), _) | (_, Some(_)) => None,
                     (None, None) => Some(format!("{}.expectations.yaml", client.name)),
@@ -1072,6 +1117,39 @@ fn run(
         }
     }
     exit_code(broken, report.failed())
+}
+
+/// After a run with `--defect`: which files catch it (a run of theirs
+/// FAILs; each failure above names its expectation's place), or that none
+/// does. An ERROR is no catch: the run did not get to say.
+fn said_what_catches(
+    defect: &xds_client_under_test::defect::Defect,
+    report: &xds_conformance_reports::RunReport,
+) {
+    let caught: Vec<&str> = report
+        .results
+        .iter()
+        .filter(|r| matches!(r.verdict, Verdict::Fail { .. }))
+        .map(|r| r.name.as_str())
+        .collect();
+    if caught.is_empty() {
+        println!(
+            "no run FAILs on the defect {}: none of these files catches it",
+            defect.name
+        );
+    } else {
+        println!(
+            "{} {} on the defect {}, each at the place its message names: {}",
+            caught.len(),
+            if caught.len() == 1 {
+                "run FAILs"
+            } else {
+                "runs FAIL"
+            },
+            defect.name,
+            caught.join(", ")
+        );
+    }
 }
 
 /// The command that writes a run's failures into the client's own

@@ -5,8 +5,9 @@
 //! server), matchers (`matcher_kinds!`), resource kinds (the schema's
 //! `ResourceSpec`), capabilities (`Capabilities`' JSON Schema), invariants
 //! (`invariant::ALL`), the command line (clap's command tree, handed in by
-//! the binary), and a page per client (its manifest, capabilities and
-//! expectations file).
+//! the binary), a page per client (its manifest, capabilities and
+//! expectations file), and the reference client's deliberate defects
+//! (`xds_client_under_test::defect`) with the scenarios that catch each.
 //!
 //! Every entry needs a doc comment where it is declared and a minimal
 //! example in `examples.yaml` beside this module; a kind without one, an
@@ -16,6 +17,7 @@
 //! the pages with the committed ones and exits 1 naming those that differ.
 
 mod client_specs;
+mod defects;
 mod pages;
 mod schema;
 mod spec_coverage;
@@ -105,6 +107,11 @@ pub struct Sources {
     /// The spec catalogue and the scenarios covering its rules, or why
     /// they cannot be read.
     pub coverage: Result<crate::coverage::Coverage, String>,
+    /// The reference client's deliberate defects: each one's name and doc.
+    pub defects: Vec<Declared>,
+    /// Which scenario catches which defect, where (`crate::defects`), or
+    /// why the table cannot be read.
+    pub caught: Result<Vec<crate::defects::Caught>, String>,
 }
 
 /// The examples file.
@@ -241,6 +248,15 @@ impl Sources {
             coverage: crate::suite::repo_root()
                 .ok_or_else(|| "no repository root".to_string())
                 .and_then(|root| crate::coverage::Coverage::of_checkout(&root)),
+            defects: xds_client_under_test::defect::all()
+                .iter()
+                .map(|d| Declared::new(d.name.clone(), d.doc.clone()))
+                .collect(),
+            caught: crate::suite::repo_root()
+                .ok_or_else(|| "no repository root".to_string())
+                .and_then(|root| {
+                    crate::defects::caught_in_checkout(&root).map_err(|e| e.to_string())
+                }),
         }
     }
 }
@@ -336,6 +352,18 @@ pub fn pages_for_cli(
     pages::cli(cli, examples)
 }
 
+/// The page of defects alone: every deliberate defect of the reference
+/// client and the scenarios that catch it.
+pub fn defects_page(sources: &Sources) -> Result<String, Vec<String>> {
+    let mut problems = Vec::new();
+    let page = defects::page(sources, &mut problems);
+    if problems.is_empty() {
+        Ok(page)
+    } else {
+        Err(problems)
+    }
+}
+
 /// Every page but the command line's.
 pub fn scenario_pages(sources: &Sources, examples: &Examples) -> Result<Pages, Vec<String>> {
     let mut problems = Vec::new();
@@ -369,6 +397,7 @@ pub fn scenario_pages(sources: &Sources, examples: &Examples) -> Result<Pages, V
         spec_coverage::PAGE.into(),
         spec_coverage::page(sources, &mut problems),
     );
+    pages.insert(defects::PAGE.into(), defects::page(sources, &mut problems));
     for client in &sources.clients {
         pages.insert(
             format!("clients/{}.md", client.name),

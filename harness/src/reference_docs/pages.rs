@@ -80,7 +80,8 @@ pub fn index(sources: &Sources) -> String {
          | [Capabilities](capabilities.md) | {} things a client can be asked to do | `Capabilities` in `client-under-test/src/lib.rs` |\n\
          | [Invariants](invariants.md) | {} rules every chaos run keeps | `ALL` in `harness/src/invariant/mod.rs` |\n\
          | [Command line](cli.md) | every subcommand and flag | clap's `Command` in `harness/src/main.rs` |\n\
-         | [Spec coverage](spec-coverage.md) | {} rules of the specs, the scenarios that check each, and what each client is expected to do | `catalogue/`, and each scenario's `covers:` |\n",
+         | [Spec coverage](spec-coverage.md) | {} rules of the specs, the scenarios that check each, and what each client is expected to do | `catalogue/`, and each scenario's `covers:` |\n\
+         | [Defects](defects.md) | {} deliberate defects of the reference client, the scenarios that catch each, and how to play one (`run --defect`) | `Defects` in `client-under-test/reference/src/profile.rs`, and `harness/tests/broken_clients.yaml` |\n",
         sources.steps.len(),
         sources.faults.len(),
         sources.matchers.len(),
@@ -91,6 +92,7 @@ pub fn index(sources: &Sources) -> String {
             .coverage
             .as_ref()
             .map_or(0, |c| c.catalogue.rules().count()),
+        sources.defects.len(),
     );
     let _ = writeln!(
         text,

@@ -52,7 +52,7 @@ pub fn page(sources: &Sources, problems: &mut Vec<String>) -> String {
          whom it binds. A scenario names the rules it checks (`covers: [A57-04]`); a rule no \
          scenario checks yet says why, naming the verb or matcher that is missing. A rule's \
          broken clients are the reference client's deliberate defects that break it, each \
-         failing a covering scenario in `harness/tests/broken_clients.rs`; for a rule that is \
+         failing a covering scenario ([Defects](defects.md)); for a rule that is \
          a preference beside an alternative the spec allows, the defect that takes the \
          alternative is reported there as a divergence (marked \"divergent\"), as a real \
          client taking it would be. \"none yet\" marks \
@@ -142,7 +142,7 @@ fn scenarios(names: &[String]) -> String {
 }
 
 /// The defects of the reference client a covering scenario is shown to
-/// catch (`tests/broken_clients.rs`), or why there are none.
+/// catch (`crate::defects`), or why there are none.
 fn broken_by(rule: &Rule) -> String {
     let caught: Vec<String> = rule
         .broken_by
