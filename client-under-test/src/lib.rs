@@ -101,7 +101,7 @@ pub struct Capabilities {
     /// only stands in for one.
     pub csds_service: bool,
     /// Reports [`ClientEvent`]s (call lifecycle, backoff, timers); its log
-    /// lines are [`logs`](Self::logs).
+    /// lines are `logs`, below.
     pub client_events: bool,
     /// The levels (`info`, `warning`, `error`) of its own log it reports
     /// as `ClientEvent::Log` lines, each line with the level the client
