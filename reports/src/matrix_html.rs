@@ -1386,7 +1386,8 @@ mod tests {
     #[test]
     fn rows_link_their_scenario_file_and_cells_their_timeline() {
         let mut m = sample_matrix();
-        m.rows[0].source = Some("/repo/scenarios/a27/node-on-the-first-request-of-every-stream.yaml".into());
+        m.rows[0].source =
+            Some("/repo/scenarios/a27/node-on-the-first-request-of-every-stream.yaml".into());
         m.rows[1].source = Some("scenarios/a46/nack-keeps-valid-resources.yaml".into());
         let html = matrix_html_in(&m, Path::new("/repo/reports-out/matrix"));
         assert!(html.contains(
