@@ -366,6 +366,8 @@ async fn minimal_fixture_start_passes_the_environment() {
             grpc_bootstrap: true,
             authorities: true,
             named_lds_cds: true,
+            // The harness sets a scenario's variables on the process.
+            env: true,
             ..Capabilities::default()
         }
     );
@@ -631,6 +633,7 @@ async fn hello_capabilities_override_the_manifest_with_a_warning() {
             grpc_bootstrap: true,
             authorities: true,
             named_lds_cds: true,
+            env: true,
             ..Capabilities::default()
         }
     );
