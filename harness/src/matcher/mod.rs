@@ -39,6 +39,7 @@ use std::fmt::{Debug, Display, Write as _};
 use xds_client_under_test::Capabilities;
 
 use crate::check::{Checker, Problem, Reachable};
+use crate::clock::RunMode;
 use crate::timeline::TimelineEvent;
 
 /// Every matcher kind, in the order error messages list them: the key
@@ -639,10 +640,60 @@ impl Matcher {
         self.check().missing_capability(caps)
     }
 
+    /// This matcher as a run in `mode` measures what it checks, `doubt`
+    /// saying which way a measurement's slack goes. Only `retry_delay`
+    /// measures (a delay between two server events, which on real time
+    /// holds the transport's latency too); every other kind, and every
+    /// kind in process, is as written.
+    pub fn measured_on(&self, mode: RunMode, doubt: Doubt) -> Cow<'_, Matcher> {
+        if mode.lateness().is_zero() || !self.measures() {
+            return Cow::Borrowed(self);
+        }
+        Cow::Owned(match self {
+            Matcher::RetryDelay(m) => Matcher::RetryDelay(m.measured_on(mode, doubt)),
+            Matcher::AnyOf(alternatives) => Matcher::AnyOf(
+                alternatives
+                    .iter()
+                    .map(|a| Alternative {
+                        matcher: a.matcher.measured_on(mode, doubt).into_owned(),
+                        divergence: a.divergence.clone(),
+                    })
+                    .collect(),
+            ),
+            Matcher::InOrder(sequence) => Matcher::InOrder(
+                sequence
+                    .iter()
+                    .map(|m| m.measured_on(mode, doubt).into_owned())
+                    .collect(),
+            ),
+            other => other.clone(),
+        })
+    }
+
+    /// Whether it, or one of its parts, measures (see [`Self::measured_on`]).
+    fn measures(&self) -> bool {
+        match self {
+            Matcher::RetryDelay(_) => true,
+            Matcher::AnyOf(alternatives) => alternatives.iter().any(|a| a.matcher.measures()),
+            Matcher::InOrder(sequence) => sequence.iter().any(Matcher::measures),
+            _ => false,
+        }
+    }
+
     /// Why the steps before it cannot cause what it looks for, if so.
     pub fn never_met(&self, reach: &Reachable) -> Option<String> {
         self.check().never_met(reach)
     }
+}
+
+/// Which way a real-time measurement's slack gives a client the benefit of
+/// the doubt (see [`Matcher::measured_on`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Doubt {
+    /// An `expect`: what may be in the range matches.
+    Match,
+    /// An `expect_none`: only what surely is matches.
+    Miss,
 }
 
 /// How a client's text reads in the scenario's terms (over real TCP,

@@ -16,7 +16,7 @@ use super::wait::{describe_lateness, on_time, window_bounds};
 use super::{Player, RunMode};
 use crate::check::Location;
 use crate::matcher::csds::CsdsMatcher;
-use crate::matcher::{Alternative, Matcher};
+use crate::matcher::{Alternative, Doubt, Matcher};
 use crate::step::Window;
 use crate::step::{Failure, StepError};
 use crate::timeline::Mark;
@@ -67,6 +67,9 @@ impl Player {
         matcher: &Matcher,
         window: Window,
     ) -> Result<(), StepError> {
+        // A delay the servers measure may hold the transport's latency on
+        // real time: a delay that may be in range is (see `Doubt`).
+        let matcher = &*matcher.measured_on(self.mode, Doubt::Match);
         if let Matcher::Csds(m) = matcher {
             let alternatives = [Alternative {
                 matcher: Matcher::Csds(m.clone()),
@@ -378,6 +381,8 @@ impl Player {
         // the window's last stretch is not held against the client.
         let nominal = duration;
         let duration = duration.saturating_sub(self.mode.lateness());
+        // Likewise a measured delay counts only if it is surely in range.
+        let matcher = &*matcher.measured_on(self.mode, Doubt::Miss);
         if let Matcher::Csds(m) = matcher {
             return self.expect_no_csds(at, m, duration).await;
         }
