@@ -134,6 +134,14 @@ pub struct Capabilities {
     /// client that subscribes only by wildcard declares it `false` (every
     /// other adapter has it without saying).
     pub named_lds_cds: bool,
+    /// Its watch API has a wildcard watch: a watch of `*` watches every
+    /// resource of a Listener or Cluster type, as api/xds_protocol.rst's
+    /// wildcard subscription does. gRPC's XdsClients have none: gRFC A27
+    /// has gRPC request "one specific resource by name", and their watch
+    /// APIs take a name, `*` being a name like any other; so a scenario
+    /// that watches `*` is not applicable to them, rather than failed by a
+    /// rule that does not bind them.
+    pub wildcard_watch: bool,
     /// A proxy (Envoy): served Listeners are sockets and RPCs go through
     /// them. The harness renders the compact gRPC forms for it (a gRPC
     /// api_listener becomes a socket Listener on a free port; clusters

@@ -158,6 +158,7 @@ async fn run() -> Result<(), AdapterError> {
                 "csds": capabilities.csds,
                 "delta": capabilities.delta,
                 "serve": capabilities.serve,
+                "wildcard_watch": capabilities.wildcard_watch,
                 "client_events": false,
                 "profiles": capabilities.profiles,
             },

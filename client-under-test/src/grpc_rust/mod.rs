@@ -730,6 +730,7 @@ impl ClientUnderTest for GrpcRustClient {
             grpc_bootstrap: true,
             authorities: true,
             named_lds_cds: true,
+            wildcard_watch: true,
             proxy: false,
             connects_at_start: false,
             admin: false,

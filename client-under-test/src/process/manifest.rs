@@ -37,6 +37,10 @@ pub struct AdapterCapabilities {
     /// divergence, never a pass), and a run that needs a named one is not
     /// applicable, never failed.
     pub named_lds_cds: bool,
+    /// A watch of `*` is a wildcard watch (every resource of the type), not
+    /// a watch of a resource named `*`. gRPC clients have none (gRFC A27:
+    /// they request resources by name), so the default is `false`.
+    pub wildcard_watch: bool,
     pub profiles: Vec<String>,
 }
 
@@ -57,6 +61,7 @@ impl Default for AdapterCapabilities {
             serve: false,
             proxy: false,
             named_lds_cds: true,
+            wildcard_watch: false,
             profiles: Vec::new(),
         }
     }
@@ -120,6 +125,7 @@ impl AdapterCapabilities {
             grpc_bootstrap: true,
             authorities: true,
             named_lds_cds: self.named_lds_cds,
+            wildcard_watch: self.wildcard_watch,
             proxy: self.proxy,
             connects_at_start: false,
             admin: false,
@@ -297,6 +303,11 @@ pub(super) fn capability_differences(declared: &Capabilities, said: &Capabilitie
         ("client_events", declared.client_events, said.client_events),
         ("serve", declared.serve, said.serve),
         ("named_lds_cds", declared.named_lds_cds, said.named_lds_cds),
+        (
+            "wildcard_watch",
+            declared.wildcard_watch,
+            said.wildcard_watch,
+        ),
     ];
     let mut differences: Vec<String> = flags
         .into_iter()

@@ -21,6 +21,9 @@ pub struct WatchSpec {
     pub name: String,
 }
 
+/// The name that makes a watch a wildcard watch.
+pub const WILDCARD: &str = "*";
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Watch {
     pub resource_type: ResourceType,
@@ -80,9 +83,13 @@ impl Kind for Watch {
 
     /// A watch API, or channels to observe watches through (whether
     /// the scenario's watches can be projected is the scenario's to say:
-    /// `runner::not_applicable`).
+    /// `runner::not_applicable`); for `*`, a watch API with a wildcard
+    /// watch (`Capabilities::wildcard_watch`: gRPC's have none).
     fn missing_capability(&self, caps: &Capabilities) -> Option<&'static str> {
-        (!caps.watch && !caps.projected_watch).then_some("a resource watch API")
+        if !caps.watch && !caps.projected_watch {
+            return Some("a resource watch API");
+        }
+        (self.name == WILDCARD && !caps.wildcard_watch).then_some("a wildcard watch")
     }
 
     fn reach(&self, reach: &mut Reachable) -> Result<(), String> {
@@ -102,5 +109,41 @@ impl Play for Watch {
 impl Generate for WatchSpec {
     fn generate(palette: &Palette) -> Option<BoxedStrategy<Self>> {
         Some(WatchSpec::strategy(palette))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn watch(name: &str) -> Watch {
+        Watch {
+            resource_type: ResourceType::Cluster,
+            name: name.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_wildcard_watch_needs_a_client_with_one() {
+        // A gRPC client's watch API: names only (gRFC A27).
+        let grpc = Capabilities {
+            watch: true,
+            ..Capabilities::default()
+        };
+        assert_eq!(watch("c1").missing_capability(&grpc), None);
+        assert_eq!(
+            watch(WILDCARD).missing_capability(&grpc),
+            Some("a wildcard watch")
+        );
+        let wildcard = Capabilities {
+            wildcard_watch: true,
+            ..grpc
+        };
+        assert_eq!(watch(WILDCARD).missing_capability(&wildcard), None);
+        // No watch API at all is said first.
+        assert_eq!(
+            watch(WILDCARD).missing_capability(&Capabilities::default()),
+            Some("a resource watch API")
+        );
     }
 }
