@@ -267,6 +267,16 @@ enum Command {
         #[arg(long)]
         print: bool,
     },
+    /// Install clients' adapters as their manifests say (into `.peers/`),
+    /// running nothing: what a client's first run would do, for a CI step
+    /// that installs before its runs (or before a long `cargo test` holds
+    /// cargo's build lock, which a Rust adapter's install needs). An
+    /// adapter already installed from the same inputs is left as it is.
+    Install {
+        /// Clients to install, e.g. `grpc-go envoy` or an adapter's folder;
+        /// default: every client of the default matrix.
+        clients: Vec<String>,
+    },
     /// Print the JSON Schema of scenario files.
     Schema,
     /// Serve a scenario's fake servers (with their initial resources) on
@@ -470,6 +480,7 @@ fn main() -> ExitCode {
             &report_dir,
             minutes,
         ),
+        Command::Install { clients } => install(clients),
         Command::Schema => {
             print!("{}", xds_conformance::scenario::scenario_schema());
             ExitCode::SUCCESS
@@ -1634,6 +1645,35 @@ fn validate(paths: Vec<PathBuf>) -> ExitCode {
         }
     }
     if bad > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `install`: each client's adapter installed (a client's factory installs
+/// it, as a run's does); 1 if any could not be.
+fn install(clients: Vec<String>) -> ExitCode {
+    let clients = if clients.is_empty() {
+        default_matrix_clients()
+    } else {
+        clients
+    };
+    let mut failed = false;
+    for name in &clients {
+        let started = std::time::Instant::now();
+        match xds_conformance::suite::client_factory(name) {
+            Ok(_) => println!(
+                "{name}: installed ({:.1} s)",
+                started.elapsed().as_secs_f64()
+            ),
+            Err(e) => {
+                eprintln!("{name}: {e}");
+                failed = true;
+            }
+        }
+    }
+    if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS

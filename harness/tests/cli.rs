@@ -1430,3 +1430,47 @@ fn a_runs_summary_gives_the_clients_conformance_per_spec() {
         "{out}"
     );
 }
+
+/// `install` does what a client's first run would, and runs nothing: the
+/// adapter's install command runs once (its marker then stands), a second
+/// `install` leaves it as it is, and a client that cannot be installed
+/// (unknown, or an install that fails) exits 1 naming it.
+#[test]
+fn install_installs_an_adapter_once_and_names_what_it_cannot() {
+    let repo = tempfile::tempdir().expect("a temporary folder");
+    let dir = repo.path().join("my-client");
+    // Each install appends a line to installs.log, then makes its marker
+    // (both in the adapter's folder, its root).
+    outside_adapter(
+        &dir,
+        r#"{"name": "my-client", "command": ["python3", "adapter.py"],
+            "install": ["sh", "-c", "echo installed >> installs.log && touch .installed"],
+            "installed": ".installed",
+            "capabilities": {"watch": true}}"#,
+    );
+    let installs = || std::fs::read_to_string(dir.join("installs.log")).unwrap_or_default();
+
+    let (code, err) = harness_in(repo.path(), &["install", "./my-client"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(installs(), "installed\n", "installed once");
+    let (code, err) = harness_in(repo.path(), &["install", "./my-client"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(installs(), "installed\n", "its marker stands: not again");
+
+    let (code, err) = harness_in(repo.path(), &["install", "./my-client", "./nowhere"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("./nowhere"), "{err}");
+
+    std::fs::remove_file(dir.join(".installed")).expect("the marker");
+    std::fs::write(
+        dir.join("adapter.json"),
+        r#"{"name": "my-client", "command": ["python3", "adapter.py"],
+            "install": ["sh", "-c", "exit 3"],
+            "installed": ".installed",
+            "capabilities": {"watch": true}}"#,
+    )
+    .expect("write the manifest");
+    let (code, err) = harness_in(repo.path(), &["install", "./my-client"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("my-client") && err.contains("exit"), "{err}");
+}
