@@ -174,3 +174,38 @@ fn a_catch_of_a_scenario_the_checkout_lacks_fails_the_generator() {
         "{problems}"
     );
 }
+
+/// A server sends SotW entries wrapped in `Resource` only to a client that
+/// claims `xds.config.resource-in-sotw` (api/xds_protocol.rst): the
+/// wrapper scenarios pass on the reference client, which claims it, and
+/// are n/a, with that reason, on the same client claiming no features.
+#[test]
+fn wrapped_resources_are_not_applicable_to_a_client_that_does_not_claim_them() {
+    for scenario in [
+        "a46/wrapped-resources",
+        "a46/wrapped-undecodable-body-is-charged-to-its-name",
+    ] {
+        let file = format!("scenarios/{scenario}.yaml");
+        let (code, out, err) = run(&[&file]);
+        assert_eq!(code, Some(0), "{scenario}:\n{out}\n{err}");
+        assert!(out.contains(" pass "), "{scenario}:\n{out}");
+
+        let (code, out, err) = run(&[
+            &file,
+            "--client",
+            "reference",
+            "--defect",
+            "claims_no_client_features",
+        ]);
+        assert_eq!(
+            code,
+            Some(0),
+            "{scenario} without the feature:\n{out}\n{err}"
+        );
+        assert!(
+            out.contains(" n/a ")
+                && out.contains("does not claim xds.config.resource-in-sotw in its node"),
+            "{scenario} without the feature:\n{out}"
+        );
+    }
+}

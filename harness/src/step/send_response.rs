@@ -4,13 +4,44 @@
 use proptest::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use xds_fake_server::event::ServerEvent;
 use xds_fake_server::{ScriptedResourceError, ScriptedResponse, ServedResource};
 use xds_vocabulary::ResourceType;
+use xds_vocabulary::codec::RESOURCE_WRAPPER_TYPE_URL;
 
 use super::{Compile, Generate, Kind, Palette, Play, Script, Stage, StepError};
 use crate::check::{Location, Problem, Spanned, parse_resource_type};
 use crate::resource::file::{ResourceErrorSpec, ResourceSpec};
 use crate::resource::{resource_errors, resource_list};
+use crate::timeline::{EventKind, Source, Timeline};
+
+/// The client feature that lets a server send SotW entries wrapped in
+/// `envoy.service.discovery.v3.Resource`, as gRPC's clients claim it;
+/// api/xds_protocol.rst ("SotW TTL") spells it as the second.
+const RESOURCE_IN_SOTW: [&str; 2] = [
+    "xds.config.resource-in-sotw",
+    "xds.config.supports-resource-in-sotw",
+];
+
+/// Whether the latest node the client sent `server` claims
+/// [`RESOURCE_IN_SOTW`] (a stream's first request carries the node).
+fn claims_resource_in_sotw(timeline: &Timeline, server: &str) -> bool {
+    let mut claims = false;
+    timeline.find_from(0, |_, event| {
+        if matches!(&event.source, Source::Server(name) if name == server)
+            && let EventKind::Server(recorded) = &event.kind
+            && let ServerEvent::RequestReceived { request, .. } = recorded.as_ref()
+            && let Some(node) = &request.node
+        {
+            claims = node
+                .client_features
+                .iter()
+                .any(|f| RESOURCE_IN_SOTW.contains(&f.as_str()));
+        }
+        false
+    });
+    claims
+}
 
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -72,6 +103,22 @@ impl Play for SendResponse {
     async fn play(&self, stage: &mut dyn Stage, at: &Location) -> Result<(), StepError> {
         stage.act(self.describe());
         let resources = stage.served(&self.resources)?;
+        // A server sends wrappers in SotW only to a client that claims
+        // them: sent to one that does not, the run would hold the client
+        // to what no server does, so the rule does not bind it.
+        if resources
+            .iter()
+            .any(|r| r.entry.type_url == RESOURCE_WRAPPER_TYPE_URL)
+            && !claims_resource_in_sotw(&stage.timeline(), &self.server)
+        {
+            return Err(StepError::NotApplicable(format!(
+                "the client does not claim {} in its node, so no server sends it \
+                 Resource wrappers in SotW (api/xds_protocol.rst, \"SotW TTL\": \"This \
+                 feature is gated by the xds.config.supports-resource-in-sotw client \
+                 feature\")",
+                RESOURCE_IN_SOTW[0]
+            )));
+        }
         let resource_errors = self
             .resource_errors
             .iter()
