@@ -95,6 +95,11 @@ pub enum ServerEvent {
         rpc: KdsRpc,
         handshake: KdsHandshake,
     },
+    /// A zone pinged `GlobalKDSService/HealthCheck`, with these headers
+    /// (Kuma's zone does on each connection when it advertises
+    /// `zone-ping-health`). Answered as Kuma's global answers by default:
+    /// no interval.
+    KdsHealthCheck { handshake: KdsHandshake },
     /// On a `ZoneToGlobalSync` stream, the server (the global) sent a
     /// `DeltaDiscoveryRequest`: a subscription, an ACK or a NACK. Its
     /// `kind` relates it to the responses the zone sent before;

@@ -5,8 +5,8 @@
 //! service's are (`incoming`), with the zone's headers taken first.
 //!
 //! gzip is accepted (Kuma's zone compresses every message) and sent when
-//! the zone accepts it. Kuma's other KDS service (`GlobalKDSService`) is
-//! not served: tonic's router answers a service it does not know
+//! the zone accepts it. Of Kuma's other KDS service (`GlobalKDSService`)
+//! only `HealthCheck` is served ([`GlobalKdsService`]): the rest is
 //! UNIMPLEMENTED, which a zone tolerates.
 
 use std::convert::Infallible;
@@ -20,8 +20,12 @@ use tonic::codec::CompressionEncoding;
 use tonic::codegen::{Body, BoxFuture, Service, StdError, http};
 use tonic::server::{Grpc, NamedService, StreamingService};
 use tonic::{Request, Response, Status, Streaming};
-use xds_vocabulary::kds::{KdsRpc, SYNC_SERVICE};
+use xds_vocabulary::kds::{
+    GLOBAL_KDS_SERVICE, HEALTH_CHECK_PATH, KdsRpc, SYNC_SERVICE, ZoneHealthCheckRequest,
+    ZoneHealthCheckResponse,
+};
 
+use crate::event::ServerEvent;
 use crate::handshake::KdsHandshake;
 use crate::incoming::open_stream;
 use crate::kds::{GlobalToZone, ZoneToGlobal};
@@ -152,5 +156,78 @@ where
                 Ok(Status::unimplemented("not a method of KDSSyncService").into_http())
             }),
         }
+    }
+}
+
+/// Kuma's `GlobalKDSService` of one fake server: `HealthCheck` only, the
+/// pings of a zone that advertises `zone-ping-health`, each recorded with
+/// the zone's headers and answered as Kuma's global answers when no
+/// `zoneHealthCheck.pollInterval` is configured (its default): an interval
+/// of zero, so the zone keeps its own (`pkg/kds/service/server.go:90-116`
+/// at v2.14.3). Its streaming methods are UNIMPLEMENTED, which a zone
+/// tolerates.
+#[derive(Clone)]
+pub(crate) struct GlobalKdsService {
+    inner: Arc<Inner>,
+}
+
+impl GlobalKdsService {
+    pub fn new(inner: Arc<Inner>) -> Self {
+        Self { inner }
+    }
+}
+
+impl NamedService for GlobalKdsService {
+    const NAME: &'static str = GLOBAL_KDS_SERVICE;
+}
+
+/// One health ping: recorded, answered.
+struct HealthCheck {
+    inner: Arc<Inner>,
+}
+
+impl tonic::server::UnaryService<ZoneHealthCheckRequest> for HealthCheck {
+    type Response = ZoneHealthCheckResponse;
+    type Future = std::future::Ready<Result<Response<ZoneHealthCheckResponse>, Status>>;
+
+    fn call(&mut self, request: Request<ZoneHealthCheckRequest>) -> Self::Future {
+        let handshake = KdsHandshake::from_metadata(request.metadata());
+        self.inner
+            .update(|state| state.record(ServerEvent::KdsHealthCheck { handshake }));
+        std::future::ready(Ok(Response::new(ZoneHealthCheckResponse {
+            interval: Some(Default::default()),
+        })))
+    }
+}
+
+impl<B> Service<http::Request<B>> for GlobalKdsService
+where
+    B: Body + Send + 'static,
+    B::Error: Into<StdError> + Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        if request.uri().path() != HEALTH_CHECK_PATH {
+            return Box::pin(async move {
+                Ok(Status::unimplemented("the fake global serves only HealthCheck").into_http())
+            });
+        }
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let codec =
+                tonic_prost::ProstCodec::<ZoneHealthCheckResponse, ZoneHealthCheckRequest>::default(
+                );
+            let mut grpc = Grpc::new(codec)
+                .accept_compressed(CompressionEncoding::Gzip)
+                .send_compressed(CompressionEncoding::Gzip);
+            Ok(grpc.unary(HealthCheck { inner }, request).await)
+        })
     }
 }

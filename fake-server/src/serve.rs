@@ -23,7 +23,7 @@ use tonic::transport::server::{Connected, TcpIncoming};
 use crate::ads::AdsService;
 use crate::cancel::note_cancel;
 use crate::connection::{ConnectionInfo, ServerConnection};
-use crate::kds_service::KdsSyncService;
+use crate::kds_service::{GlobalKdsService, KdsSyncService};
 use crate::shared::Inner;
 use crate::stream_gate::StreamGate;
 use crate::tls;
@@ -61,6 +61,7 @@ where
 {
     let service = AggregatedDiscoveryServiceServer::new(AdsService::new(inner.clone()));
     let kds = KdsSyncService::new(inner.clone());
+    let global_kds = GlobalKdsService::new(inner.clone());
     let shutdown = inner.shutdown_signal();
     let age = inner.read(|state| state.max_connection_age);
     // Every connection goes through a gate, which follows its frames
@@ -82,6 +83,7 @@ where
             .layer(tower::ServiceBuilder::new().map_request(note_cancel))
             .add_service(service)
             .add_service(kds)
+            .add_service(global_kds)
             .serve_with_incoming_shutdown(incoming, shutdown)
             .await;
     });

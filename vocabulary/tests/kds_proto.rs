@@ -29,6 +29,10 @@ fn committed_kds_messages_are_what_the_proto_generates() {
             ".google.protobuf.Any",
             "::envoy_types::pb::google::protobuf::Any",
         )
+        .extern_path(
+            ".google.protobuf.Duration",
+            "::envoy_types::pb::google::protobuf::Duration",
+        )
         // `prost::Name`, so a KumaResource packs into an Any by its own
         // type URL.
         .enable_type_names()

@@ -404,6 +404,10 @@ pub struct ZoneDefects {
     /// `targetRef.kind` it does not support, or without `to`, `from` or
     /// `rules`, is stored (Kuma: NACKed, KDS-FACTS 4.3).
     pub policy_specs_unchecked: bool,
+    /// The zone never pings `GlobalKDSService/HealthCheck`, though it
+    /// advertises `zone-ping-health` (Kuma's zone pings on each
+    /// connection, `pkg/kds/mux/client.go:301-340`).
+    pub no_health_pings: bool,
     /// The zone advertises neither `zone-ping-health` nor `hash-suffix`
     /// (Kuma 2.14 advertises both, KDS-FACTS 4.4).
     pub no_kuma_features: bool,

@@ -1,8 +1,9 @@
 //! Kuma's KDS (`kuma.mesh.v1alpha1.KDSSyncService`) against a hand-made
 //! tonic zone, as Kuma's zone calls it (its headers, gzip, `*` per type):
-//! both RPCs, the recording, gzip both ways, UNIMPLEMENTED for Kuma's
-//! other KDS service, auto and scripted `ZoneToGlobalSync`, faults ending
-//! and holding back KDS streams. In memory on paused time, and over TCP.
+//! both RPCs, the recording, gzip both ways, health pings (answered) and
+//! the rest of Kuma's other KDS service (UNIMPLEMENTED), auto and scripted
+//! `ZoneToGlobalSync`, faults ending and holding back KDS streams. In
+//! memory on paused time, and over TCP.
 
 use std::collections::BTreeMap;
 
@@ -493,10 +494,47 @@ async fn global_to_zone_hash_suffixes_names_for_a_zone_that_lists_hash_suffix() 
 }
 
 #[tokio::test(start_paused = true)]
-async fn kumas_other_kds_service_and_unknown_methods_are_unimplemented() {
+async fn zone_health_ping_is_recorded_and_answered_without_an_interval() {
+    let (server, network) = serving(ServingMode::Auto);
+    let channel = connect(&network).await.expect("connect");
+    let mut grpc = tonic::client::Grpc::new(channel)
+        .send_compressed(CompressionEncoding::Gzip)
+        .accept_compressed(CompressionEncoding::Gzip);
+    grpc.ready().await.expect("ready");
+    let mut request = Request::new(kds::ZoneHealthCheckRequest {});
+    let metadata = request.metadata_mut();
+    metadata.insert("client-id", "zone-1".parse().expect("ascii"));
+    metadata.insert("kds-version", "v3".parse().expect("ascii"));
+    metadata.append("features", "zone-ping-health".parse().expect("ascii"));
+    metadata.append("features", "hash-suffix".parse().expect("ascii"));
+    metadata.insert("version", "2.14.3".parse().expect("ascii"));
+    let answer = grpc
+        .unary(
+            request,
+            http::uri::PathAndQuery::from_static(kds::HEALTH_CHECK_PATH),
+            tonic_prost::ProstCodec::<kds::ZoneHealthCheckRequest, kds::ZoneHealthCheckResponse>::default(),
+        )
+        .await
+        .expect("HealthCheck is served");
+    // Kuma's global without `zoneHealthCheck.pollInterval` answers a zero
+    // interval: the zone keeps its own.
+    let interval = answer.into_inner().interval.expect("an interval");
+    assert_eq!((interval.seconds, interval.nanos), (0, 0));
+    let pings: Vec<KdsHandshake> = events_only(server.events())
+        .into_iter()
+        .filter_map(|e| match e {
+            ServerEvent::KdsHealthCheck { handshake } => Some(handshake),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pings, [zone_handshake()]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn kumas_other_kds_methods_and_unknown_methods_are_unimplemented() {
     let (_server, network) = serving(ServingMode::Auto);
     for path in [
-        "/kuma.mesh.v1alpha1.GlobalKDSService/HealthCheck",
+        "/kuma.mesh.v1alpha1.GlobalKDSService/NoSuchMethod",
         "/kuma.mesh.v1alpha1.KDSSyncService/NoSuchMethod",
     ] {
         let channel = connect(&network).await.expect("connect");

@@ -17,7 +17,8 @@ pub struct ServerEventMatcherSpec {
     /// The server it happened on (default: any).
     pub server: Option<Spanned<String>>,
     /// connection_accepted, connection_refused, connection_closed,
-    /// stream_opened, stream_closed, tls_established, tls_failed.
+    /// stream_opened, stream_closed, tls_established, tls_failed,
+    /// kds_health_check (a Kuma zone's `GlobalKDSService/HealthCheck`).
     #[schemars(schema_with = "server_events")]
     pub event: Spanned<String>,
     /// stream_closed: the status code. Of a stream the client ended: OK
@@ -49,6 +50,7 @@ pub enum ServerEventKind {
     StreamClosed,
     TlsEstablished,
     TlsFailed,
+    KdsHealthCheck,
 }
 
 /// How a TLS handshake failed, as scenarios name it.
@@ -73,6 +75,7 @@ impl ServerEventKind {
             ServerEvent::StreamClosed { .. } => ServerEventKind::StreamClosed,
             ServerEvent::TlsEstablished { .. } => ServerEventKind::TlsEstablished,
             ServerEvent::TlsFailed { .. } => ServerEventKind::TlsFailed,
+            ServerEvent::KdsHealthCheck { .. } => ServerEventKind::KdsHealthCheck,
             _ => return None,
         })
     }
@@ -110,6 +113,7 @@ pub(crate) const SERVER_EVENTS: &[(&str, ServerEventKind)] = &[
     ("stream_closed", ServerEventKind::StreamClosed),
     ("tls_established", ServerEventKind::TlsEstablished),
     ("tls_failed", ServerEventKind::TlsFailed),
+    ("kds_health_check", ServerEventKind::KdsHealthCheck),
 ];
 
 #[derive(Clone, Debug, PartialEq)]

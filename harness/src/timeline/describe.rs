@@ -231,6 +231,10 @@ fn describe_server(event: &ServerEvent) -> String {
                 if handshake.gzip { " (gzip)" } else { "" }
             )
         }
+        ServerEvent::KdsHealthCheck { handshake } => format!(
+            "KDS health check from client-id={}",
+            handshake.client_id.as_deref().unwrap_or("(none)")
+        ),
         ServerEvent::KdsRequestSent { stream, request } => {
             describe_request_going("->", *stream, request)
         }

@@ -49,3 +49,34 @@ impl ::prost::Name for KumaResource {
         "type.googleapis.com/kuma.mesh.v1alpha1.KumaResource".into()
     }
 }
+/// A zone's health ping: nothing but the call (and its headers).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ZoneHealthCheckRequest {}
+impl ::prost::Name for ZoneHealthCheckRequest {
+    const NAME: &'static str = "ZoneHealthCheckRequest";
+    const PACKAGE: &'static str = "kuma.mesh.v1alpha1";
+    fn full_name() -> ::prost::alloc::string::String {
+        "kuma.mesh.v1alpha1.ZoneHealthCheckRequest".into()
+    }
+    fn type_url() -> ::prost::alloc::string::String {
+        "type.googleapis.com/kuma.mesh.v1alpha1.ZoneHealthCheckRequest".into()
+    }
+}
+/// The global's answer.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ZoneHealthCheckResponse {
+    /// The interval the global expects between pings; unset or zero, the
+    /// zone keeps its own (5 minutes in Kuma 2.14).
+    #[prost(message, optional, tag = "1")]
+    pub interval: ::core::option::Option<::envoy_types::pb::google::protobuf::Duration>,
+}
+impl ::prost::Name for ZoneHealthCheckResponse {
+    const NAME: &'static str = "ZoneHealthCheckResponse";
+    const PACKAGE: &'static str = "kuma.mesh.v1alpha1";
+    fn full_name() -> ::prost::alloc::string::String {
+        "kuma.mesh.v1alpha1.ZoneHealthCheckResponse".into()
+    }
+    fn type_url() -> ::prost::alloc::string::String {
+        "type.googleapis.com/kuma.mesh.v1alpha1.ZoneHealthCheckResponse".into()
+    }
+}

@@ -23,7 +23,7 @@ pub mod proto {
 }
 
 pub use name::{KdsName, KdsNameError, hash_suffixed};
-pub use proto::KumaResource;
+pub use proto::{KumaResource, ZoneHealthCheckRequest, ZoneHealthCheckResponse};
 pub use resource::{UnpackError, kuma_resource, pack, unpack};
 pub use zone::{KdsResource, ZoneStoreChange};
 
@@ -33,6 +33,11 @@ pub const SYNC_SERVICE: &str = "kuma.mesh.v1alpha1.KDSSyncService";
 /// Kuma's other KDS service (config dumps, stats, clusters, health
 /// checks), which a zone also calls and tolerates UNIMPLEMENTED from.
 pub const GLOBAL_KDS_SERVICE: &str = "kuma.mesh.v1alpha1.GlobalKDSService";
+
+/// The health ping of a zone that advertises `zone-ping-health`: a unary
+/// call of [`GLOBAL_KDS_SERVICE`] (`pkg/kds/mux/client.go:301-340` at
+/// v2.14.3).
+pub const HEALTH_CHECK_PATH: &str = "/kuma.mesh.v1alpha1.GlobalKDSService/HealthCheck";
 
 /// The zone's name (the global requires it).
 pub const CLIENT_ID_HEADER: &str = "client-id";

@@ -32,7 +32,8 @@ use tonic::codec::CompressionEncoding;
 use tonic::metadata::{AsciiMetadataValue, MetadataMap};
 use tonic::transport::Channel;
 use xds_vocabulary::kds::{
-    CLIENT_ID_HEADER, FEATURES_HEADER, KDS_VERSION_HEADER, KdsRpc, VERSION_HEADER,
+    CLIENT_ID_HEADER, FEATURES_HEADER, HEALTH_CHECK_PATH, KDS_VERSION_HEADER, KdsRpc,
+    VERSION_HEADER, ZoneHealthCheckRequest, ZoneHealthCheckResponse,
 };
 
 use super::MAX_MESSAGE;
@@ -47,6 +48,9 @@ pub(crate) enum Arrived {
     Request(Box<DeltaDiscoveryRequest>),
     /// The RPC ended with this status (OK: the global ended it cleanly).
     Ended(KdsRpc, tonic::Status),
+    /// A health ping failed other than UNIMPLEMENTED: Kuma's zone restarts
+    /// its connection.
+    HealthCheckFailed(tonic::Status),
 }
 
 /// The messages that wait for the worker: a few, so a fast global waits on
@@ -110,7 +114,7 @@ impl<T> Outbound<T> {
 pub(crate) struct Connection {
     pub requests: Outbound<DeltaDiscoveryRequest>,
     pub responses: Outbound<DeltaDiscoveryResponse>,
-    pumps: [JoinHandle<()>; 2],
+    pumps: [JoinHandle<()>; 3],
     /// Dropped with the connection: each cancels its RPC.
     _cancel: [oneshot::Sender<()>; 2],
 }
@@ -126,7 +130,17 @@ impl Connection {
         queue: usize,
         arrived: mpsc::Sender<Arrived>,
         zone_to_global: bool,
+        pings: bool,
     ) -> Connection {
+        let health = if pings {
+            tokio::spawn(ping_health(
+                channel.clone(),
+                headers.clone(),
+                arrived.clone(),
+            ))
+        } else {
+            tokio::spawn(async {})
+        };
         let (requests, requests_rx) = mpsc::channel(queue.max(1));
         let (responses, responses_rx) = mpsc::channel(queue.max(1));
         let (cancel_down, cancel_down_rx) = oneshot::channel();
@@ -161,7 +175,7 @@ impl Connection {
         Connection {
             requests: Outbound { queue: requests },
             responses: Outbound { queue: responses },
-            pumps: [global_to_zone, zone_to_global],
+            pumps: [global_to_zone, zone_to_global, health],
             _cancel: [cancel_down, cancel_up],
         }
     }
@@ -175,6 +189,63 @@ impl Drop for Connection {
         for pump in &self.pumps {
             pump.abort();
         }
+    }
+}
+
+/// The interval between health pings while the global asks for none
+/// (Kuma 2.14's zone, `pkg/kds/mux/client.go:310`).
+pub const HEALTH_PING_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5 * 60);
+
+/// Kuma's zone's health pings (`startHealthCheck`,
+/// `pkg/kds/mux/client.go:301-340` at v2.14.3), on the connection's
+/// channel with the zone's headers: `GlobalKDSService/HealthCheck` at
+/// once, then every interval the global's answer gives (while it gives
+/// none, [`HEALTH_PING_INTERVAL`]). UNIMPLEMENTED stops the pings (a
+/// global without the service); any other error ends the connection.
+async fn ping_health(channel: Channel, headers: Arc<Headers>, arrived: mpsc::Sender<Arrived>) {
+    let mut interval = HEALTH_PING_INTERVAL;
+    loop {
+        let mut grpc = tonic::client::Grpc::new(channel.clone())
+            .send_compressed(CompressionEncoding::Gzip)
+            .accept_compressed(CompressionEncoding::Gzip);
+        let answer = match grpc.ready().await {
+            Err(e) => Err(tonic::Status::unavailable(format!(
+                "the channel is not ready: {e}"
+            ))),
+            Ok(()) => {
+                let mut request = tonic::Request::new(ZoneHealthCheckRequest {});
+                headers.apply(request.metadata_mut());
+                grpc.unary(
+                    request,
+                    http::uri::PathAndQuery::from_static(HEALTH_CHECK_PATH),
+                    tonic_prost::ProstCodec::<ZoneHealthCheckRequest, ZoneHealthCheckResponse>::default(),
+                )
+                .await
+            }
+        };
+        match answer {
+            Ok(response) => {
+                let asked = response
+                    .into_inner()
+                    .interval
+                    .map(|d| {
+                        std::time::Duration::new(
+                            u64::try_from(d.seconds).unwrap_or(0),
+                            u32::try_from(d.nanos).unwrap_or(0),
+                        )
+                    })
+                    .unwrap_or_default();
+                if !asked.is_zero() {
+                    interval = asked;
+                }
+            }
+            Err(status) if status.code() == tonic::Code::Unimplemented => return,
+            Err(status) => {
+                let _ = arrived.send(Arrived::HealthCheckFailed(status)).await;
+                return;
+            }
+        }
+        tokio::time::sleep(interval).await;
     }
 }
 

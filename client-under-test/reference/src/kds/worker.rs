@@ -29,10 +29,9 @@ use crate::transport::{ConnectionState, XdsTransport, XdsTransportFactory};
 /// zone does on every RPC of its connection (`pkg/kds/mux/client.go:124-129`):
 /// `hash-suffix` tells the global to take the zone's names as they come
 /// (they are hash-suffixed, `super::zone_to_global`), `zone-ping-health`
-/// that the zone's health pings count. The reference does not ping
-/// `GlobalKDSService/HealthCheck` yet; a global that answers it
-/// Unimplemented (the fake, as Kuma's zone stops pinging then) sees no
-/// difference.
+/// that the zone pings `GlobalKDSService/HealthCheck` on each connection
+/// (`super::connection`), so the global may end the streams of a zone
+/// whose pings stop.
 pub const HEADER_FEATURES: [&str; 2] = ["zone-ping-health", "hash-suffix"];
 
 /// The features in the node metadata of a stream's first requests, Kuma
@@ -71,6 +70,9 @@ enum Ended {
     Unreadable(#[from] Unreadable),
     #[error(transparent)]
     Stalled(#[from] Stalled),
+    /// A health ping failed (other than UNIMPLEMENTED).
+    #[error("zone health check request failed: {0}")]
+    HealthCheck(tonic::Status),
     /// The global never spoke on the connection (a blackhole).
     #[error("connection attempt timed out before receiving SETTINGS frame")]
     ConnectTimeout,
@@ -82,7 +84,9 @@ enum Ended {
 impl Ended {
     fn status(&self) -> XdsError {
         match self {
-            Ended::Rpc(_, status) => XdsError::new(status.code(), status.message()),
+            Ended::Rpc(_, status) | Ended::HealthCheck(status) => {
+                XdsError::new(status.code(), status.message())
+            }
             Ended::ConnectTimeout => XdsError::new(tonic::Code::Unavailable, self.to_string()),
             other => XdsError::new(tonic::Code::Cancelled, other.to_string()),
         }
@@ -255,6 +259,7 @@ impl Worker {
             2 * types + 16,
             arrived_tx,
             !self.config.defects.no_zone_to_global_sync,
+            !self.config.defects.no_health_pings,
         );
         drop(transport);
         let mut live = Live {
@@ -349,6 +354,7 @@ impl Worker {
     fn arrived(&mut self, message: Arrived, live: &mut Live) -> Result<(), Ended> {
         match message {
             Arrived::Ended(rpc, status) => Err(Ended::Rpc(rpc, status)),
+            Arrived::HealthCheckFailed(status) => Err(Ended::HealthCheck(status)),
             Arrived::Response(response) => {
                 live.heard = true;
                 let kuma_type = response.type_url.clone();
