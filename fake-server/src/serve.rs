@@ -18,7 +18,7 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio_stream::{Stream, StreamExt};
 use tonic::transport::Server;
-use tonic::transport::server::{Connected, TcpIncoming};
+use tonic::transport::server::Connected;
 
 use crate::ads::AdsService;
 use crate::cancel::note_cancel;
@@ -153,6 +153,16 @@ impl MemoryAcceptor for MemoryListener {
 /// timeline). Connection attempts while refusing still meet no listener,
 /// so the kernel refuses them; a port-0 bind never shares a port, with
 /// SO_REUSEPORT or not, so no other server is given this one.
+///
+/// Closing the listener stops it listening with `shutdown`, not by
+/// dropping its descriptor alone: the harness spawns client processes all
+/// the time, and a child between fork and exec holds a copy of every
+/// descriptor, so a dropped listener went on listening until that child
+/// exec'd. A client connecting right after a refuse fault then got in and
+/// was reset ("Connection reset by peer", not refused; seen once in a
+/// comparison of SotW and delta on the reference client as a process,
+/// `a57/does-not-exist-timer-needs-a-connected-stream`). `shutdown` acts
+/// on the socket, every copy of it.
 pub(crate) struct TcpGate {
     address: SocketAddr,
     /// Re-binding needs the runtime the server was started on.
@@ -162,7 +172,7 @@ pub(crate) struct TcpGate {
 
 struct GateSlot {
     /// `None` while refusing: nothing listens, so the kernel refuses.
-    listener: Option<TcpIncoming>,
+    listener: Option<TcpListener>,
     /// Holds the port while the gate lives (see [`TcpGate`]).
     port: Option<TcpSocket>,
     /// The tonic accept loop waiting on this gate.
@@ -185,7 +195,7 @@ impl TcpGate {
             address,
             runtime,
             slot: Mutex::new(GateSlot {
-                listener: Some(TcpIncoming::from(listener).with_nodelay(Some(true))),
+                listener: Some(listener),
                 port: Some(port),
                 waker: None,
                 finished: false,
@@ -200,7 +210,7 @@ impl TcpGate {
     /// Closes the listening socket now (not at some later poll), so a
     /// connection attempt right after a refuse fault is refused.
     pub fn close(&self) {
-        self.lock().listener = None;
+        stop_listening(self.lock().listener.take());
     }
 
     /// Listens again on the same address if closed.
@@ -213,7 +223,7 @@ impl TcpGate {
             let _runtime = self.runtime.enter();
             listen(self.address)?
         };
-        slot.listener = Some(TcpIncoming::from(listener).with_nodelay(Some(true)));
+        slot.listener = Some(listener);
         if let Some(waker) = slot.waker.take() {
             waker.wake();
         }
@@ -224,7 +234,7 @@ impl TcpGate {
     /// stream.
     pub fn finish(&self) {
         let mut slot = self.lock();
-        slot.listener = None;
+        stop_listening(slot.listener.take());
         slot.port = None;
         slot.finished = true;
         if let Some(waker) = slot.waker.take() {
@@ -234,6 +244,17 @@ impl TcpGate {
 
     fn lock(&self) -> MutexGuard<'_, GateSlot> {
         self.slot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Stops `listener` listening at once, whoever else holds a copy of its
+/// descriptor (see [`TcpGate`]): `shutdown(SHUT_RD)` of a listening socket
+/// takes it out of the listening state (connections queued on it are
+/// reset, as closing it does), then it is dropped.
+fn stop_listening(listener: Option<TcpListener>) {
+    if let Some(listener) = listener {
+        // It can only fail on a socket that no longer listens.
+        let _ = socket2::SockRef::from(&listener).shutdown(std::net::Shutdown::Read);
     }
 }
 
@@ -275,20 +296,52 @@ impl Stream for TcpAccept {
             // Kept up to date so closing/reopening can wake the accept loop
             // even though the old listener will never wake it again.
             slot.waker = Some(cx.waker().clone());
-            let Some(listener) = slot.listener.as_mut() else {
+            let Some(listener) = slot.listener.as_ref() else {
                 return Poll::Pending;
             };
-            match Pin::new(listener).poll_next(cx) {
-                Poll::Ready(Some(Ok(stream))) => stream,
-                Poll::Ready(Some(Err(error))) => return Poll::Ready(Some(Err(error))),
-                Poll::Ready(None) => {
-                    slot.listener = None;
-                    return Poll::Pending;
+            match listener.poll_accept(cx) {
+                Poll::Ready(Ok((stream, _))) => {
+                    // Without it each small gRPC message waits out
+                    // Nagle's delay; a socket that refuses it still serves.
+                    let _ = stream.set_nodelay(true);
+                    stream
                 }
+                Poll::Ready(Err(error)) => return Poll::Ready(Some(Err(error))),
                 Poll::Pending => return Poll::Pending,
             }
         };
         // Recorded outside the gate's lock (lock order: never gate, then state).
         Poll::Ready(Some(Ok(self.inner.accept_connection(accepted))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A copy of the listener's descriptor elsewhere (a child process
+    /// between fork and exec holds one) does not keep a closed gate
+    /// listening: a connection attempt right after is refused, not taken
+    /// in and reset.
+    #[tokio::test]
+    async fn a_closed_gate_refuses_while_a_copy_of_its_listener_lives() {
+        let gate =
+            TcpGate::bind("127.0.0.1:0".parse().expect("addr"), Handle::current()).expect("bind");
+        let copy = {
+            let slot = gate.lock();
+            let listener = slot.listener.as_ref().expect("listening");
+            socket2::SockRef::from(listener).try_clone().expect("dup")
+        };
+        gate.close();
+        let refused = TcpStream::connect(gate.address())
+            .await
+            .err()
+            .map(|e| e.kind());
+        assert_eq!(refused, Some(io::ErrorKind::ConnectionRefused));
+        drop(copy);
+        gate.reopen().expect("listen again");
+        TcpStream::connect(gate.address())
+            .await
+            .expect("connects once listening again");
     }
 }
