@@ -172,6 +172,16 @@ pub struct Capabilities {
     pub profiles: Vec<String>,
 }
 
+impl Capabilities {
+    /// A Kuma zone that speaks KDS alone (kuma-cp): it claims
+    /// [`kds_zone`](Self::kds_zone) and is started neither from a gRPC
+    /// bootstrap nor as a proxy, so it speaks no ADS, and a scenario
+    /// without a `zone` has nothing for it to play.
+    pub fn kds_only(&self) -> bool {
+        self.kds_zone && !self.grpc_bootstrap && !self.proxy
+    }
+}
+
 /// One bucket of gRFC A78's `grpc.xds_client.resources` gauge.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ResourceCountKey {

@@ -135,12 +135,8 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 /// `reference-process` is the reference client again (as a process, for
 /// benchmarks, and for the check that real time never fails a correct
 /// client, which CI plays apart at `--jobs 12`); a column of it would
-/// compare the implementation with itself. `kuma` (a real kuma-cp zone)
-/// joins once the fake global encodes specs as a real global does: until
-/// then a real zone drops its connection at the first resource it is sent
-/// (`client-under-test/adapters/kuma/KDS-FACTS.md`, section 5), and its
-/// column would show the harness's limit, not Kuma's behaviour.
-pub const NOT_IN_DEFAULT_MATRIX: &[&str] = &["reference-process", "kuma"];
+/// compare the implementation with itself.
+pub const NOT_IN_DEFAULT_MATRIX: &[&str] = &["reference-process"];
 
 /// The clients `matrix` runs by default: every client but
 /// [`NOT_IN_DEFAULT_MATRIX`].

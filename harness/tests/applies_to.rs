@@ -93,3 +93,28 @@ fn without_applies_to_every_client_is_bound() {
         );
     }
 }
+
+/// A client that claims a Kuma zone and nothing else, as kuma-cp does.
+fn kds_only_zone() -> Box<dyn ClientUnderTest> {
+    let claims = Arc::new(|_: Capabilities| Capabilities {
+        kds_zone: true,
+        ..Capabilities::default()
+    });
+    let pass = Arc::new(|_: &xds_client_under_test::broken::Command<'_>| None);
+    Box::new(Broken::new(ReferenceClient::new(), "kuma", pass).claiming(claims))
+}
+
+#[test]
+fn a_zone_that_speaks_kds_alone_is_told_it_lacks_xds_before_whom_a_rule_binds() {
+    for applies_to in ["", GRPC_ONLY] {
+        let outcome = play_one(&scenario(applies_to), &kds_only_zone, "kuma");
+        let Verdict::NotApplicable { reason } = &outcome.verdict else {
+            panic!("{applies_to:?}: {:?}", outcome.verdict);
+        };
+        assert_eq!(
+            reason,
+            &format!("the client lacks {}", xds_conformance::runner::KDS_ONLY),
+            "{applies_to:?}"
+        );
+    }
+}

@@ -1,6 +1,8 @@
 //! The scenario suite against the third-party clients: gRPC C-core through
-//! grpcio, @grpc/grpc-js-xds, Envoy (real processes, installed into
-//! `.peers/` on first use by their adapters' install scripts), and
+//! grpcio, @grpc/grpc-js-xds, grpc-go, grpc-java, Envoy, a Kuma zone
+//! (kuma-cp, on the KDS scenarios; n/a on the others) (real processes,
+//! installed into `.peers/` on first use by their adapters' install
+//! scripts), and
 //! crates.io's grpc-rust `xds-client` in-process; with the reference
 //! client beside them, this is the conformance matrix, and the test leaves
 //! it in `reports-out/matrix/` (as `xds-conformance matrix` does), so CI

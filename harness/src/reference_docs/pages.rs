@@ -915,8 +915,7 @@ pub fn client(client: &Client, sources: &Sources) -> String {
             "real, over TCP on loopback"
         }
     );
-    // A zone that speaks no ADS (kuma-cp) has KDS only.
-    if c.kds_zone && !c.grpc_bootstrap && !c.proxy {
+    if c.kds_only() {
         text.push_str("- Protocols: Kuma's KDS (delta xDS between a zone and its global) only.\n");
     } else {
         let _ = writeln!(

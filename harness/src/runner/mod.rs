@@ -187,12 +187,14 @@ pub fn run_scenario_in(
     let scenario = &*projected;
     let missing = missing_capabilities(scenario, &caps);
     // A rule that does not bind this client says so first: what else it
-    // lacks does not matter then.
-    if let Some(reason) = scenario
-        .applies_to
-        .not_bound(&caps)
-        .or_else(|| lacks(&missing))
-    {
+    // lacks does not matter then. Before that, a zone that speaks KDS
+    // alone is told it has no xDS: no rule of an xDS scenario is about it.
+    let not_bound = if scenario.zone.is_none() && caps.kds_only() {
+        None
+    } else {
+        scenario.applies_to.not_bound(&caps)
+    };
+    if let Some(reason) = not_bound.or_else(|| lacks(&missing)) {
         return RunOutcome {
             missing,
             ..early(Verdict::NotApplicable { reason })
@@ -316,9 +318,20 @@ fn lacks(missing: &[String]) -> Option<String> {
     (!missing.is_empty()).then(|| format!("the client lacks {}", missing.join(", ")))
 }
 
+/// What a scenario without a `zone` needs of a client that speaks KDS
+/// alone ([`Capabilities::kds_only`]), after "the client lacks".
+pub const KDS_ONLY: &str =
+    "xDS: it claims kds_zone only (a Kuma zone plays the scenarios with a `zone`)";
+
 /// Each thing the scenario needs that the client lacks, in the order the
 /// scenario needs them; empty when it can run.
 pub fn missing_capabilities(scenario: &Scenario, caps: &Capabilities) -> Vec<String> {
+    // A zone that speaks KDS alone lacks every xDS capability such a
+    // scenario could need; what it lacks is the protocol, and that is the
+    // reason worth reading.
+    if scenario.zone.is_none() && caps.kds_only() {
+        return vec![KDS_ONLY.to_string()];
+    }
     let projected = crate::projection::wildcard::project(scenario, caps);
     let scenario = &*projected;
     let mut missing = Vec::new();
@@ -791,5 +804,31 @@ mod tests {
         assert_eq!(not_applicable(&with_env, &takes), None);
         let without = scenario("  - watch: { type: CDS, name: c1 }\n");
         assert_eq!(not_applicable(&without, &caps), None);
+    }
+
+    #[test]
+    fn a_zone_that_speaks_kds_alone_is_told_an_xds_scenario_needs_xds() {
+        let kuma = Capabilities {
+            kds_zone: true,
+            ..Default::default()
+        };
+        let watches = scenario("  - watch: { type: CDS, name: c1 }\n");
+        assert_eq!(
+            not_applicable(&watches, &kuma),
+            Some(format!("the client lacks {KDS_ONLY}"))
+        );
+        let zone = "description: zone\nspec: [kds]\nservers:\n  global: {}\nzone: {}\n\
+                    steps:\n  - expect:\n      kds_stream: { rpc: global_to_zone }\n";
+        let zone = load_str("zone.yaml", zone).expect("a scenario");
+        assert_eq!(not_applicable(&zone, &kuma), None);
+        // The reference client plays a zone and xDS: each scenario is
+        // judged on what it needs.
+        let both = Capabilities {
+            watch: true,
+            grpc_bootstrap: true,
+            ..kuma
+        };
+        assert!(!both.kds_only());
+        assert_eq!(not_applicable(&watches, &both), None);
     }
 }
