@@ -163,6 +163,16 @@ pub struct Capabilities {
     /// [`ClientEnvironment::env`] instead of the harness's own
     /// environment, which every run in the process shares.
     pub env: bool,
+    /// Environment variables a scenario may set that this client does not
+    /// read, each with why: the switches of a temporary protection a gRFC
+    /// names, which this release has removed, behaving as the protection's
+    /// last stage (gRFC A71's `GRPC_EXPERIMENTAL_XDS_FALLBACK`: grpc-go and
+    /// C-core 1.85 fall back with nothing to turn it off). A rule about
+    /// the switch's other settings does not bind such a client: a scenario
+    /// that sets one is not applicable to it. Declared by its adapter
+    /// (`adapter.json`'s `env_not_read`), with the source line as the why;
+    /// empty for a client that reads every variable a scenario can set.
+    pub env_not_read: BTreeMap<String, String>,
     /// Plays a Kuma zone control plane against its global over KDS
     /// (`kuma.mesh.v1alpha1.KDSSyncService`): a scenario with a `zone`
     /// section. It reports what it stores as [`ObservedEvent::Zone`] and

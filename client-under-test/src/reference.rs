@@ -211,6 +211,7 @@ impl ClientUnderTest for ReferenceClient {
             kds_zone: true,
             // Read from `ClientEnvironment::env` (xds_reference_client::environment).
             env: true,
+            env_not_read: BTreeMap::new(),
             profiles: PROFILES.iter().map(|p| p.to_string()).collect(),
         }
     }

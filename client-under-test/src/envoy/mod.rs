@@ -242,7 +242,7 @@ impl ClientUnderTest for EnvoyClient {
             // The driver starts Envoy with no scenario variables: Envoy
             // reads none of gRPC's.
             env: false,
-            ..self.manifest.capabilities.to_capabilities()
+            ..self.manifest.capabilities()
         }
     }
 

@@ -738,6 +738,7 @@ impl ClientUnderTest for GrpcRustClient {
             // An in-process crate reads the process's environment, which
             // every run in the harness shares: a run cannot set its own.
             env: false,
+            env_not_read: BTreeMap::new(),
             profiles: Vec::new(),
         }
     }

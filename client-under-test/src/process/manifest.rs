@@ -87,6 +87,14 @@ impl LogLevelName {
 }
 
 impl AdapterCapabilities {
+    /// These, for a client whose release does not read `env_not_read`.
+    pub fn with_env_not_read(&self, env_not_read: &BTreeMap<String, String>) -> Capabilities {
+        Capabilities {
+            env_not_read: env_not_read.clone(),
+            ..self.to_capabilities()
+        }
+    }
+
     pub fn to_capabilities(&self) -> Capabilities {
         let mut profiles = self.profiles.clone();
         // Sorted so that a different order in adapter.json and hello is
@@ -137,6 +145,11 @@ impl AdapterCapabilities {
             // without saying so (and without code of its own, as long as
             // the client runs in the adapter's process).
             env: true,
+            // A fact of the client's release, not of what its adapter
+            // can be asked: adapter.json says it beside `capabilities`
+            // (`AdapterManifest::env_not_read`), and the process driver
+            // puts it here.
+            env_not_read: BTreeMap::new(),
             profiles,
         }
     }
@@ -204,6 +217,12 @@ pub struct AdapterManifest {
     pub env: BTreeMap<String, String>,
     /// What the client can do, known without starting it.
     pub capabilities: AdapterCapabilities,
+    /// Variables a scenario may set that the client's release does not
+    /// read, each with the source line that shows it
+    /// ([`Capabilities::env_not_read`]). Beside `capabilities`, not in
+    /// them: a fact of the client, which its adapter's hello has no say in.
+    #[serde(default)]
+    pub env_not_read: BTreeMap<String, String>,
     /// The client's expectations file (which scenario runs it is expected
     /// to fail, and why), relative to the manifest's own folder: kept
     /// with the adapter, in the client's repository. The harness holds the
@@ -225,6 +244,12 @@ pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 
 impl AdapterManifest {
     pub const FILE_NAME: &'static str = "adapter.json";
+
+    /// What the manifest says the client can be asked, known without
+    /// starting it.
+    pub fn capabilities(&self) -> Capabilities {
+        self.capabilities.with_env_not_read(&self.env_not_read)
+    }
 
     /// The folder its relative paths resolve against, for a manifest read
     /// from `adapter_dir`: its `root` there, made absolute; an error names
@@ -366,5 +391,27 @@ mod tests {
             capability_differences(&caps("{}").unwrap().to_capabilities(), &both),
             r#"logs: adapter.json [], hello ["warning", "error"]"#
         );
+    }
+
+    /// The variables a release does not read come from adapter.json
+    /// beside the capabilities, and a hello (which cannot say them) keeps
+    /// them: they are the client's, not what its adapter can be asked.
+    #[test]
+    fn env_not_read_is_the_manifests_and_survives_the_hello() {
+        let manifest: AdapterManifest = serde_json::from_str(
+            r#"{"name": "c", "command": ["c"], "capabilities": {"watch": true},
+                "env_not_read": {"GRPC_EXPERIMENTAL_XDS_FALLBACK": "bootstrap.go:806"}}"#,
+        )
+        .expect("a manifest");
+        let declared = manifest.capabilities();
+        assert_eq!(
+            declared.env_not_read.get("GRPC_EXPERIMENTAL_XDS_FALLBACK"),
+            Some(&"bootstrap.go:806".to_string())
+        );
+        let hello: AdapterCapabilities =
+            serde_json::from_str(r#"{"watch": true}"#).expect("capabilities");
+        assert_eq!(hello.with_env_not_read(&manifest.env_not_read), declared);
+        // Inside `capabilities` it is a key no adapter may use.
+        assert!(serde_json::from_str::<AdapterCapabilities>(r#"{"env_not_read": {}}"#).is_err());
     }
 }

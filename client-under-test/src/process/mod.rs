@@ -185,7 +185,7 @@ impl ProcessClient {
     pub fn new(repo_root: &Path, manifest: AdapterManifest) -> ProcessClient {
         ProcessClient {
             repo_root: repo_root.to_path_buf(),
-            capabilities: manifest.capabilities.to_capabilities(),
+            capabilities: manifest.capabilities(),
             manifest,
             timeouts: ProcessTimeouts::default(),
             projection: None,
@@ -431,8 +431,11 @@ impl ClientUnderTest for ProcessClient {
         let running = self.spawn(&env).await?;
         drop(turn);
 
-        let declared = self.manifest.capabilities.to_capabilities();
-        let said = running.hello.capabilities.to_capabilities();
+        let declared = self.manifest.capabilities();
+        let said = running
+            .hello
+            .capabilities
+            .with_env_not_read(&self.manifest.env_not_read);
         if said != declared {
             running.shared.log(
                 LogLevel::Warning,

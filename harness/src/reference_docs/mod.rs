@@ -298,7 +298,7 @@ fn clients() -> Vec<Client> {
             Ok(adapter_root) => {
                 xds_client_under_test::driven(&adapter_root, manifest.clone()).capabilities()
             }
-            Err(_) => manifest.capabilities.to_capabilities(),
+            Err(_) => manifest.capabilities(),
         };
         let expectations_file = manifest
             .expectations

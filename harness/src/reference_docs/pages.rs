@@ -458,6 +458,10 @@ fn capability_value(capabilities: &Capabilities, name: &str) -> Option<String> {
                 .collect::<Vec<_>>()
                 .join(", "),
         ),
+        // A map's keys (`env_not_read`: the variables; their whys are the
+        // adapter's).
+        Value::Object(map) if map.is_empty() => None,
+        Value::Object(map) => Some(map.keys().cloned().collect::<Vec<_>>().join(", ")),
         other => Some(other.to_string()),
     }
 }
@@ -947,6 +951,16 @@ pub fn client(client: &Client, sources: &Sources) -> String {
         );
     }
     text.push('\n');
+    if !c.env_not_read.is_empty() {
+        text.push_str(
+            "Variables a scenario may set that its release does not read, and why \
+             (a scenario setting one is not applicable to it):\n\n",
+        );
+        for (name, why) in &c.env_not_read {
+            let _ = writeln!(text, "- `{name}`: {why}");
+        }
+        text.push('\n');
+    }
     // What the gate covers of each spec (a checkout whose scenarios do not
     // load has nothing to tell: its spec-coverage page says why).
     if let Ok(coverage) = &sources.coverage {

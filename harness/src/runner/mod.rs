@@ -424,6 +424,17 @@ pub fn missing_capabilities(scenario: &Scenario, caps: &Capabilities) -> Vec<Str
         scenario.client.env.is_empty() || caps.env,
         "client environment variables",
     );
+    // A switch the client's release no longer reads: the rule about its
+    // other settings was the temporary protection's, which this release
+    // has left for the behaviour the switch guarded.
+    // The why is the adapter's, on the client's page; the reason stays
+    // short enough to group runs by.
+    for name in scenario.client.env.keys() {
+        need(
+            !caps.env_not_read.contains_key(name),
+            &format!("{name}, which its release no longer reads (env_not_read)"),
+        );
+    }
     missing
 }
 
@@ -804,6 +815,30 @@ mod tests {
         assert_eq!(not_applicable(&with_env, &takes), None);
         let without = scenario("  - watch: { type: CDS, name: c1 }\n");
         assert_eq!(not_applicable(&without, &caps), None);
+
+        // A release that no longer reads the variable is not bound by what
+        // the scenario sets it to; one that reads others still is.
+        let removed = Capabilities {
+            env_not_read: [(
+                "GRPC_EXPERIMENTAL_XDS_FALLBACK".to_string(),
+                "bootstrap.go:806".to_string(),
+            )]
+            .into(),
+            ..takes.clone()
+        };
+        assert_eq!(
+            not_applicable(&with_env, &removed).as_deref(),
+            Some(
+                "the client lacks GRPC_EXPERIMENTAL_XDS_FALLBACK, which its release no \
+                 longer reads (env_not_read)"
+            )
+        );
+        assert_eq!(not_applicable(&without, &removed), None);
+        let other = Capabilities {
+            env_not_read: [("GRPC_XDS_OTHER".to_string(), "x.go:1".to_string())].into(),
+            ..takes
+        };
+        assert_eq!(not_applicable(&with_env, &other), None);
     }
 
     #[test]
