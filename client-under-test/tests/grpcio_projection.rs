@@ -6,12 +6,18 @@
 //! here, in `cargo test`, with the machine's `python3` (the grpcio
 //! adapter's own venv is not needed, nor installed for this).
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::Command;
 
 #[test]
 fn grpcio_projection_unit_tests() {
-    let adapter = Path::new(env!("CARGO_MANIFEST_DIR")).join("adapters/grpcio");
+    // This crate in the checkout running now: cargo sets it at run time,
+    // and a test binary shared between checkouts (one target directory
+    // for several clones) holds another checkout's path compiled in.
+    let crate_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let adapter = crate_dir.join("adapters/grpcio");
     let output = Command::new("python3")
         .args(["-m", "unittest", "discover", "-s"])
         .arg(&adapter)
